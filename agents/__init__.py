@@ -1,0 +1,1 @@
+"""Who chooses actions: the prompt protocol, action parsing, the LLM agent, built-in agents."""

@@ -1,0 +1,1 @@
+"""What the traces say: metrics, statistics, figures and the report."""

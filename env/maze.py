@@ -1,0 +1,358 @@
+"""``gridbench.maze/1`` files: the typed record, validation, load and save (DESIGN section 2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from env.errors import BadInput, pydantic_field
+
+FORMAT = "gridbench.maze/1"
+COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
+DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
+DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
+KINDS = ("key", "door", "switch", "gate")
+DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_SIDE = 64
+
+Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
+Pos = tuple[int, int]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class KeyObject(_Strict):
+    id: str
+    kind: Literal["key"]
+    color: Color
+    pos: Pos
+
+
+class DoorObject(_Strict):
+    id: str
+    kind: Literal["door"]
+    color: Color
+    pos: Pos
+    state: Literal["locked", "closed", "open"]
+
+
+class SwitchObject(_Strict):
+    id: str
+    kind: Literal["switch"]
+    color: Color
+    pos: Pos
+    on: bool = False
+    controls: tuple[str, ...] = ()
+
+
+class GateObject(_Strict):
+    id: str
+    kind: Literal["gate"]
+    color: Color
+    pos: Pos
+
+
+MazeObject = Annotated[KeyObject | DoorObject | SwitchObject | GateObject, Field(discriminator="kind")]
+
+
+class Start(_Strict):
+    pos: Pos
+    dir: Literal["east", "south", "west", "north"]
+
+
+class Meta(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+
+    category: Literal["scale", "mechanism", "distractor"] | None = None
+    topology: str | None = None
+    chain: tuple[tuple[str, ...], ...] = ()
+    distractors: tuple[str, ...] = ()
+    source: str | None = None
+    generator: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str | None) -> str | None:
+        if v is None or v in ("generated", "hand") or (v.startswith("imported:") and len(v) > 9):
+            return v
+        raise ValueError("must be 'generated', 'hand' or 'imported:<origin>'")
+
+    @field_validator("distractors")
+    @classmethod
+    def _distractors(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for d in v:
+            if d.startswith("deadend:") and not re.fullmatch(r"deadend:\d+", d):
+                raise ValueError(f"{d!r}: dead ends are written 'deadend:N'")
+        return v
+
+
+class Maze(BaseModel):
+    """A validated maze. Immutable; derived tables are computed once and cached."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    format: Literal["gridbench.maze/1"]
+    id: str
+    grid: tuple[str, ...]
+    start: Start
+    goal: Pos
+    objects: tuple[MazeObject, ...] = ()
+    meta: Meta | None = None
+
+    # ---- derived, cached ------------------------------------------------------------
+    @property
+    def width(self) -> int:
+        return len(self.grid[0])
+
+    @property
+    def height(self) -> int:
+        return len(self.grid)
+
+    @cached_property
+    def walls(self) -> np.ndarray:
+        """Boolean array indexed ``[x, y]``: True where the cell is a wall."""
+        return np.array([[row[x] == "#" for row in self.grid] for x in range(self.width)], dtype=bool)
+
+    @cached_property
+    def keys(self) -> tuple[KeyObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "key")
+
+    @cached_property
+    def doors(self) -> tuple[DoorObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "door")
+
+    @cached_property
+    def switches(self) -> tuple[SwitchObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "switch")
+
+    @cached_property
+    def gates(self) -> tuple[GateObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "gate")
+
+    @cached_property
+    def by_id(self) -> dict[str, Any]:
+        return {o.id: o for o in self.objects}
+
+    @cached_property
+    def gate_switches(self) -> tuple[tuple[int, ...], ...]:
+        """For each gate (in ``gates`` order) the indices of the switches controlling it."""
+        return tuple(
+            tuple(i for i, s in enumerate(self.switches) if g.id in s.controls) for g in self.gates
+        )
+
+    def gates_open(self, switches_on: tuple[bool, ...]) -> tuple[bool, ...]:
+        """A gate is open exactly when at least one switch controlling it is on."""
+        return tuple(any(switches_on[i] for i in sw) for sw in self.gate_switches)
+
+    @property
+    def start_dir(self) -> int:
+        return DIRECTIONS.index(self.start.dir)
+
+    @property
+    def category(self) -> str:
+        return (self.meta.category if self.meta and self.meta.category else "") or infer_category(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.model_dump(mode="json", exclude_none=False)
+        for o in d["objects"]:
+            if o["kind"] == "switch":
+                o["controls"] = list(o["controls"])
+        if d["meta"] is None:
+            del d["meta"]
+        else:
+            d["meta"] = {k: v for k, v in d["meta"].items() if v is not None}
+        return d
+
+    def to_json(self) -> str:
+        """Canonical text: the grid one row per line, everything else compact and stable."""
+        d = self.to_dict()
+        grid = d.pop("grid")
+        body = json.dumps(d, indent=2, sort_keys=False)
+        rows = ",\n           ".join(json.dumps(r) for r in grid)
+        # place the grid right after "id" so files read top-down like the design example
+        head, rest = body.split('\n  "start"', 1)
+        return f'{head}\n  "grid": [{rows}],\n  "start"{rest}\n'
+
+    def __hash__(self) -> int:
+        return hash(self.checksum)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Maze) and other.checksum == self.checksum
+
+    @cached_property
+    def checksum(self) -> str:
+        """sha256 of the canonical content (independent of whitespace in the file)."""
+        canon = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def infer_category(maze: Maze) -> str:
+    if not maze.objects:
+        return "scale"
+    meta = maze.meta
+    if meta and meta.distractors:
+        return "distractor"
+    return "mechanism"
+
+
+def _check_rules(m: Maze) -> None:
+    """Every rule of DESIGN section 2 that the types alone cannot express.
+
+    Raises ``BadInput`` with an empty source; callers fill in the file name.
+    """
+
+    def bad(field: str, msg: str) -> BadInput:
+        return BadInput("", field, msg)
+
+    if not ID_PATTERN.match(m.id) or ".." in m.id:
+        raise bad("id", f"{m.id!r} is not a safe file name (letters, digits, '_', '-', '.'; at most 64)")
+    if len(m.grid) < 3:
+        raise bad("grid", f"needs at least 3 rows, has {len(m.grid)}")
+    width = len(m.grid[0])
+    if width < 3:
+        raise bad("grid", f"rows need at least 3 cells, row 0 has {width}")
+    if width > MAX_SIDE or len(m.grid) > MAX_SIDE:
+        raise bad("grid", f"at most {MAX_SIDE}x{MAX_SIDE} cells, got {width}x{len(m.grid)}")
+    for y, row in enumerate(m.grid):
+        if len(row) != width:
+            raise bad(f"grid[{y}]", f"has {len(row)} cells, row 0 has {width}: all rows must be the same length")
+        bad_chars = sorted(set(row) - {"#", "."})
+        if bad_chars:
+            raise bad(f"grid[{y}]", f"unknown cell {bad_chars[0]!r}: only '#' (wall) and '.' (floor)")
+        if y in (0, len(m.grid) - 1) and set(row) != {"#"}:
+            raise bad(f"grid[{y}]", "the outer ring must be wall")
+        if row[0] != "#" or row[-1] != "#":
+            raise bad(f"grid[{y}]", "the outer ring must be wall")
+
+    def floor(field: str, p: Pos) -> None:
+        x, y = p
+        if not (0 <= x < width and 0 <= y < len(m.grid)):
+            raise bad(field, f"{list(p)} is outside the {width}x{len(m.grid)} grid")
+        if m.grid[y][x] != ".":
+            raise bad(field, f"{list(p)} is a wall, not a floor cell")
+
+    floor("start.pos", m.start.pos)
+    floor("goal", m.goal)
+    if tuple(m.start.pos) == tuple(m.goal):
+        raise bad("goal", "the start and the goal must be two distinct cells")
+
+    seen_ids: dict[str, int] = {}
+    cells: dict[Pos, str] = {}
+    gate_ids = {o.id for o in m.objects if o.kind == "gate"}
+    for i, o in enumerate(m.objects):
+        f = f"objects[{i}]"
+        if not ID_PATTERN.match(o.id):
+            raise bad(f"{f}.id", f"{o.id!r} is not a valid id (letters, digits, '_', '-', '.')")
+        if o.id in seen_ids:
+            raise bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
+        seen_ids[o.id] = i
+        floor(f"{f}.pos", o.pos)
+        if tuple(o.pos) == tuple(m.start.pos):
+            raise bad(f"{f}.pos", f"{list(o.pos)} is the start cell")
+        if tuple(o.pos) == tuple(m.goal):
+            raise bad(f"{f}.pos", f"{list(o.pos)} is the goal cell")
+        if tuple(o.pos) in cells:
+            raise bad(f"{f}.pos", f"{list(o.pos)} already holds {cells[tuple(o.pos)]!r}: one object per cell")
+        cells[tuple(o.pos)] = o.id
+        if o.kind == "switch":
+            for j, c in enumerate(o.controls):
+                if c not in gate_ids:
+                    raise bad(f"{f}.controls[{j}]", f"{c!r} is not the id of a gate")
+            if len(set(o.controls)) != len(o.controls):
+                raise bad(f"{f}.controls", "lists a gate twice")
+
+    if m.meta is not None:
+        for i, step in enumerate(m.meta.chain):
+            if not step:
+                raise bad(f"meta.chain[{i}]", "is empty")
+            for j, oid in enumerate(step):
+                if oid not in seen_ids:
+                    raise bad(f"meta.chain[{i}][{j}]", f"{oid!r} is not the id of an object")
+        for i, d in enumerate(m.meta.distractors):
+            if not d.startswith("deadend:") and d not in seen_ids:
+                raise bad(f"meta.distractors[{i}]", f"{d!r} is neither an object id nor 'deadend:N'")
+
+
+def _type_error_message(err: dict) -> str:
+    msg = err.get("msg", "invalid")
+    typ = err.get("type", "")
+    if typ == "extra_forbidden":
+        return "unknown field"
+    if typ == "missing":
+        return "is required"
+    if typ == "union_tag_invalid":
+        return f"kind must be one of {', '.join(KINDS)}"
+    if typ == "union_tag_not_found":
+        return "needs a 'kind' (one of key, door, switch, gate)"
+    if typ == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"{err.get('input')!r} is not one of {expected}"
+    if typ.startswith("tuple") or typ == "too_short" or typ == "too_long":
+        return f"{msg.rstrip('.')}; positions are [x, y]" if "pos" in str(err.get("loc")) or "goal" in str(err.get("loc")) else msg
+    return msg
+
+
+def maze_from_dict(data: Any, source: str = "<maze>") -> Maze:
+    """Validate a parsed maze document; raise ``BadInput`` naming the field on any broken rule."""
+    if not isinstance(data, dict):
+        raise BadInput(source, "(file)", f"a maze file is a JSON object, not {type(data).__name__}")
+    fmt = data.get("format")
+    if fmt != FORMAT:
+        raise BadInput(source, "format", f"must be {FORMAT!r}, got {fmt!r}")
+    # JSON has no tuples; strict mode wants them for positions. Lists are converted here only.
+    try:
+        maze = Maze.model_validate(_tuplify(data))
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise BadInput(source, pydantic_field(err["loc"]), _type_error_message(err)) from None
+    try:
+        _check_rules(maze)
+    except BadInput as e:
+        raise BadInput(source, e.field, e.message) from None
+    return maze
+
+
+def _tuplify(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_tuplify(x) for x in v)
+    if isinstance(v, dict):
+        # meta.generator is free-form; keep it as plain JSON
+        return {k: (x if k == "generator" else _tuplify(x)) for k, x in v.items()}
+    return v
+
+
+def load_maze(path: str | os.PathLike) -> Maze:
+    """Load and validate one maze file. Errors name the file and the field."""
+    p = Path(path)
+    if not p.is_file():
+        raise BadInput(str(path), "", "no such maze file")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(str(path), "", f"cannot read: {e.__class__.__name__}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(str(path), "(file)", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    return maze_from_dict(data, str(path))
+
+
+def save_maze(maze: Maze, path: str | os.PathLike) -> Path:
+    """Write atomically: a temporary file in the same folder, then a rename."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
+    tmp.write_text(maze.to_json(), encoding="utf-8")
+    os.replace(tmp, p)
+    return p

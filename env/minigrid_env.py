@@ -1,0 +1,203 @@
+"""``MazeEnv``: a gridbench maze as a Minigrid environment (DESIGN section 3).
+
+Turning and moving run through Minigrid's own ``step``; pickup (which swaps here) and toggle
+(which flips a switch underfoot first) extend it. Every step reports one event and the
+mechanism state in ``info``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from minigrid.core.actions import Actions as MinigridActions
+from minigrid.core.grid import Grid
+from minigrid.core.mission import MissionSpace
+from minigrid.core.world_object import Door, Goal, Key, Wall
+from minigrid.minigrid_env import MiniGridEnv
+
+from env.maze import DOOR_STATES, Maze
+from env.objects import Gate, Switch
+from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState
+
+# gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is unreachable.
+TO_MINIGRID = {
+    LEFT: int(MinigridActions.left),
+    RIGHT: int(MinigridActions.right),
+    FORWARD: int(MinigridActions.forward),
+    PICKUP: int(MinigridActions.pickup),
+    TOGGLE: int(MinigridActions.toggle),
+    DONE: int(MinigridActions.done),
+}
+MISSION = "reach the goal"
+_NO_TRUNCATION = 2**31 - 1
+
+
+def build_grid(maze: Maze, state: MazeState) -> tuple[Grid, list[Key]]:
+    """A Minigrid ``Grid`` showing ``state``; returns it with the key objects by index."""
+    grid = Grid(maze.width, maze.height)
+    walls = maze.walls
+    for x in range(maze.width):
+        for y in range(maze.height):
+            if walls[x, y]:
+                grid.set(x, y, Wall())
+    grid.set(*maze.goal, Goal())
+    for i, d in enumerate(maze.doors):
+        st = state.doors[i]
+        grid.set(*d.pos, Door(d.color, is_open=st == 0, is_locked=st == 2))
+    for i, s in enumerate(maze.switches):
+        grid.set(*s.pos, Switch(s.color, is_on=state.switches[i]))
+    for g, is_open in zip(maze.gates, maze.gates_open(state.switches), strict=True):
+        grid.set(*g.pos, Gate(g.color, is_open=is_open))
+    keys = [Key(k.color) for k in maze.keys]
+    for i, p in enumerate(state.keys):
+        if p is not None:
+            grid.set(*p, keys[i])
+            keys[i].cur_pos = np.array(p)
+    return grid, keys
+
+
+class MazeEnv(MiniGridEnv):
+    """A gridbench maze with six actions: left, right, forward, pickup, toggle, done."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32, **kwargs: Any):
+        from env.sets import resolve_maze  # the named sets live above the dynamics
+
+        self.maze: Maze = resolve_maze(maze)
+        self._keys: list[Key] = []
+        self._doors: list[Door] = []
+        self._switches: list[Switch] = []
+        self._gates: list[Gate] = []
+        super().__init__(
+            mission_space=MissionSpace(mission_func=lambda: MISSION),
+            width=self.maze.width,
+            height=self.maze.height,
+            max_steps=_NO_TRUNCATION,
+            see_through_walls=True,
+            render_mode=render_mode,
+            tile_size=tile_size,
+            highlight=False,
+            **kwargs,
+        )
+        # Six actions; Minigrid's own enum (with its `drop`) is only reached through TO_MINIGRID.
+        self.action_space = spaces.Discrete(len(ACTIONS))
+
+    # ---- Minigrid hooks ------------------------------------------------------------------
+    def _gen_grid(self, width: int, height: int) -> None:
+        from env.state import initial_state
+
+        start = initial_state(self.maze)
+        self.grid, self._keys = build_grid(self.maze, start)
+        self._doors = [self.grid.get(*d.pos) for d in self.maze.doors]
+        self._switches = [self.grid.get(*s.pos) for s in self.maze.switches]
+        self._gates = [self.grid.get(*g.pos) for g in self.maze.gates]
+        self.agent_pos = tuple(self.maze.start.pos)
+        self.agent_dir = self.maze.start_dir
+        self.mission = MISSION
+
+    # ---- gymnasium API -------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, _ = super().reset(seed=seed, options=options)
+        return obs, self._info("start")
+
+    def step(self, action: int):
+        action = int(action)
+        if not 0 <= action < len(ACTIONS):
+            raise ValueError(f"action must be 0..5 ({', '.join(ACTIONS)}), got {action}")
+        if action in (LEFT, RIGHT, FORWARD, DONE):
+            before = self.agent_pos
+            obs, _, terminated, _, _ = super().step(TO_MINIGRID[action])
+            if action == FORWARD:
+                moved = tuple(self.agent_pos) != tuple(before)
+                event = ("goal" if terminated else "moved") if moved else "bump"
+            else:
+                event = "noop" if action == DONE else "turned"
+        else:
+            self.step_count += 1
+            event = self._pickup() if action == PICKUP else self._toggle()
+            obs, terminated = self.gen_obs(), False
+        return obs, (1.0 if terminated else 0.0), terminated, False, self._info(event)
+
+    def _pickup(self) -> str:
+        fx, fy = self.front_pos
+        front = self.grid.get(fx, fy)
+        if not isinstance(front, Key):
+            return "noop"
+        held = self.carrying
+        self.grid.set(fx, fy, None)
+        front.cur_pos = np.array([-1, -1])
+        self.carrying = front
+        if held is None:
+            return "pickup"
+        self.grid.set(fx, fy, held)
+        held.cur_pos = np.array([fx, fy])
+        return "swap"
+
+    def _toggle(self) -> str:
+        under = self.grid.get(*self.agent_pos)
+        if isinstance(under, Switch):
+            under.is_on = not under.is_on
+            self._sync_gates()
+            return "switch_on" if under.is_on else "switch_off"
+        front = self.grid.get(*self.front_pos)
+        if isinstance(front, Door):
+            was_locked, was_open = front.is_locked, front.is_open
+            front.toggle(self, self.front_pos)  # Minigrid's own door logic: key colour, no consumption
+            if was_locked:
+                return "door_unlocked" if not front.is_locked else "noop"
+            return "door_closed" if was_open else "door_opened"
+        return "noop"
+
+    def _sync_gates(self) -> None:
+        on = tuple(s.is_on for s in self._switches)
+        for gate, is_open in zip(self._gates, self.maze.gates_open(on), strict=True):
+            gate.is_open = is_open
+
+    # ---- the state object ----------------------------------------------------------------
+    @property
+    def state(self) -> MazeState:
+        carried = -1
+        keys: list[tuple[int, int] | None] = []
+        for i, k in enumerate(self._keys):
+            if k is self.carrying:
+                carried = i
+                keys.append(None)
+            else:
+                keys.append((int(k.cur_pos[0]), int(k.cur_pos[1])))
+        return MazeState(
+            pos=(int(self.agent_pos[0]), int(self.agent_pos[1])),
+            dir=int(self.agent_dir),
+            carrying=carried,
+            keys=tuple(keys),
+            doors=tuple(0 if d.is_open else (2 if d.is_locked else 1) for d in self._doors),
+            switches=tuple(bool(s.is_on) for s in self._switches),
+        )
+
+    def _info(self, event: str) -> dict[str, Any]:
+        return {"event": event, **mechanism_info(self.maze, self.state)}
+
+    # ---- frames --------------------------------------------------------------------------
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        return self.frame(self.tile_size)
+
+    def frame(self, tile_size: int | None = None) -> np.ndarray:
+        """The full top-down RGB frame of the grid, no view-cone highlight."""
+        return self.grid.render(tile_size or self.tile_size, self.agent_pos, self.agent_dir, None)
+
+
+def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
+    """The state as plain JSON-able data: position, facing, inventory and every mechanism."""
+    return {
+        "pos": list(s.pos),
+        "dir": s.dir,
+        "carrying": maze.keys[s.carrying].id if s.carrying >= 0 else None,
+        "keys": {k.id: (list(p) if p is not None else None) for k, p in zip(maze.keys, s.keys, strict=True)},
+        "doors": {d.id: DOOR_STATES[st] for d, st in zip(maze.doors, s.doors, strict=True)},
+        "switches": {sw.id: on for sw, on in zip(maze.switches, s.switches, strict=True)},
+        "gates": {g.id: op for g, op in zip(maze.gates, maze.gates_open(s.switches), strict=True)},
+    }

@@ -1,0 +1,95 @@
+"""Resolve maze arguments: a file, a folder, a maze id, a named set, or ``set/id``.
+
+Named sets ship inside the package (``env/mazes/<set>/``), so ``pip install`` carries them.
+A maze id is matched against the safe-name pattern before it is joined to a folder, and the
+result must stay inside that folder: a name never reaches a path the user did not give.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from env.errors import BadInput
+from env.maze import ID_PATTERN, Maze, load_maze, maze_from_dict
+
+MAZES_DIR = Path(__file__).resolve().parent / "mazes"
+NAMED_SETS = ("eval", "heldout", "pool", "hand")
+
+
+def set_dir(name: str) -> Path:
+    return MAZES_DIR / name
+
+
+def _inside(folder: Path, name: str) -> Path | None:
+    if not ID_PATTERN.match(name) or ".." in name:
+        return None
+    p = folder / f"{name}.json"
+    try:
+        if p.is_file() and not p.is_symlink() and p.resolve().parent == folder.resolve():
+            return p
+    except OSError:
+        return None
+    return None
+
+
+def set_files(name: str) -> list[Path]:
+    folder = set_dir(name)
+    if not folder.is_dir():
+        raise BadInput(name, "", f"unknown maze set (known: {', '.join(NAMED_SETS)})")
+    return sorted(p for p in folder.glob("*.json") if p.name != "manifest.json" and not p.is_symlink())
+
+
+def resolve_maze(spec: Any) -> Maze:
+    """One maze from a ``Maze``, a parsed dict, a path, an id, or ``set/id``."""
+    if isinstance(spec, Maze):
+        return spec
+    if isinstance(spec, dict):
+        return maze_from_dict(spec, "<dict>")
+    if not isinstance(spec, (str, Path)):
+        raise BadInput(str(spec), "", "a maze is a file, an id, 'set/id', or a dict")
+    text = str(spec)
+    p = Path(text)
+    if p.suffix == ".json" or p.is_file():
+        return load_maze(p)
+    if "/" in text and text.count("/") == 1:
+        set_name, mid = text.split("/")
+        if set_name in NAMED_SETS:
+            found = _inside(set_dir(set_name), mid)
+            if found is None:
+                raise BadInput(text, "", f"no maze {mid!r} in the {set_name!r} set")
+            return load_maze(found)
+    if "/" not in text:
+        for set_name in NAMED_SETS:
+            found = _inside(set_dir(set_name), text)
+            if found is not None:
+                return load_maze(found)
+    raise BadInput(text, "", "no such maze file, maze id, or set/id")
+
+
+def resolve_mazes(spec: Any) -> list[Maze]:
+    """Many mazes: a named set, a folder, a list of specs, or one maze."""
+    if isinstance(spec, (list, tuple)):
+        out: list[Maze] = []
+        for s in spec:
+            out.extend(resolve_mazes(s))
+        return out
+    if isinstance(spec, (str, Path)):
+        text = str(spec)
+        if text in NAMED_SETS:
+            return [load_maze(p) for p in set_files(text)]
+        p = Path(text)
+        if p.is_dir():
+            files = sorted(q for q in p.glob("*.json") if q.name != "manifest.json")
+            if not files:
+                raise BadInput(text, "", "folder holds no maze files")
+            return [load_maze(q) for q in files]
+    return [resolve_maze(spec)]
+
+
+def read_manifest(name: str) -> list[dict[str, Any]]:
+    path = set_dir(name) / "manifest.json"
+    if not path.is_file():
+        raise BadInput(str(path), "", "no manifest for this set")
+    return json.loads(path.read_text())["mazes"]

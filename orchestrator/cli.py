@@ -1,0 +1,53 @@
+"""The ``gridbench`` command line: the one face over every package."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+import typer
+
+from env.errors import BadInput
+
+COMMAND_MODULES = (
+    "orchestrator.commands.maze",
+)
+
+app = typer.Typer(
+    name="gridbench",
+    help="Long-horizon action evaluation of vision-language models in Minigrid mazes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one line to stderr and exit; for bad input the code is 2."""
+    print(f"gridbench: {message}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app(args=argv, standalone_mode=False)
+    except BadInput as e:
+        fail(str(e))
+    except click.exceptions.Abort:
+        fail("aborted", 130)
+    except click.exceptions.UsageError as e:
+        fail(e.format_message().splitlines()[0] if e.format_message() else "bad usage")
+    except click.exceptions.ClickException as e:
+        fail(e.format_message(), e.exit_code)
+    except click.exceptions.Exit as e:
+        raise SystemExit(e.exit_code) from None
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    main()

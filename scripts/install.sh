@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install gridbench into ./.venv on a fresh machine.
+#   scripts/install.sh          the package and everything the main job needs
+#   scripts/install.sh --test   plus the test tools (pytest, hypothesis, a headless browser)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="run"
+if [[ "${1:-}" == "--test" ]]; then
+  extras="run,test"
+fi
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[${extras}]"
+echo "installed gridbench[${extras}] into .venv"
