@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 extras="run"
 if [[ "${1:-}" == "--test" ]]; then
   extras="run,test"
+  # the browser tests drive Debian's chromium (never Playwright's own download)
+  if [[ $(id -u) -eq 0 ]] && ! command -v chromium >/dev/null; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+  fi
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
