@@ -1,1 +1,53 @@
-"""Who chooses actions: the prompt protocol, action parsing, the LLM agent, built-in agents."""
+"""Who chooses actions: the prompt protocol, action parsing, the LLM agent, built-in agents.
+
+Public API::
+
+    from agents import Protocol, resolve_protocol, build_agent, parse_action, build_messages
+
+``build_agent`` turns a model string into an ``Agent``: ``builtin/<name>`` for the scripted
+agents, anything else for the litellm agent (imported only when first needed: litellm is slow
+to import). No Ray here: an agent works from a plain Python loop.
+"""
+
+from __future__ import annotations
+
+from agents.builtin import KNOWN_BUILTINS
+from agents.parse import parse_action
+from agents.prompt import build_messages
+from agents.protocol import PRESETS, Protocol, resolve_protocol
+from agents.types import Agent, Decision, InfraError, PastStep, Turn
+
+
+def build_agent(
+    model: str,
+    protocol: Protocol,
+    *,
+    seed: int = 0,
+    name: str | None = None,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
+    params: dict | None = None,
+    price: dict | None = None,
+) -> Agent:
+    """The agent for one episode. ``seed`` varies the random agent and the model's sampling seed."""
+    if model.startswith("builtin/"):
+        from agents.builtin import make_builtin
+
+        return make_builtin(model.removeprefix("builtin/"), seed=seed)
+    if model.startswith("human/"):
+        raise ValueError(
+            f"{model}: a human agent is driven by `gridbench play`, which supplies its own agent; "
+            "it cannot be built here"
+        )
+    from agents.llm import LLMAgent
+
+    return LLMAgent(
+        model, protocol, seed=seed, name=name, api_base=api_base, api_key_env=api_key_env,
+        params=params, price=price,
+    )
+
+
+__all__ = [
+    "KNOWN_BUILTINS", "PRESETS", "Agent", "Decision", "InfraError", "PastStep", "Protocol", "Turn",
+    "build_agent", "build_messages", "parse_action", "resolve_protocol",
+]

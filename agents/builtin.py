@@ -1,0 +1,182 @@
+"""Built-in agents (models named ``builtin/<name>``): reference points that need no model.
+
+- ``oracle``: follows a shortest plan from the current state, so it solves every maze in
+  exactly the optimal number of actions.
+- ``random``: uniform over the six actions, seeded.
+- ``explorer``: knows nothing of the mechanics. It sees the map the way a model sees a frame
+  (walls, the goal, where objects are drawn) and learns everything else by trying: it walks
+  toward cells it has not stood on, tries ``pickup`` and ``toggle`` on each object it meets
+  (again whenever the world has changed since it last tried), tries both while standing on an
+  object, remembers the cells it bumped into, and never repeats an interaction that changed
+  the world (that would undo it) until it has nothing else left to try.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from agents.types import Decision, Turn
+from env.errors import BadInput
+from env.maze import DIR_VECTORS, Maze
+from env.oracle import distance_table
+from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, step
+
+KNOWN_BUILTINS = ("oracle", "random", "explorer")
+
+
+class _Builtin:
+    async def aclose(self) -> None:
+        return None
+
+
+class OracleAgent(_Builtin):
+    """Exactly optimal: each action lowers the action distance to the goal by one."""
+
+    async def act(self, turn: Turn) -> Decision:
+        return Decision(action=self.choose(turn.maze, turn.state))
+
+    @staticmethod
+    def choose(maze: Maze, state: MazeState) -> int:
+        table = distance_table(maze)
+        d = table.action_distance(state)
+        if d is None or d == 0:
+            return DONE  # nothing left to do, or the goal can no longer be reached
+        for a in (FORWARD, LEFT, RIGHT, PICKUP, TOGGLE):
+            nxt, _ = step(maze, state, a)
+            if table.action_distance(nxt) == d - 1:
+                return a
+        raise AssertionError("a state at distance d has a successor at distance d - 1")
+
+
+class RandomAgent(_Builtin):
+    def __init__(self, seed: int = 0):
+        self._rng = random.Random(seed)
+
+    async def act(self, turn: Turn) -> Decision:
+        return Decision(action=self._rng.randrange(len(ACTIONS)))
+
+
+Cell = tuple[int, int]
+
+
+class ExplorerAgent(_Builtin):
+    """Knowledge-free exploration: see the module docstring for the rules it follows."""
+
+    INTERACTIONS = (PICKUP, TOGGLE)
+
+    def __init__(self, seed: int = 0):
+        self._rng = random.Random(seed)
+        self._seen_steps = 0
+        self.visited: set[Cell] = set()
+        self.blocked: set[Cell] = set()  # bumped into since the world last changed
+        self.tried: set[tuple[str, Cell, int]] = set()  # no effect since the world last changed
+        self.effective: set[tuple[str, Cell, int]] = set()  # changed the world: not repeated
+        self.changes: list[tuple[int, str, Cell, str]] = []  # (step, where, cell, action)
+        self._pending: tuple[str, Cell, int] | None = None
+
+    # ---- what the agent can see in a frame -------------------------------------------------
+    @staticmethod
+    def _world(state: MazeState) -> tuple:
+        """Everything drawn except the agent itself: a change here is a change of the world."""
+        return (state.carrying, state.keys, state.doors, state.switches)
+
+    @staticmethod
+    def _object_cells(maze: Maze, state: MazeState) -> set[Cell]:
+        cells: set[Cell] = {tuple(o.pos) for o in maze.objects if o.kind != "key"}
+        cells |= {p for p in state.keys if p is not None}
+        return cells
+
+    # ---- memory ---------------------------------------------------------------------------
+    def _learn(self, turn: Turn) -> None:
+        for past in turn.history[self._seen_steps:]:
+            before, after = past.state_before, past.state_after
+            if self._world(before) != self._world(after):
+                self.blocked.clear()
+                self.tried.clear()
+                if self._pending is not None:
+                    self.effective.add(self._pending)
+                    where, cell, action = self._pending
+                    self.changes.append((past.step, where, cell, ACTIONS[action]))
+            elif self._pending is not None:
+                self.tried.add(self._pending)
+            if past.action == FORWARD and after.pos == before.pos:
+                self.blocked.add(before.front())
+            self.visited.add(after.pos)
+            self._pending = None
+        self._seen_steps = len(turn.history)
+
+    def _untried(self, where: str, cell: Cell) -> list[int]:
+        return [a for a in self.INTERACTIONS
+                if (where, cell, a) not in self.tried and (where, cell, a) not in self.effective]
+
+    # ---- choice ---------------------------------------------------------------------------
+    async def act(self, turn: Turn) -> Decision:
+        return Decision(action=self.choose(turn))
+
+    def choose(self, turn: Turn) -> int:
+        maze, state = turn.maze, turn.state
+        if not self.visited:
+            self.visited.add(state.pos)
+        self._learn(turn)
+        objects = self._object_cells(maze, state)
+        here, front = state.pos, state.front()
+        for where, cell in (("on", here), ("front", front)):
+            if cell in objects:
+                untried = self._untried(where, cell)
+                if untried:
+                    self._pending = (where, cell, untried[0])
+                    return untried[0]
+        action = self._walk(maze, state, objects)
+        if action is None:
+            # nothing new within reach: forget what was learnt and start over
+            self.blocked.clear()
+            self.tried.clear()
+            self.effective.clear()
+            self.visited = {state.pos}
+            action = self._walk(maze, state, objects)
+        if action is None:
+            action = self._rng.choice((LEFT, RIGHT, FORWARD))
+        return action
+
+    def _walk(self, maze: Maze, state: MazeState, objects: set[Cell]) -> int | None:
+        """First action of a shortest walk to the goal if it looks reachable, else to the nearest
+        place where something is new: an object to try from the front, or an unvisited cell."""
+        goal = tuple(maze.goal)
+        start = (state.pos, state.dir)
+        first: dict[tuple[Cell, int], int | None] = {start: None}
+        order = deque([start])
+        best: int | None = None
+        while order:
+            node = order.popleft()
+            pos, d = node
+            if pos == goal:
+                return first[node]
+            if best is None and node != start:
+                front = (pos[0] + DIR_VECTORS[d][0], pos[1] + DIR_VECTORS[d][1])
+                if pos not in self.visited or (front in objects and self._untried("front", front)) \
+                        or (pos in objects and self._untried("on", pos)):
+                    best = first[node]
+            for a, nxt in self._moves(maze, pos, d):
+                if nxt not in first:
+                    first[nxt] = a if first[node] is None else first[node]
+                    order.append(nxt)
+        return best
+
+    def _moves(self, maze: Maze, pos: Cell, d: int):
+        yield LEFT, (pos, (d - 1) % 4)
+        yield RIGHT, (pos, (d + 1) % 4)
+        nxt = (pos[0] + DIR_VECTORS[d][0], pos[1] + DIR_VECTORS[d][1])
+        if 0 <= nxt[0] < maze.width and 0 <= nxt[1] < maze.height \
+                and not maze.walls[nxt] and nxt not in self.blocked:
+            yield FORWARD, (nxt, d)
+
+
+def make_builtin(name: str, seed: int = 0):
+    if name == "oracle":
+        return OracleAgent()
+    if name == "random":
+        return RandomAgent(seed)
+    if name == "explorer":
+        return ExplorerAgent(seed)
+    raise BadInput(f"builtin/{name}", "model", f"unknown built-in agent (known: {', '.join(KNOWN_BUILTINS)})")

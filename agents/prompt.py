@@ -1,0 +1,330 @@
+"""The prompt builder: (protocol, maze, history, current state) -> provider-neutral chat messages.
+
+Messages use the OpenAI chat format that litellm translates for every provider: a ``content``
+list of ``{"type": "text"}`` parts and ``{"type": "image_url"}`` parts whose URL is a base64
+PNG data URI. Every sentence comes from ``agents/prompts/`` (the instructions of each prompt
+level and ``turn.yaml``); this module only decides which of them a turn holds and in what order.
+
+Frames come from ``env.render.render_state`` and text maps from ``env.text.text_projection``,
+so a prompt can never disagree with the environment, and the in-context example is a real
+episode of the oracle on a tiny maze (``prompts/icl_maze.json``) drawn the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Sequence
+from functools import cache, lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.protocol import Protocol
+from agents.types import PastStep, Turn
+from env.maze import Maze, load_maze
+from env.render import png_bytes, render_state
+from env.state import ACTIONS, MazeState, initial_state, step
+from env.text import inventory, text_projection
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+LEVELS = ("minimal", "standard", "detailed")
+HASH_CHARS = 16
+
+
+@cache
+def texts() -> dict[str, Any]:
+    return yaml.safe_load((PROMPTS_DIR / "turn.yaml").read_text())
+
+
+@cache
+def instructions(level: str) -> str:
+    if level not in LEVELS:
+        raise ValueError(f"unknown prompt level {level!r}")
+    return (PROMPTS_DIR / f"{level}.txt").read_text().strip()
+
+
+# ---- content parts ------------------------------------------------------------------------
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def image_part(uri: str) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": uri}}
+
+
+@lru_cache(maxsize=4096)
+def frame_uri(maze: Maze, state: MazeState, tile_size: int) -> str:
+    """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns)."""
+    png = png_bytes(render_state(maze, state, tile_size))
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+class _Parts:
+    """Collects paragraphs into text parts, starting a new text part after each image."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict[str, Any]] = []
+        self._paragraphs: list[str] = []
+
+    def text(self, paragraph: str) -> None:
+        if paragraph:
+            self._paragraphs.append(paragraph)
+
+    def image(self, uri: str) -> None:
+        self._flush()
+        self.parts.append(image_part(uri))
+
+    def extend(self, parts: Sequence[dict[str, Any]]) -> None:
+        for p in parts:
+            if p["type"] == "text":
+                self.text(p["text"])
+            else:
+                self.image(p["image_url"]["url"])
+
+    def _flush(self) -> None:
+        if self._paragraphs:
+            self.parts.append(text_part("\n\n".join(self._paragraphs)))
+            self._paragraphs = []
+
+    def done(self) -> list[dict[str, Any]]:
+        self._flush()
+        return self.parts
+
+
+def _observation(parts: _Parts, maze: Maze, state: MazeState, protocol: Protocol, *,
+                 image: bool, text: bool) -> None:
+    if image:
+        parts.image(frame_uri(maze, state, protocol.tile_size))
+    if text:
+        parts.text(texts()["current_text"] + "\n" + text_projection(maze, state))
+
+
+def _action_name(action: int | None) -> str:
+    return ACTIONS[action] if action is not None else texts()["history_no_action"]
+
+
+# ---- the fixed pieces ---------------------------------------------------------------------
+@cache
+def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
+    """The example maze, the states the oracle's plan passes through, and the plan."""
+    from env.oracle import solve  # the oracle is needed only for the example, once per process
+
+    maze = load_maze(PROMPTS_DIR / "icl_maze.json")
+    plan = tuple(solve(maze).plan)
+    states = [initial_state(maze)]
+    for a in plan:
+        states.append(step(maze, states[-1], a)[0])
+    return maze, tuple(states), plan
+
+
+@lru_cache(maxsize=16)
+def icl_parts(observation: str, tile_size: int) -> tuple[dict[str, Any], ...]:
+    t = texts()
+    maze, states, plan = icl_episode()
+    proto = Protocol(observation=observation, tile_size=tile_size)
+    parts = _Parts()
+    parts.text(t["icl_header"])
+    for i, (state, action) in enumerate(zip(states, plan, strict=False), start=1):
+        parts.text(t["icl_step"].format(step=i, inventory=inventory(maze, state)))
+        _observation(parts, maze, state, proto, image=proto.uses_image, text=proto.uses_text)
+        parts.text(t["icl_reply"].format(action=ACTIONS[action]))
+    last = states[-1]
+    parts.text(t["icl_end"].format(step=len(states), inventory=inventory(maze, last)))
+    _observation(parts, maze, last, proto, image=proto.uses_image, text=False)
+    parts.text(t["icl_footer"])
+    return tuple(parts.done())
+
+
+def start_info(maze: Maze) -> str:
+    x, y = maze.start.pos
+    return texts()["start_info"].format(x=x, y=y, dir=maze.start.dir)
+
+
+def mechanism_locations(maze: Maze) -> str:
+    t = texts()
+    if not maze.objects:
+        return t["locations_none"]
+    lines = [t["locations_header"]]
+    lines += [
+        t["location_item"].format(color=o.color, kind=o.kind, x=o.pos[0], y=o.pos[1]) for o in maze.objects
+    ]
+    return "\n".join(lines)
+
+
+def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
+    """One phrase per mechanism event so far, with its step number, in order."""
+    phrases = texts()["events"]
+    out: list[str] = []
+    for past in history:
+        before, after, n = past.state_before, past.state_after, past.step
+        ev = past.event
+        if ev == "pickup":
+            out.append(phrases["pickup"].format(color=maze.keys[after.carrying].color, step=n))
+        elif ev == "swap":
+            out.append(phrases["swap"].format(
+                color=maze.keys[after.carrying].color, other=maze.keys[before.carrying].color, step=n))
+        elif ev in ("door_unlocked", "door_opened", "door_closed"):
+            for door, was, now in zip(maze.doors, before.doors, after.doors, strict=True):
+                if was != now:
+                    out.append(phrases[ev].format(color=door.color, step=n))
+        elif ev in ("switch_on", "switch_off"):
+            for sw, was, now in zip(maze.switches, before.switches, after.switches, strict=True):
+                if was != now:
+                    out.append(phrases[ev].format(color=sw.color, step=n))
+            gates_before = maze.gates_open(before.switches)
+            gates_after = maze.gates_open(after.switches)
+            for gate, was, now in zip(maze.gates, gates_before, gates_after, strict=True):
+                if was != now:
+                    out.append(phrases["gate_opened" if now else "gate_closed"].format(color=gate.color, step=n))
+    return out
+
+
+def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
+    t = texts()
+    events = activity_events(maze, history)
+    if not events:
+        return t["summary_none"]
+    prose = "; ".join(events)
+    return f"{t['summary_header']} {prose[0].upper()}{prose[1:]}."
+
+
+# ---- messages -------------------------------------------------------------------------------
+def _preamble(parts: _Parts, turn: Turn) -> None:
+    p: Protocol = turn.protocol
+    parts.text(instructions(p.prompt))
+    if p.icl_example:
+        parts.extend(icl_parts(p.observation, p.tile_size))
+    if p.start_info:
+        parts.text(start_info(turn.maze))
+    if p.mechanism_locations:
+        parts.text(mechanism_locations(turn.maze))
+
+
+def _current(parts: _Parts, turn: Turn) -> None:
+    p: Protocol = turn.protocol
+    t = texts()
+    parts.text(t["current"].format(step=turn.step, inventory=inventory(turn.maze, turn.state)))
+    _observation(parts, turn.maze, turn.state, p, image=p.uses_image, text=p.uses_text)
+    if p.steps_remaining:
+        parts.text(t["steps_remaining"].format(n=turn.steps_remaining))
+    parts.text(t["request"])
+
+
+def _single(turn: Turn) -> list[dict[str, Any]]:
+    p: Protocol = turn.protocol
+    t = texts()
+    parts = _Parts()
+    _preamble(parts, turn)
+    if p.activity_summary:
+        parts.text(activity_summary(turn.maze, turn.history))
+    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames else ()
+    if shown:
+        parts.text(t["history_header"])
+        for past in shown:
+            parts.text(t["history_step"].format(
+                step=past.step, inventory=inventory(turn.maze, past.state_before),
+                action=_action_name(past.action)))
+            # history frames are pictures when the protocol shows pictures, text maps otherwise
+            _observation(parts, turn.maze, past.state_before, p,
+                         image=p.uses_image, text=not p.uses_image)
+    _current(parts, turn)
+    return [{"role": "user", "content": parts.done()}]
+
+
+def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
+    p: Protocol = turn.protocol
+    t = texts()
+    messages: list[dict[str, Any]] = []
+    parts = _Parts()
+    _preamble(parts, turn)
+    n = len(turn.history)
+    for i, past in enumerate(turn.history):
+        # only the last `history_frames` past turns keep their pictures and text maps
+        recent = n - i <= p.history_frames
+        parts.text(t["multi_past"].format(step=past.step, inventory=inventory(turn.maze, past.state_before)))
+        _observation(parts, turn.maze, past.state_before, p,
+                     image=recent and p.uses_image, text=recent and p.uses_text)
+        parts.text(t["request"])
+        messages.append({"role": "user", "content": parts.done()})
+        parts = _Parts()
+        reply = replies[i] if replies is not None and i < len(replies) and replies[i].strip() else ""
+        if not reply:
+            reply = t["multi_reply"].format(action=_action_name(past.action))
+        messages.append({"role": "assistant", "content": reply})
+    if p.activity_summary:
+        parts.text(activity_summary(turn.maze, turn.history))
+    _current(parts, turn)
+    messages.append({"role": "user", "content": parts.done()})
+    return messages
+
+
+def build_messages(turn: Turn, replies: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The chat messages for one turn. ``replies``: the agent's own past replies (multi only)."""
+    if turn.protocol.conversation == "multi":
+        return _multi(turn, replies)
+    return _single(turn)
+
+
+def reask_messages(messages: list[dict[str, Any]], reply: str) -> list[dict[str, Any]]:
+    """Ask again after an invalid reply: the same turn, the reply, and a reminder of the format."""
+    return [
+        *messages,
+        {"role": "assistant", "content": reply.strip() or texts()["empty_reply"]},
+        {"role": "user", "content": [text_part(texts()["reask"])]},
+    ]
+
+
+# ---- fingerprints for the trace -------------------------------------------------------------
+def _short_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:HASH_CHARS]
+
+
+def fingerprint(messages: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """(hash of the whole prompt, hash of each image's PNG bytes in order)."""
+    image_hashes: list[str] = []
+    canon: list[Any] = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            canon.append([m["role"], content])
+            continue
+        items = []
+        for part in content:
+            if part["type"] == "image_url":
+                b64 = part["image_url"]["url"].split(",", 1)[1]
+                h = _short_hash(base64.b64decode(b64))
+                image_hashes.append(h)
+                items.append({"image": h})
+            else:
+                items.append(part)
+        canon.append([m["role"], items])
+    prompt_hash = _short_hash(json.dumps(canon, sort_keys=True).encode())
+    return prompt_hash, image_hashes
+
+
+def render_for_humans(messages: list[dict[str, Any]]) -> str:
+    """The prompt as plain text, each image as ``[image <hash>]``: what the golden tests pin."""
+    out = []
+    for m in messages:
+        out.append(f"=== {m['role']} ===")
+        content = m["content"]
+        if isinstance(content, str):
+            out.append(content)
+            continue
+        for part in content:
+            if part["type"] == "image_url":
+                b64 = part["image_url"]["url"].split(",", 1)[1]
+                out.append(f"[image {_short_hash(base64.b64decode(b64))}]")
+            else:
+                out.append(part["text"])
+    return "\n".join(out) + "\n"
+
+
+__all__ = [
+    "LEVELS", "activity_events", "activity_summary", "build_messages", "fingerprint",
+    "frame_uri", "icl_parts", "instructions", "mechanism_locations", "reask_messages",
+    "render_for_humans", "start_info",
+]
