@@ -1,0 +1,239 @@
+"""Parquet traces of a run (DESIGN section 7): one episodes file and one steps file per episode.
+
+Layout of ``results/<run>/``::
+
+    manifest.json                 the resolved sweep, its mazes, git, packages, host
+    episodes/<episode_id>.parquet one row (schema ``orchestrator.schema.EPISODES``)
+    steps/<episode_id>.parquet    one row per step (schema ``STEPS``)
+
+Every file is written under a temporary dot-name in its final folder, flushed, fsynced and then
+renamed, so a reader (or a rerun after a crash) never sees half a file. The steps file is
+renamed first and the episodes file last: an episodes file is the proof that an episode is
+complete, and ``clean_partial`` removes steps files left without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from orchestrator.episode import EpisodeResult
+from orchestrator.schema import EPISODES, STEPS
+
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = "gridbench.run/1"
+EPISODES_DIR = "episodes"
+STEPS_DIR = "steps"
+PACKAGES = (
+    "gridbench", "ray", "litellm", "minigrid", "gymnasium", "numpy", "pyarrow", "pandas", "pydantic",
+    "vllm", "llama_cpp_python",
+)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write through ``write(file)`` to a hidden temporary name, fsync, and rename onto ``path``."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _write_table(path: Path, table: pa.Table) -> None:
+    _atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
+
+
+def episode_table(result: EpisodeResult) -> pa.Table:
+    return pa.Table.from_pylist([result.episode], schema=EPISODES)
+
+
+def steps_table(result: EpisodeResult) -> pa.Table:
+    return pa.Table.from_pylist(result.steps, schema=STEPS)
+
+
+def write_episode(run_dir: str | os.PathLike, result: EpisodeResult) -> tuple[Path, Path]:
+    """Write (or replace) one episode's two files; returns (episodes file, steps file)."""
+    run_dir = Path(run_dir)
+    eid = result.episode_id
+    # both tables are built before anything touches the disk: a schema error writes nothing
+    episodes, steps = episode_table(result), steps_table(result)
+    ep_dir, st_dir = run_dir / EPISODES_DIR, run_dir / STEPS_DIR
+    ep_dir.mkdir(parents=True, exist_ok=True)
+    st_dir.mkdir(parents=True, exist_ok=True)
+    ep_path, st_path = ep_dir / f"{eid}.parquet", st_dir / f"{eid}.parquet"
+    _write_table(st_path, steps)
+    _write_table(ep_path, episodes)
+    return ep_path, st_path
+
+
+def _read_folder(folder: Path, schema: pa.Schema, columns: list[str] | None = None) -> pa.Table:
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    if not files:
+        empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+        return empty.empty_table()
+    return pq.read_table([str(f) for f in files], schema=schema, columns=columns)
+
+
+def read_run(run_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(episodes, steps) of a run as DataFrames with the fixed schemas; empty when nothing ran."""
+    run_dir = Path(run_dir)
+    episodes = _read_folder(run_dir / EPISODES_DIR, EPISODES).to_pandas()
+    steps = _read_folder(run_dir / STEPS_DIR, STEPS).to_pandas()
+    return episodes, steps
+
+
+def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One episode's row (as a dict) and its steps in step order."""
+    run_dir = Path(run_dir)
+    ep_path = run_dir / EPISODES_DIR / f"{episode_id}.parquet"
+    st_path = run_dir / STEPS_DIR / f"{episode_id}.parquet"
+    if not ep_path.is_file():
+        raise FileNotFoundError(ep_path)
+    row = pq.read_table(ep_path, schema=EPISODES).to_pylist()[0]
+    steps = pq.read_table(st_path, schema=STEPS).to_pandas() if st_path.is_file() else STEPS.empty_table().to_pandas()
+    return row, steps.sort_values("step").reset_index(drop=True)
+
+
+def completed_ids(run_dir: str | os.PathLike, *, include_errors: bool = True) -> set[str]:
+    """Ids of the episodes whose files are complete; ``include_errors=False`` leaves out ``error``."""
+    table = _read_folder(Path(run_dir) / EPISODES_DIR, EPISODES, ["episode_id", "termination"])
+    ids, terms = table.column("episode_id").to_pylist(), table.column("termination").to_pylist()
+    return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != "error"}
+
+
+def clean_partial(run_dir: str | os.PathLike) -> list[Path]:
+    """Remove what a killed driver can leave behind: temporary files and steps without an episode."""
+    run_dir = Path(run_dir)
+    removed: list[Path] = []
+    for sub in (EPISODES_DIR, STEPS_DIR):
+        folder = run_dir / sub
+        if folder.is_dir():
+            for tmp in folder.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp)
+    steps = run_dir / STEPS_DIR
+    if steps.is_dir():
+        done = {p.stem for p in (run_dir / EPISODES_DIR).glob("*.parquet")}
+        for p in steps.glob("*.parquet"):
+            if p.stem not in done:
+                p.unlink(missing_ok=True)
+                removed.append(p)
+    return removed
+
+
+# ---- manifest ------------------------------------------------------------------------------
+
+def git_info() -> dict[str, Any]:
+    """The commit of the gridbench source tree and whether it has uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return {"commit": None, "dirty": None}
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, timeout=30)
+        return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def host_info() -> dict[str, Any]:
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        mem = None
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem,
+    }
+
+
+def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any] | None:
+    path = Path(run_dir) / MANIFEST
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_manifest(
+    run_dir: str | os.PathLike,
+    *,
+    run: str,
+    sweep: dict[str, Any],
+    mazes: dict[str, dict[str, Any]],
+    invocation: dict[str, Any],
+) -> Path:
+    """Create or update ``manifest.json``.
+
+    ``sweep`` is the resolved sweep (no secrets: only names of key variables ever reach it);
+    ``mazes`` maps each maze checksum to its content, so a run replays without the maze files.
+    A resumed run keeps its creation time and earlier mazes and appends its invocation.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    old = read_manifest(run_dir) or {}
+    git = git_info()
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "run": run,
+        "created_at": old.get("created_at", now),
+        "updated_at": now,
+        "sweep": sweep,
+        "git": git,
+        "packages": package_versions(),
+        "host": host_info(),
+        "invocations": [*old.get("invocations", []), {"at": now, "git": git, **invocation}],
+        "mazes": {**old.get("mazes", {}), **mazes},
+    }
+    text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"
+    path = run_dir / MANIFEST
+    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+    return path
