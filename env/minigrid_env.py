@@ -19,7 +19,9 @@ from minigrid.minigrid_env import MiniGridEnv
 
 from env.maze import DOOR_STATES, Maze
 from env.objects import Gate, Switch
-from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState
+from env.sets import resolve_maze
+from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state
+from env.tiles import prewarm
 
 # gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is unreachable.
 TO_MINIGRID = {
@@ -64,8 +66,6 @@ class MazeEnv(MiniGridEnv):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
     def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32, **kwargs: Any):
-        from env.sets import resolve_maze  # the named sets live above the dynamics
-
         self.maze: Maze = resolve_maze(maze)
         self._keys: list[Key] = []
         self._doors: list[Door] = []
@@ -84,11 +84,11 @@ class MazeEnv(MiniGridEnv):
         )
         # Six actions; Minigrid's own enum (with its `drop`) is only reached through TO_MINIGRID.
         self.action_space = spaces.Discrete(len(ACTIONS))
+        if render_mode == "rgb_array":
+            prewarm(tile_size)  # once per process and tile size: no episode's first frame is cold
 
     # ---- Minigrid hooks ------------------------------------------------------------------
     def _gen_grid(self, width: int, height: int) -> None:
-        from env.state import initial_state
-
         start = initial_state(self.maze)
         self.grid, self._keys = build_grid(self.maze, start)
         self._doors = [self.grid.get(*d.pos) for d in self.maze.doors]
@@ -187,7 +187,9 @@ class MazeEnv(MiniGridEnv):
 
     def frame(self, tile_size: int | None = None) -> np.ndarray:
         """The full top-down RGB frame of the grid, no view-cone highlight."""
-        return self.grid.render(tile_size or self.tile_size, self.agent_pos, self.agent_dir, None)
+        tile_size = tile_size or self.tile_size
+        prewarm(tile_size)
+        return self.grid.render(tile_size, self.agent_pos, self.agent_dir, None)
 
 
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:

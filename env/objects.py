@@ -11,7 +11,8 @@ import numpy as np
 from minigrid.core import constants, world_object
 from minigrid.core.constants import COLOR_TO_IDX, COLORS, OBJECT_TO_IDX
 from minigrid.core.world_object import WorldObj
-from minigrid.utils.rendering import fill_coords, point_in_circle, point_in_rect
+
+from env.drawing import Circle, Rect, fill_coords
 
 SWITCH_IDX = 11
 GATE_IDX = 12
@@ -39,12 +40,12 @@ class Switch(WorldObj):
         c = COLORS[self.color]
         if self.is_on:
             # a solid disc with a white core: reads as "lit"
-            fill_coords(img, point_in_circle(0.5, 0.5, 0.36), c)
-            fill_coords(img, point_in_circle(0.5, 0.5, 0.14), (255, 255, 255))
+            fill_coords(img, Circle(0.5, 0.5, 0.36), c)
+            fill_coords(img, Circle(0.5, 0.5, 0.14), (255, 255, 255))
         else:
             # a dim ring: reads as "unlit"
-            fill_coords(img, point_in_circle(0.5, 0.5, 0.36), 0.55 * np.array(c))
-            fill_coords(img, point_in_circle(0.5, 0.5, 0.26), (0, 0, 0))
+            fill_coords(img, Circle(0.5, 0.5, 0.36), 0.55 * np.array(c))
+            fill_coords(img, Circle(0.5, 0.5, 0.26), (0, 0, 0))
 
 
 class Gate(WorldObj):
@@ -68,12 +69,12 @@ class Gate(WorldObj):
         if self.is_open:
             # only the four corner posts remain: the cell reads as open floor
             for x0, y0 in ((0.04, 0.04), (0.80, 0.04), (0.04, 0.80), (0.80, 0.80)):
-                fill_coords(img, point_in_rect(x0, x0 + 0.16, y0, y0 + 0.16), c)
+                fill_coords(img, Rect(x0, x0 + 0.16, y0, y0 + 0.16), c)
             return
-        fill_coords(img, point_in_rect(0.0, 1.0, 0.0, 1.0), 0.35 * np.array(c))
+        fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), 0.35 * np.array(c))
         for x0 in (0.10, 0.34, 0.58, 0.82):
-            fill_coords(img, point_in_rect(x0, x0 + 0.10, 0.0, 1.0), c)
-        fill_coords(img, point_in_rect(0.0, 1.0, 0.44, 0.56), c)
+            fill_coords(img, Rect(x0, x0 + 0.10, 0.0, 1.0), c)
+        fill_coords(img, Rect(0.0, 1.0, 0.44, 0.56), c)
 
 
 _native_decode = WorldObj.decode
