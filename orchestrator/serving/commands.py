@@ -1,0 +1,75 @@
+"""Command lines of the two engines, built from a resolved ``ServeSpec``.
+
+The vLLM flags follow ``vllm serve``'s engine arguments (checked against vLLM 0.10/0.11's
+``vllm/engine/arg_utils.py``; docs/cluster.md lists them). Both servers speak the OpenAI API
+under ``/v1``; the model is served under the name the sweep's litellm string carries, so the
+agent's ``hosted_vllm/<name>`` or ``openai/<name>`` request reaches it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from orchestrator.serving.spec import ServeSpec
+
+# litellm routes whose remainder is the served model name
+SERVED_PREFIXES = ("hosted_vllm/", "openai/")
+
+
+def served_name(litellm_model: str) -> str:
+    """The name a server answers to for a sweep's litellm model string."""
+    for prefix in SERVED_PREFIXES:
+        if litellm_model.startswith(prefix):
+            return litellm_model[len(prefix):]
+    return litellm_model
+
+
+def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executable: str = "vllm") -> list[str]:
+    """``vllm serve MODEL ...`` for one replica; ``spec`` must be ``resolved`` first."""
+    if spec.engine != "vllm":
+        raise ValueError(f"vllm_command needs engine vllm, got {spec.engine}")
+    if spec.limit_mm_per_prompt is None or spec.max_num_seqs is None:
+        raise ValueError("resolve the spec (ServeSpec.resolved) before building its command")
+    cmd = [
+        executable, "serve", served_name(model),
+        "--served-model-name", served_name(model),
+        "--tensor-parallel-size", str(spec.tensor_parallel_size),
+    ]
+    if spec.max_model_len is not None:
+        cmd += ["--max-model-len", str(spec.max_model_len)]
+    cmd += ["--limit-mm-per-prompt", json.dumps(spec.limit_mm_per_prompt, sort_keys=True)]
+    if spec.reasoning_parser:
+        cmd += ["--reasoning-parser", spec.reasoning_parser]
+    cmd += [
+        "--enable-prefix-caching" if spec.enable_prefix_caching else "--no-enable-prefix-caching",
+        "--max-num-seqs", str(spec.max_num_seqs),
+        "--seed", str(spec.seed),
+        "--generation-config", spec.generation_config,
+        "--gpu-memory-utilization", str(spec.gpu_memory_utilization),
+        *spec.extra_args,
+        "--host", host,
+        "--port", str(port),
+    ]
+    return cmd
+
+
+def llama_cpp_command(
+    model: str, spec: ServeSpec, *, model_path: str, host: str, port: int, python: str | None = None,
+) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server for one replica."""
+    if spec.engine != "llama_cpp":
+        raise ValueError(f"llama_cpp_command needs engine llama_cpp, got {spec.engine}")
+    cmd = [
+        python or sys.executable, "-m", "llama_cpp.server",
+        "--model", model_path,
+        "--model_alias", served_name(model),
+        "--n_ctx", str(spec.n_ctx),
+        "--host", host,
+        "--port", str(port),
+    ]
+    if spec.n_threads is not None:
+        cmd += ["--n_threads", str(spec.n_threads)]
+    if spec.chat_format:
+        cmd += ["--chat_format", spec.chat_format]
+    return cmd

@@ -1,0 +1,212 @@
+"""``ServerPool``: the driver's handle on every model server of a sweep.
+
+The driver starts the pool before the first episode and stops it after the last (or when it
+exits: the pool is a context manager, and Ray kills the actors of a dead driver, which takes
+their server processes with them). For each episode of a served model the driver asks for a
+``Lease``: the least-loaded ready replica with room, its URL (the agent's ``api_base``) and its
+node (where the episode must run). When an episode ends in an infrastructure error, ``lost``
+says whether its replica died or restarted meanwhile, in which case the episode is retried.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from orchestrator.serving.actor import ModelServer, ServerStartError
+from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_replicas
+from orchestrator.serving.spec import ServeSpec, parse_serve
+
+STATUS_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A sweep model entry that has ``serve:``."""
+
+    name: str
+    model: str  # litellm string: hosted_vllm/<served name> or openai/<served name>
+    spec: ServeSpec
+    max_concurrency: int
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One episode's claim on one replica."""
+
+    model_name: str
+    replica: int
+    url: str  # api_base for litellm
+    node_id: str
+    generation: int
+
+    def scheduling_strategy(self) -> NodeAffinitySchedulingStrategy:
+        """Pins the episode to the server's node (hard: the server may listen on loopback)."""
+        return NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
+
+
+def served_models(entries: Iterable[Any], *, default_concurrency: int = 4) -> list[ServedModel]:
+    """The served entries of a sweep's models (objects or mappings with name/model/serve)."""
+    out = []
+    for entry in entries:
+        get = entry.get if isinstance(entry, dict) else (lambda k, e=entry: getattr(e, k, None))
+        serve = get("serve")
+        if serve is None:
+            continue
+        out.append(ServedModel(
+            name=get("name"), model=get("model"), spec=parse_serve(serve, f"models.{get('name')}"),
+            max_concurrency=get("max_concurrency") or default_concurrency,
+        ))
+    return out
+
+
+def cluster_nodes() -> list[NodeCapacity]:
+    return [
+        NodeCapacity(node_id=n["NodeID"], gpus=int(n["Resources"].get("GPU", 0)), cpus=n["Resources"].get("CPU", 0.0))
+        for n in ray.nodes() if n.get("Alive")
+    ]
+
+
+class ServerPool:
+    def __init__(self, run_dir: str | Path, models: list[ServedModel], *, history_frames: int = 0):
+        self.run_dir = Path(run_dir).resolve()
+        self.models = {
+            m.name: ServedModel(
+                m.name, m.model, m.spec.resolved(history_frames=history_frames, max_concurrency=m.max_concurrency),
+                m.max_concurrency,
+            )
+            for m in models
+        }
+        self.actors: dict[str, list[Any]] = {}
+        self.info: dict[str, list[dict[str, Any]]] = {}
+        self.nodes: dict[str, list[str]] = {}
+        self.balancers: dict[str, ReplicaBalancer] = {}
+        self.healthy: dict[str, list[bool]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.models)
+
+    def __enter__(self) -> ServerPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- life --------------------------------------------------------------------------
+    def start(self, on_ready: Any = None) -> None:
+        """Start every replica of every served model, all at once, and wait until all answer.
+
+        If any replica fails to start, every server is stopped and its ``ServerStartError``
+        (ending with the log tail) is raised.
+        """
+        if not self.models:
+            return
+        nodes = cluster_nodes()
+        pending = {}
+        offset = 0
+        for m in self.models.values():
+            placed = plan_replicas(m.spec, nodes, source=f"models.{m.name}")
+            self.nodes[m.name] = placed
+            self.actors[m.name] = []
+            for replica, node_id in enumerate(placed):
+                resources = (
+                    {"num_gpus": m.spec.tensor_parallel_size, "num_cpus": 1}
+                    if m.spec.engine == "vllm" else {"num_cpus": 1}
+                )
+                actor = ModelServer.options(
+                    name=None, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+                    **resources,
+                ).remote(
+                    name=m.name, replica=replica, model=m.model, spec=m.spec,
+                    log_path=str(self.log_path(m.name, replica)), port_offset=offset,
+                )
+                offset += 1
+                self.actors[m.name].append(actor)
+                pending[actor.start.remote()] = (m.name, replica)
+            per = m.spec.per_replica_concurrency(m.max_concurrency)
+            self.balancers[m.name] = ReplicaBalancer(m.spec.replicas, per)
+            self.healthy[m.name] = [False] * m.spec.replicas
+            self.info[m.name] = [{} for _ in placed]
+        refs = list(pending)
+        try:
+            while refs:
+                done, refs = ray.wait(refs, num_returns=1)
+                name, replica = pending[done[0]]
+                status = ray.get(done[0])
+                self.info[name][replica] = status
+                self.healthy[name][replica] = True
+                if on_ready is not None:
+                    on_ready(name, replica, status)
+        except Exception:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Kill every server's process group; copy logs written on other nodes to the run."""
+        here = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+        for name, actors in self.actors.items():
+            for replica, actor in enumerate(actors):
+                try:
+                    ray.get(actor.stop.remote(), timeout=60)
+                    if self.nodes[name][replica] != here:
+                        text = ray.get(actor.log_text.remote(), timeout=60)
+                        path = self.log_path(name, replica)
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        path.write_text(text)
+                except Exception:  # noqa: BLE001 - an actor that is gone already took its server with it
+                    pass
+                ray.kill(actor, no_restart=True)
+        self.actors.clear()
+
+    def log_path(self, name: str, replica: int) -> Path:
+        return self.run_dir / "servers" / f"{name}-{replica}.log"
+
+    # ---- episodes ----------------------------------------------------------------------
+    def serves(self, model_name: str) -> bool:
+        return model_name in self.models
+
+    def capacity(self, model_name: str) -> int:
+        return self.balancers[model_name].capacity
+
+    def acquire(self, model_name: str) -> Lease | None:
+        """The least-loaded healthy replica with room, or None when all are full."""
+        replica = self.balancers[model_name].acquire(self.healthy[model_name])
+        if replica is None:
+            return None
+        info = self.info[model_name][replica]
+        return Lease(model_name, replica, info["url"], self.nodes[model_name][replica], info["generation"])
+
+    def release(self, lease: Lease) -> None:
+        self.balancers[lease.model_name].release(lease.replica)
+
+    def status(self, model_name: str, replica: int) -> dict[str, Any]:
+        status = ray.get(self.actors[model_name][replica].status.remote(), timeout=STATUS_TIMEOUT_S)
+        self.info[model_name][replica] = status
+        self.healthy[model_name][replica] = status["state"] == "ready"
+        return status
+
+    def lost(self, lease: Lease) -> bool:
+        """Did the lease's server die or restart since the lease was taken?"""
+        status = self.status(lease.model_name, lease.replica)
+        return status["generation"] != lease.generation or status["state"] != "ready"
+
+    def wait_ready(self, model_name: str, replica: int, timeout_s: float | None = None) -> dict[str, Any]:
+        """Block while a replica restarts; raise ``ServerStartError`` if it failed for good."""
+        spec = self.models[model_name].spec
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None else spec.startup_timeout_s + 30)
+        while True:
+            status = self.status(model_name, replica)
+            if status["state"] == "ready":
+                return status
+            if status["state"] in ("failed", "stopped"):
+                raise ServerStartError(status["last_error"] or f"{model_name}-{replica} is {status['state']}")
+            if time.monotonic() > deadline:
+                raise ServerStartError(f"{model_name}-{replica} still {status['state']} after waiting")
+            time.sleep(0.5)
