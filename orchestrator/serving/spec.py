@@ -14,7 +14,7 @@ serve: {engine: llama_cpp}          # the bundled Gemma 3 270M on CPU
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -113,6 +113,18 @@ class ServeSpec(BaseModel):
         if hi - lo + 1 < self.replicas:
             raise ValueError(f"port_range {[lo, hi]} has fewer ports than replicas ({self.replicas})")
         return self
+
+    # ---- identity ----------------------------------------------------------------------
+    # what can change a served model's answers; replicas, ports, timeouts and memory do not
+    ANSWER_FIELDS: ClassVar[tuple[str, ...]] = (
+        "engine", "tensor_parallel_size", "max_model_len", "limit_mm_per_prompt", "reasoning_parser",
+        "seed", "generation_config", "extra_args", "model", "n_ctx", "chat_format",
+    )
+
+    def identity(self) -> dict[str, Any]:
+        """The part of the spec an episode id should hash: a new replica count is the same work."""
+        dumped = self.model_dump(mode="json")
+        return {k: dumped[k] for k in self.ANSWER_FIELDS}
 
     # ---- derived values ----------------------------------------------------------------
     def resolved(self, *, history_frames: int, max_concurrency: int) -> ServeSpec:

@@ -65,3 +65,11 @@ def test_bad_serve_mapping_is_one_line_naming_the_field(mapping, field, words):
 def test_serve_must_be_a_mapping():
     with pytest.raises(BadInput, match="serve is a mapping"):
         parse_serve("vllm", "s.yaml")
+
+
+def test_identity_ignores_what_cannot_change_an_answer():
+    a = parse_serve({"engine": "vllm", "replicas": 1, "port_range": [9000, 9100], "max_restarts": 0})
+    b = parse_serve({"engine": "vllm", "replicas": 4, "startup_timeout_s": 60, "gpu_memory_utilization": 0.5})
+    assert a.identity() == b.identity()
+    assert a.identity() != parse_serve({"engine": "vllm", "seed": 1}).identity()
+    assert a.identity() != parse_serve({"engine": "vllm", "max_model_len": 4096}).identity()
