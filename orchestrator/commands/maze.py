@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -31,7 +32,9 @@ def show(
         if png is not None:
             out = png / f"{m.id}.png" if len(mazes) > 1 or png.is_dir() else png
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(png_bytes(render_state(m, s, tile_size)))
+            tmp = out.with_name(f".{out.name}.tmp")  # renamed when complete: never half a PNG
+            tmp.write_bytes(png_bytes(render_state(m, s, tile_size)))
+            os.replace(tmp, out)
             typer.echo(f"wrote {out}")
 
 
