@@ -284,23 +284,64 @@ def _check_rules(m: Maze) -> None:
                 raise bad(f"meta.distractors[{i}]", f"{d!r} is neither an object id nor 'deadend:N'")
 
 
+_JSON_TYPES = {
+    "tuple_type": "a JSON list",
+    "list_type": "a JSON list",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "model_attributes_type": "a JSON object",
+    "bool_type": "true or false",
+    "int_type": "an integer",
+    "string_type": "a string",
+}
+
+
+def _got(value: Any) -> str:
+    """The offending value as JSON, shortened so the message stays one readable line."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _type_error_message(err: dict) -> str:
-    msg = err.get("msg", "invalid")
+    """Pydantic's error, said in the words of the JSON file."""
     typ = err.get("type", "")
+    loc = [str(part) for part in err.get("loc", ())]
     if typ == "extra_forbidden":
         return "unknown field"
+    if _short_position(err):
+        return f"must be [x, y] (two integers), got {_got(err.get('input'))}"
     if typ == "missing":
         return "is required"
     if typ == "union_tag_invalid":
-        return f"kind must be one of {', '.join(KINDS)}"
+        return f"{_got(err.get('ctx', {}).get('tag'))} is not one of {', '.join(KINDS)}"
     if typ == "union_tag_not_found":
-        return "needs a 'kind' (one of key, door, switch, gate)"
+        return f"is required (one of {', '.join(KINDS)})"
     if typ == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
-        return f"{err.get('input')!r} is not one of {expected}"
-    if typ.startswith("tuple") or typ == "too_short" or typ == "too_long":
-        return f"{msg.rstrip('.')}; positions are [x, y]" if "pos" in str(err.get("loc")) or "goal" in str(err.get("loc")) else msg
-    return msg
+        return f"{_got(err.get('input'))} is not one of {expected}"
+    if typ in ("too_short", "too_long") and loc and loc[-1] in ("pos", "goal"):
+        return f"must be [x, y] (two integers), got {_got(err.get('input'))}"
+    if typ in _JSON_TYPES:
+        return f"must be {_JSON_TYPES[typ]}, got {_got(err.get('input'))}"
+    if typ == "value_error":
+        return str(err.get("ctx", {}).get("error", err.get("msg", "invalid")))
+    return str(err.get("msg", "invalid"))
+
+
+def _short_position(err: dict) -> bool:
+    """``[3]`` for a position: pydantic reports the missing y, the file's author meant the pair."""
+    loc = err.get("loc", ())
+    return err.get("type") == "missing" and len(loc) >= 2 and isinstance(loc[-1], int) and loc[-2] in ("pos", "goal")
+
+
+def _error_field(err: dict) -> str:
+    field = pydantic_field(err["loc"][:-1] if _short_position(err) else err["loc"])
+    if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
+        field += ".kind"
+    return field
 
 
 def maze_from_dict(data: Any, source: str = "<maze>") -> Maze:
@@ -315,7 +356,7 @@ def maze_from_dict(data: Any, source: str = "<maze>") -> Maze:
         maze = Maze.model_validate(_tuplify(data))
     except ValidationError as e:
         err = e.errors()[0]
-        raise BadInput(source, pydantic_field(err["loc"]), _type_error_message(err)) from None
+        raise BadInput(source, _error_field(err), _type_error_message(err)) from None
     try:
         _check_rules(maze)
     except BadInput as e:
@@ -339,8 +380,10 @@ def load_maze(path: str | os.PathLike) -> Maze:
         raise BadInput(str(path), "", "no such maze file")
     try:
         text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(str(path), "", f"cannot read: {e.__class__.__name__}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(str(path), "(file)", f"not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise BadInput(str(path), "", f"cannot read: {e.strerror or e.__class__.__name__}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

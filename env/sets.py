@@ -22,23 +22,38 @@ def set_dir(name: str) -> Path:
     return MAZES_DIR / name
 
 
+def _contained(folder: Path, p: Path) -> Path:
+    """``p`` itself, if it really lies in ``folder``; a link that leads elsewhere is bad input."""
+    try:
+        real = p.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise BadInput(str(p), "", "cannot be read (a broken or looping link?)") from None
+    if real.parent != folder.resolve():
+        raise BadInput(str(p), "", "is a link to a file outside its folder; not followed")
+    return p
+
+
 def _inside(folder: Path, name: str) -> Path | None:
     if not ID_PATTERN.match(name) or ".." in name:
         return None
     p = folder / f"{name}.json"
-    try:
-        if p.is_file() and not p.is_symlink() and p.resolve().parent == folder.resolve():
-            return p
-    except OSError:
+    if not (p.is_file() or p.is_symlink()):
         return None
-    return None
+    return _contained(folder, p)
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The maze files of a folder (not its manifest), refusing links that leave the folder."""
+    return [
+        _contained(folder, p) for p in sorted(folder.glob("*.json")) if p.name != "manifest.json"
+    ]
 
 
 def set_files(name: str) -> list[Path]:
     folder = set_dir(name)
-    if not folder.is_dir():
+    if name not in NAMED_SETS or not folder.is_dir():
         raise BadInput(name, "", f"unknown maze set (known: {', '.join(NAMED_SETS)})")
-    return sorted(p for p in folder.glob("*.json") if p.name != "manifest.json" and not p.is_symlink())
+    return folder_files(folder)
 
 
 def resolve_maze(spec: Any) -> Maze:
@@ -81,7 +96,7 @@ def resolve_mazes(spec: Any) -> list[Maze]:
             return [load_maze(p) for p in set_files(text)]
         p = Path(text)
         if p.is_dir():
-            files = sorted(q for q in p.glob("*.json") if q.name != "manifest.json")
+            files = folder_files(p)
             if not files:
                 raise BadInput(text, "", "folder holds no maze files")
             return [load_maze(q) for q in files]
