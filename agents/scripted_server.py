@@ -1,0 +1,443 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for tests and benches.
+
+It speaks ``POST /v1/chat/completions`` and ``GET /v1/models`` over real HTTP, so the litellm
+agent is exercised exactly as against a provider: retries, faults, usage and cost accounting.
+
+Where the replies come from (``mode``):
+
+- ``script``: the items of ``script`` in order, one per request; the last one repeats. An item is
+  a reply text, a fault name (see ``FAULTS``), or a dict with any of ``reply``, ``reasoning``,
+  ``finish_reason``, ``fault``, ``retry_after``, ``latency``, ``usage``.
+- ``actions``: ``ACTION: <name>`` for each name of ``actions`` in turn (after a short reasoning).
+- ``oracle``: the optimal action for the state shown in the request. The maze is the server's
+  ``maze`` or the one named by the ``X-Scripted-Maze`` header; the state is read from the last
+  text map in the request, or, with image-only prompts, by matching the last image against
+  frames of the maze's reachable states.
+- ``garbage``: prose that names no action on its last line.
+
+Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
+(a fault name). Every request is recorded (path, headers, parsed body) in ``requests``.
+
+Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
+process: ``python -m agents.scripted_server --port 0 --mode oracle --maze example`` prints its
+URL on the first line of stdout and serves until terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import itertools
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULTS = (
+    "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
+)
+MODES = ("script", "actions", "oracle", "garbage")
+
+_GARBAGE = (
+    "I am not sure what to do here. The maze is interesting.",
+    "Let me think about the colours in the picture. There is a lot of black.",
+    "The answer depends on several factors that I cannot see.",
+    "```\nno idea\n```",
+)
+_ERROR_BODIES = {
+    "429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached for requests"),
+    "500": (500, "server_error", None, "The server had an error while processing your request"),
+    "503": (503, "server_error", None, "The engine is currently overloaded, please try again later"),
+    "400": (400, "invalid_request_error", None, "Invalid value for 'messages': unsupported content part"),
+    "context_length": (
+        400, "invalid_request_error", "context_length_exceeded",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+        "9000 tokens. Please reduce the length of the messages.",
+    ),
+}
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+    received_at: float = field(default_factory=time.time)
+
+    def images(self) -> list[str]:
+        """The data URIs of every image part in the request."""
+        out = []
+        for m in (self.body or {}).get("messages", []):
+            if isinstance(m.get("content"), list):
+                out += [p["image_url"]["url"] for p in m["content"] if p.get("type") == "image_url"]
+        return out
+
+
+class ScriptedServer:
+    def __init__(
+        self,
+        script: list[Any] | None = None,
+        *,
+        mode: str | None = None,
+        actions: list[str] | None = None,
+        maze: Any = None,
+        latency: float = 0.0,
+        reasoning: str | None = "I look at the maze and decide.",
+        reasoning_tokens: int | None = None,
+        report_reasoning_tokens: bool = True,
+        model: str = "scripted",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        hang_s: float = 600.0,
+        seed: int = 0,
+    ):
+        self.mode = mode or ("actions" if actions else "script")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        self.script = list(script or ["ACTION: forward"])
+        self.actions = list(actions or [])
+        self.maze = maze
+        self.latency = latency
+        self.reasoning = reasoning
+        self.reasoning_tokens = reasoning_tokens
+        self.report_reasoning_tokens = report_reasoning_tokens
+        self.model = model
+        self.hang_s = hang_s
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        self._stop = threading.Event()
+        self._seed = seed
+        self._frame_index: dict[tuple[str, int], dict[bytes, Any]] = {}
+        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-style base URL (ends in ``/v1``): pass it as ``api_base``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()  # releases hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # ---- replies ---------------------------------------------------------------------------
+    def _next_item(self, index: int, body: dict, headers: dict[str, str]) -> dict[str, Any]:
+        if headers.get("x-scripted-fault"):
+            return {"fault": headers["x-scripted-fault"]}
+        if headers.get("x-scripted-reply"):
+            return {"reply": headers["x-scripted-reply"]}
+        if self.mode == "script":
+            item = self.script[min(index, len(self.script) - 1)]
+            if isinstance(item, str):
+                return {"fault": item} if item in FAULTS else {"reply": item}
+            return dict(item)
+        if self.mode == "actions":
+            name = self.actions[index % len(self.actions)]
+            return {"reply": f"I will go with {name} now.\nACTION: {name}"}
+        if self.mode == "garbage":
+            return {"reply": _GARBAGE[index % len(_GARBAGE)]}
+        return {"reply": self._oracle_reply(body, headers)}
+
+    def _oracle_reply(self, body: dict, headers: dict[str, str]) -> str:
+        from agents.builtin import OracleAgent
+        from env.sets import resolve_maze
+        from env.state import ACTIONS
+
+        spec = headers.get("x-scripted-maze") or self.maze
+        if spec is None:
+            return "I cannot tell which maze this is."
+        maze = resolve_maze(spec)
+        state = _state_from_text(maze, body) or self._state_from_image(maze, body)
+        if state is None:
+            return "I cannot see where I am."
+        action = ACTIONS[OracleAgent.choose(maze, state)]
+        return f"The shortest way on is {action}.\nACTION: {action}"
+
+    def _state_from_image(self, maze: Any, body: dict) -> Any:
+        uris = RecordedRequest("", {}, body).images()
+        if not uris:
+            return None
+        import numpy as np
+        from PIL import Image
+
+        from env.oracle import distance_table
+        from env.render import render_state
+
+        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(uris[-1].split(",", 1)[1]))).convert("RGB"))
+        tile = pixels.shape[1] // maze.width
+        key = (maze.checksum, tile)
+        with self._lock:
+            index = self._frame_index.get(key)
+            if index is None:
+                # every state the oracle knows, keyed by its frame's pixels: built once per maze
+                index = {render_state(maze, s, tile).tobytes(): s for s in distance_table(maze)._dist}
+                self._frame_index[key] = index
+        return index.get(pixels.tobytes())
+
+    # ---- HTTP ------------------------------------------------------------------------------
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return None  # tests and benches read stdout; keep it clean
+
+            def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                for k, v in (extra or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def do_GET(self) -> None:  # noqa: N802
+                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), None))
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [
+                        {"id": server.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = None
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                with server._lock:
+                    server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body))
+                    index = next(server._counter)
+                if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
+                    self._send(404 if body is not None else 400,
+                               {"error": {"message": "unsupported request", "type": "invalid_request_error"}})
+                    return
+                item = server._next_item(index, body, headers)
+                delay = item.get("latency", server.latency)
+                if delay:
+                    server._stop.wait(delay)
+                fault = item.get("fault")
+                if fault:
+                    self._fault(fault, item, headers, body)
+                    return
+                self._send(200, server._completion(index, body, item))
+
+            def _fault(self, fault: str, item: dict, headers: dict[str, str], request: dict) -> None:
+                if fault == "hang":
+                    server._stop.wait(item.get("hang_s", server.hang_s))
+                    self.close_connection = True
+                    return
+                if fault == "malformed":
+                    self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
+                    return
+                if fault == "empty_choices":
+                    body = server._completion(0, request, {"reply": ""})
+                    body["choices"] = []
+                    self._send(200, body)
+                    return
+                if fault == "length":
+                    self._send(200, server._completion(0, request, {"reply": "", "finish_reason": "length"}))
+                    return
+                if fault == "401":
+                    # real providers echo (part of) the key back: the agent must scrub it
+                    token = headers.get("authorization", "").removeprefix("Bearer ").strip()
+                    self._send(401, {"error": {
+                        "message": f"Incorrect API key provided: {token}. You can find your API key "
+                                   "in your account settings.",
+                        "type": "invalid_request_error", "code": "invalid_api_key"}})
+                    return
+                if fault not in _ERROR_BODIES:
+                    self._send(500, {"error": {"message": f"unknown scripted fault {fault!r}", "type": "server_error"}})
+                    return
+                status, kind, code, message = _ERROR_BODIES[fault]
+                extra = {"Retry-After": str(item.get("retry_after", 1))} if status == 429 else None
+                self._send(status, {"error": {"message": message, "type": kind, "code": code}}, extra)
+
+        return Handler
+
+    def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
+        reply = item.get("reply", "")
+        reasoning = item.get("reasoning", self.reasoning)
+        prompt_tokens = _count_prompt_tokens(body)
+        reasoning_tokens = self.reasoning_tokens
+        if reasoning_tokens is None:
+            reasoning_tokens = _approx_tokens(reasoning or "")
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": _approx_tokens(reply) + reasoning_tokens,
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.report_reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        usage.update(item.get("usage", {}))
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        return {
+            "id": f"chatcmpl-scripted-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": item.get("finish_reason", "stop")}],
+            "usage": usage,
+        }
+
+
+def _approx_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _count_prompt_tokens(body: dict) -> int:
+    """A deterministic stand-in for a tokenizer: 4 characters a token, 85 tokens an image."""
+    total = 0
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, str):
+            total += _approx_tokens(content)
+        elif isinstance(content, list):
+            for p in content:
+                total += 85 if p.get("type") == "image_url" else _approx_tokens(p.get("text", ""))
+    return total
+
+
+_MAP_ROW = re.compile(r"^\s*(\d+) (\S+)$")
+_KEY = re.compile(r"(\w+) key at \((\d+), (\d+)\)")
+_DOOR = re.compile(r"door at \((\d+), (\d+)\): (open|closed|locked)")
+_SWITCH = re.compile(r"switch at \((\d+), (\d+)\): (on|off)")
+
+
+def _request_text(body: dict) -> str:
+    texts = []
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts += [p.get("text", "") for p in content if p.get("type") == "text"]
+    return "\n".join(texts)
+
+
+def _state_from_text(maze: Any, body: dict) -> Any:
+    """The state shown by the last text map in the request (the layout of env.text.text_projection)."""
+    from env.oracle import distance_table
+    from env.state import MazeState
+    from env.text import AGENT_GLYPHS
+
+    blob = _request_text(body)
+    at = blob.rfind("You are at (")
+    if at < 0:
+        return None
+    above = blob[:at].splitlines()
+    rows: dict[int, str] = {}
+    objects_line = ""
+    for line in reversed(above):
+        if not objects_line and line.startswith("Objects: ") and not rows:
+            objects_line = line
+        m = _MAP_ROW.match(line)
+        if m and len(m.group(2)) == maze.width:
+            rows.setdefault(int(m.group(1)), m.group(2))
+            if len(rows) == maze.height:
+                break
+    if len(rows) != maze.height:
+        return None
+    pos = direction = None
+    for y, row in rows.items():
+        for x, ch in enumerate(row):
+            if ch in AGENT_GLYPHS:
+                pos, direction = (x, y), AGENT_GLYPHS.index(ch)
+    if pos is None:
+        return None
+    floor_keys = [(c, (int(x), int(y))) for c, x, y in _KEY.findall(objects_line)]
+    door_at = {(int(x), int(y)): ("open", "closed", "locked").index(st) for x, y, st in _DOOR.findall(objects_line)}
+    switch_at = {(int(x), int(y)): st == "on" for x, y, st in _SWITCH.findall(objects_line)}
+    doors = tuple(door_at.get(tuple(d.pos), 0) for d in maze.doors)
+    switches = tuple(switch_at.get(tuple(s.pos), False) for s in maze.switches)
+    carried = re.search(r"Inventory: a (\w+) key\.", blob[at:])
+    table = distance_table(maze)
+    # keys of one colour look alike: take any assignment of key identities the oracle knows
+    n = len(maze.keys)
+    carry_options = [i for i in range(n) if carried and maze.keys[i].color == carried.group(1)] or [-1]
+    for carrying in carry_options:
+        floor = [i for i in range(n) if i != carrying]
+        if len(floor) != len(floor_keys):
+            continue
+        for cells in itertools.permutations(floor_keys):
+            if any(maze.keys[i].color != colour for i, (colour, _) in zip(floor, cells, strict=True)):
+                continue
+            keys: list[Any] = [None] * n
+            for i, (_, cell) in zip(floor, cells, strict=True):
+                keys[i] = cell
+            state = MazeState(pos, direction, carrying, tuple(keys), doors, switches)
+            if table.action_distance(state) is not None:
+                return state
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m agents.scripted_server", description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--mode", choices=MODES, default=None)
+    ap.add_argument("--script", help="JSON list of script items, or @file.json")
+    ap.add_argument("--actions", help="comma-separated action names, sent in turn")
+    ap.add_argument("--maze", help="maze for --mode oracle (file, id or set/id)")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    ap.add_argument("--model", default="scripted")
+    args = ap.parse_args(argv)
+    script = None
+    if args.script:
+        text = open(args.script[1:]).read() if args.script.startswith("@") else args.script
+        script = json.loads(text)
+    actions = args.actions.split(",") if args.actions else None
+    srv = ScriptedServer(script, mode=args.mode, actions=actions, maze=args.maze,
+                         latency=args.latency, model=args.model, port=args.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    srv.start()
+    print(srv.url, flush=True)
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        srv.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
