@@ -497,11 +497,11 @@ def optimal_actions(maze: Maze) -> Solution:
     return solve(maze)
 
 
-def _reverse_bfs(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
-    """Hop counts to ``sources`` along edges ``src -> dst`` (-1 where they cannot be reached)."""
-    order = np.argsort(dst, kind="stable")
-    pred = src[order]
-    indptr = np.searchsorted(dst[order], np.arange(n + 1))
+def hops(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """Fewest edges from any of ``sources`` to each of ``n`` nodes along ``src -> dst`` (-1: none)."""
+    order = np.argsort(src, kind="stable")
+    succ = dst[order]
+    indptr = np.searchsorted(src[order], np.arange(n + 1))
     dist = np.full(n, -1, dtype=np.int32)
     dist[sources] = 0
     frontier = np.unique(sources)
@@ -514,7 +514,7 @@ def _reverse_bfs(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) 
         if not total:
             break
         offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
-        nb = pred[offsets]
+        nb = succ[offsets]
         nb = np.unique(nb[dist[nb] < 0])
         dist[nb] = level
         frontier = nb
@@ -538,7 +538,7 @@ class DistanceTable:
         self.sweep = sweep
         n = int(sweep.ids.size)
         goals = np.flatnonzero(space.is_goal(sweep.ids))
-        self.dist = _reverse_bfs(n, sweep.edge_src, sweep.edge_dst, goals)
+        self.dist = hops(n, sweep.edge_dst, sweep.edge_src, goals)  # backwards from the goals
         self.states = n
 
     @property
