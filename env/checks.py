@@ -47,7 +47,7 @@ def run_checks(maze: Maze, cap: int = STATE_CAP) -> list[CheckResult]:
     if sol.status == "solved":
         out.append(CheckResult("reachable", True, None, f"solved in {sol.optimal_actions} actions"))
     else:
-        why = ("more than %d states searched without reaching the goal" % cap
+        why = (f"more than {cap} states searched without reaching the goal"
                if sol.status == "undecided" else "the goal cannot be reached from the start")
         out.append(CheckResult("reachable", False, None, f"{sol.status}: {why}"))
     out.extend(check_necessity(maze, cap))
