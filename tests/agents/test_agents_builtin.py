@@ -1,0 +1,75 @@
+import asyncio
+
+import pytest
+
+import env
+from agents import KNOWN_BUILTINS, Protocol, Turn, build_agent
+from agents.builtin import ExplorerAgent
+from agents.types import Agent, PastStep
+from env.errors import BadInput
+from env.oracle import solve
+from env.sets import set_files
+
+
+def play(agent, maze, cap):
+    """Run ``agent`` on ``maze`` for at most ``cap`` steps; returns (solved, steps, actions)."""
+    state, history, actions = env.initial_state(maze), [], []
+
+    async def run():
+        nonlocal state
+        for n in range(1, cap + 1):
+            d = await agent.act(Turn(maze, Protocol(), n, state, tuple(history), cap))
+            assert d.parse == "builtin" and d.action is not None
+            nxt, event = env.step(maze, state, d.action)
+            history.append(PastStep(n, d.action, event, state, nxt))
+            actions.append(d.action)
+            state = nxt
+            if event == "goal":
+                return True, n
+        return False, cap
+
+    solved, steps = asyncio.run(run())
+    return solved, steps, actions
+
+
+HAND = [env.load_maze(p) for p in set_files("hand")]
+
+
+@pytest.mark.parametrize("maze", HAND, ids=[m.id for m in HAND])
+def test_oracle_is_exactly_optimal(maze):
+    optimal = solve(maze).optimal_actions
+    solved, steps, _ = play(build_agent("builtin/oracle", Protocol()), maze, 3 * optimal)
+    assert solved and steps == optimal
+
+
+def test_random_is_seeded_and_covers_all_six(example_maze):
+    _, _, a = play(build_agent("builtin/random", Protocol(), seed=7), example_maze, 60)
+    _, _, b = play(build_agent("builtin/random", Protocol(), seed=7), example_maze, 60)
+    _, _, c = play(build_agent("builtin/random", Protocol(), seed=8), example_maze, 60)
+    assert a == b and a != c and set(a) == set(range(6))
+
+
+def test_explorer_solves_the_design_example_within_three_times_optimal(example_maze):
+    optimal = solve(example_maze).optimal_actions
+    agent = build_agent("builtin/explorer", Protocol())
+    solved, steps, _ = play(agent, example_maze, 3 * optimal)
+    assert solved and steps <= 3 * optimal
+    # it found out for itself which interactions change the world: key, door, switch
+    tried = [(where, action) for _, where, _, action in agent.changes]
+    assert ("front", "pickup") in tried and ("front", "toggle") in tried and ("on", "toggle") in tried
+
+
+def test_explorer_never_undoes_a_change_while_something_new_remains(example_maze):
+    agent = ExplorerAgent()
+    play(agent, example_maze, 60)
+    cells = [(where, cell, action) for _, where, cell, action in agent.changes]
+    assert len(cells) == len(set(cells))
+
+
+def test_builtins_are_agents_and_unknown_names_are_bad_input():
+    for name in KNOWN_BUILTINS:
+        assert isinstance(build_agent(f"builtin/{name}", Protocol()), Agent)
+    with pytest.raises(BadInput, match="unknown built-in agent"):
+        build_agent("builtin/genius", Protocol())
+    with pytest.raises(ValueError, match="gridbench play"):
+        build_agent("human/alice", Protocol())

@@ -1,0 +1,71 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from agents import PRESETS, Protocol, resolve_protocol
+from env.errors import BadInput
+
+
+def test_final_preset_is_the_design_defaults():
+    p = Protocol.preset("final")
+    assert p == Protocol()
+    assert (p.prompt, p.observation, p.history_frames, p.thinking, p.thinking_budget) == (
+        "minimal", "image", 3, True, 64000)
+    assert (p.conversation, p.invalid_output, p.tile_size, p.step_cap_factor, p.stall_window) == (
+        "single", "noop", 32, 3.0, 30)
+    assert (p.temperature, p.max_output_tokens, p.seed, p.steps_remaining) == (1.0, 70000, 0, False)
+
+
+def test_baseline_differs_from_final_in_prompt_and_observation_only():
+    base = PRESETS["baseline"]
+    assert base.changed_fields(PRESETS["final"]) == ["prompt", "observation"]
+    assert base.mechanism_locations and base.icl_example and base.history_frames == 3
+    assert base.conversation == "single"
+
+
+def test_hash_is_stable_and_follows_content():
+    a, b = resolve_protocol({}), resolve_protocol({"prompt": "minimal"})
+    assert a.hash == b.hash and len(a.hash) == 16
+    assert resolve_protocol({"thinking": False}).hash != a.hash
+    assert json.loads(a.to_json())["thinking_budget"] == 64000
+    assert hash(a) == hash(b)  # usable as a dict key
+
+
+def test_frozen_and_extra_forbidden():
+    p = Protocol()
+    with pytest.raises(ValidationError):
+        p.prompt = "detailed"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        Protocol(promt="minimal")  # type: ignore[call-arg]
+
+
+def test_resolve_starts_from_the_named_preset():
+    p = resolve_protocol({"preset": "baseline", "thinking": False})
+    assert p.changed_fields(PRESETS["baseline"]) == ["thinking"]
+    assert resolve_protocol(None) == PRESETS["final"]
+    assert resolve_protocol(p) is p
+
+
+@pytest.mark.parametrize("mapping, field", [
+    ({"promt": "minimal"}, "promt"),
+    ({"prompt": "verbose"}, "prompt"),
+    ({"history_frames": 9}, "history_frames"),
+    ({"history_frames": -1}, "history_frames"),
+    ({"thinking": "yes"}, "thinking"),
+    ({"observation": "video"}, "observation"),
+    ({"temperature": 3}, "temperature"),
+    ({"preset": "ablation"}, "preset"),
+    ({"invalid_output": "retry"}, "invalid_output"),
+])
+def test_bad_fields_name_the_field(mapping, field):
+    with pytest.raises(BadInput) as err:
+        resolve_protocol(mapping, source="sweep.yaml")
+    assert err.value.field == field
+    line = str(err.value)
+    assert line.startswith("sweep.yaml: " + field) and "\n" not in line
+
+
+def test_not_a_mapping():
+    with pytest.raises(BadInput):
+        resolve_protocol(["prompt"])
