@@ -79,6 +79,8 @@ def episode_table(result: EpisodeResult) -> pa.Table:
 
 
 def steps_table(result: EpisodeResult) -> pa.Table:
+    if isinstance(result.steps, pa.Table):  # built already, by the actor that ran the episode
+        return result.steps
     return pa.Table.from_pylist(result.steps, schema=STEPS)
 
 
@@ -111,6 +113,11 @@ def read_run(run_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
     episodes = _read_folder(run_dir / EPISODES_DIR, EPISODES).to_pandas()
     steps = _read_folder(run_dir / STEPS_DIR, STEPS).to_pandas()
     return episodes, steps
+
+
+def read_episodes(run_dir: str | os.PathLike) -> pd.DataFrame:
+    """Only the episodes table of a run (cheap: one row per episode)."""
+    return _read_folder(Path(run_dir) / EPISODES_DIR, EPISODES).to_pandas()
 
 
 def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:

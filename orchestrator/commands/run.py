@@ -1,0 +1,188 @@
+"""``gridbench run SWEEP``: run a sweep's matrix on Ray and write its traces.
+
+Ray, litellm and the driver are imported inside the command, so ``gridbench --help`` and the
+other commands stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from env.errors import BadInput
+
+
+def _fmt_tokens(n: float) -> str:
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f}{unit}"
+    return str(int(n))
+
+
+class RichReporter:
+    """Live progress on stderr: per model done/total, solves, errors, tokens, cost, ETA."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description:<14}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TextColumn("solved {task.fields[solved]:>3}  errors {task.fields[errors]:>2}  "
+                       "tokens {task.fields[tokens]:>6}  ${task.fields[cost]:.2f}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+            refresh_per_second=4,
+        )
+        self.tasks: dict[str, Any] = {}
+        self.totals: dict[str, dict[str, float]] = {}
+
+    def start(self, sweep: Any, planned: dict[str, int], done: dict[str, int]) -> None:
+        names = list(planned)
+        if len(names) > 1:
+            names.append("all")
+        for name in names:
+            total = sum(planned.values()) if name == "all" else planned[name]
+            already = sum(done.values()) if name == "all" else done.get(name, 0)
+            self.totals[name] = {"solved": 0, "errors": 0, "tokens": 0, "cost": 0.0}
+            self.tasks[name] = self.progress.add_task(
+                name, total=total, completed=already, solved=0, errors=0, tokens="0", cost=0.0,
+            )
+        self.progress.start()
+
+    def episode_done(self, episode: dict[str, Any]) -> None:
+        for name in (episode["model_name"], "all"):
+            if name not in self.tasks:
+                continue
+            t = self.totals[name]
+            t["solved"] += bool(episode["solved"])
+            t["errors"] += episode["termination"] == "error"
+            t["tokens"] += (episode["tokens_in"] or 0) + (episode["tokens_out"] or 0)
+            t["cost"] += episode["cost_usd"] or 0.0
+            self.progress.update(self.tasks[name], advance=1, solved=int(t["solved"]), errors=int(t["errors"]),
+                                 tokens=_fmt_tokens(t["tokens"]), cost=t["cost"])
+
+    def retrying(self, spec: Any, attempts: int, reason: str) -> None:
+        self.progress.console.print(
+            f"[yellow]retrying[/] {spec.model.name} on {spec.maze.id} ({reason}; attempt {attempts + 1})"
+        )
+
+    def finish(self) -> None:
+        self.progress.stop()
+
+
+def _matrix_table(sweep: Any, todo_ids: set[str]) -> Table:
+    specs = sweep.episodes()
+    conds = [c.name for c in sweep.conditions]
+    table = Table(title=f"{sweep.name}: {len(sweep.mazes)} mazes x {len(sweep.models)} models x "
+                        f"{len(conds)} conditions x {sweep.repeats} repeats")
+    table.add_column("model")
+    for c in conds:
+        table.add_column(c, justify="right")
+    table.add_column("total", justify="right")
+    table.add_column("to run", justify="right")
+    for m in sweep.models:
+        mine = [s for s in specs if s.model.name == m.name]
+        row = [str(sum(1 for s in mine if s.condition.name == c)) for c in conds]
+        table.add_row(m.name, *row, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
+    table.add_row("all", *[str(sum(1 for s in specs if s.condition.name == c)) for c in conds],
+                  str(len(specs)), str(len(todo_ids)), style="bold")
+    return table
+
+
+def _summary_table(outcome: Any, sweep: Any) -> Table:
+    df = outcome.episodes
+    table = Table(title=f"{outcome.run_dir}  ({outcome.ran} run now, {outcome.skipped} already complete)")
+    for col, justify in (("model", "left"), ("condition", "left"), ("episodes", "right"), ("solved", "right"),
+                         ("errors", "right"), ("progress", "right"), ("steps", "right"), ("tokens in/out", "right"),
+                         ("cost $", "right")):
+        table.add_column(col, justify=justify)
+    if df is None or not len(df):
+        return table
+    order_m = {m.name: i for i, m in enumerate(sweep.models)}
+    order_c = {c.name: i for i, c in enumerate(sweep.conditions)}
+    groups = sorted(df.groupby(["model_name", "condition"], sort=False),
+                    key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
+    for (model, cond), g in groups:
+        ok = g[g["termination"] != "error"]
+        table.add_row(
+            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == "error").sum())),
+            f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
+            f"{ok['steps'].mean():.1f}" if len(ok) else "-",
+            f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
+            f"{g['cost_usd'].sum():.2f}",
+        )
+    return table
+
+
+def run_command(
+    sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, quickstart)"),
+    model: list[str] = typer.Option(None, "--model", help="run only these models (name or model string); repeatable"),
+    mazes: str | None = typer.Option(None, "--mazes", help="replace the sweep's mazes: a named set, a folder or a maze id"),
+    out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
+    name: str | None = typer.Option(None, "--name", help="run name (default: the sweep's name); rerun to resume"),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: an embedded local Ray)"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="also rerun episodes that ended in error"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and exit"),
+) -> None:
+    """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
+    from orchestrator.sweep import NAME_PATTERN, load_sweep
+    from orchestrator.traces import completed_ids
+
+    s = load_sweep(sweep).select(model, mazes)
+    for m in s.models:
+        if m.model.startswith("human/"):
+            raise BadInput(s.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
+    run_name = name or s.name
+    if not NAME_PATTERN.match(run_name):
+        raise BadInput("--name", "", f"{run_name!r} is not a valid run name (letters, digits, '_', '-', '.')")
+    run_dir = out / run_name
+    # piped output keeps whole rows instead of rich's 80-column fallback
+    stdout = Console() if sys.stdout.isatty() else Console(width=140)
+    if dry_run:
+        done = completed_ids(run_dir, include_errors=not retry_errors)
+        todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
+        stdout.print(_matrix_table(s, todo))
+        stdout.print(f"run folder: {run_dir}")
+        return
+
+    from orchestrator.driver import Driver, connect
+    from orchestrator.serving.pool import ServerPool, served_models
+
+    started = connect(address)
+    pool = None
+    t0 = time.monotonic()
+    try:
+        served = served_models(s.models)
+        if served:
+            # model servers first: episodes of served models get their endpoint and node from the pool
+            pool = ServerPool(run_dir, served, history_frames=max(c.protocol.history_frames for c in s.conditions))
+            Console(stderr=True).print(f"starting model servers for {', '.join(m.name for m in served)} ...")
+            pool.start()
+        driver = Driver(s, run_dir, run=run_name, retry_errors=retry_errors, pool=pool,
+                        reporter=RichReporter(Console(stderr=True)), command=["gridbench", "run", *sys.argv[2:]])
+        outcome = driver.execute()
+    finally:
+        if pool is not None:
+            pool.stop()
+        if started:
+            import ray
+
+            ray.shutdown()
+    stdout.print(_summary_table(outcome, s))
+    stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
+                 f"{time.monotonic() - t0:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)

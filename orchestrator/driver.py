@@ -1,0 +1,432 @@
+"""The sweep driver: Ray actors run episodes, the driver schedules them and writes their traces.
+
+Two kinds of actors, both running ``orchestrator.episode.run_episode`` with one env per episode:
+
+- *CPU actors* (one CPU each) run built-in agents, whose episodes are pure computation. The
+  driver keeps every episode of a maze on the actor that already holds that maze's distance
+  table when it can, and queues a second episode behind the running one so no actor idles
+  during a round trip.
+- *model actors* (a quarter of a CPU each) host up to ``MODEL_SLOTS`` episodes at once, all
+  waiting on their model; many fit on one node. Episodes of a served model (``serve:``) run
+  on the node of the server replica the ``ServerPool`` leased them.
+
+The driver keeps a bounded number of episodes in flight (per-model ``max_concurrency``, slots
+per actor), collects them as they finish and writes each one's files at once, so its memory
+does not grow with the sweep. An actor or node that dies costs only its episodes: they are
+rescheduled on a new actor, at most ``MAX_ATTEMPTS`` times in all (``attempts`` is recorded);
+past that, or when the episode itself fails, it is written as ``error`` and the sweep goes on.
+A killed driver leaves complete files only; the same command then runs exactly the missing
+episodes (``--retry-errors`` also reruns those that ended in ``error``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray import exceptions as rex
+
+from orchestrator.episode import EpisodeResult, error_result
+from orchestrator.sweep import EpisodeSpec, Sweep
+from orchestrator.traces import clean_partial, completed_ids, read_episodes, write_episode, write_manifest
+
+MAX_ATTEMPTS = 3
+MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
+MODEL_ACTOR_CPUS = 0.25
+CPU_QUEUE = 2  # built-in episodes queued per CPU actor: one running, one waiting
+MAX_IN_FLIGHT = 512
+ENV_SLOT = "env_slot"  # optional custom resource: concurrent episodes a node may host
+EMBEDDED_OBJECT_STORE = 512 * 1024**2
+# Ray's ways of saying "the process or node that held this task is gone"
+ACTOR_LOST = (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.ObjectLostError,
+              rex.OwnerDiedError, rex.LocalRayletDiedError)
+
+
+# ---- Ray ------------------------------------------------------------------------------------
+
+def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
+    """Join a cluster (``address``, or ``RAY_ADDRESS`` inside ``ray job submit``) or start an
+    embedded local Ray without dashboard and with quiet logs. Returns True when this call
+    started or joined Ray (and so should shut it down), False when Ray was already up."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # ERROR: a local instance's notices (token auth, "started a local Ray") are not the user's business
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    if address or os.environ.get("RAY_ADDRESS"):
+        ray.init(address=address or None, **quiet)
+    else:
+        ray.init(num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE, **quiet)
+    return True
+
+
+@ray.remote(max_restarts=0)
+class EpisodeActor:
+    """Runs episodes; each call builds the agent, plays one episode in its own env, closes it."""
+
+    def __init__(self) -> None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        from env.render import prewarm
+
+        prewarm()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def run(self, spec: EpisodeSpec, run: str, attempts: int, api_base: str | None) -> dict[str, Any]:
+        from agents import build_agent
+        from orchestrator.episode import run_episode
+        from orchestrator.traces import steps_table
+
+        m, protocol = spec.model, spec.condition.protocol
+        fields = {"run": run, "episode_id": spec.episode_id, "model_name": m.name, "model": m.model,
+                  "condition": spec.condition.name, "repeat": spec.repeat}
+        try:
+            agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=api_base or m.api_base,
+                                api_key_env=m.api_key_env, params=m.params or None, price=m.price)
+        except Exception as err:  # a model that cannot even be built costs only its episodes
+            result = error_result(fields, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
+                                  str(err), attempts)
+        else:
+            try:
+                result = await run_episode(
+                    spec.maze, agent, protocol, run=run, episode_id=spec.episode_id, model_name=m.name,
+                    model=m.model, condition=spec.condition.name, repeat=spec.repeat, attempts=attempts,
+                )
+            finally:
+                await agent.aclose()
+        # Arrow travels through the object store without pickling each row
+        return {"episode": result.episode, "steps": steps_table(result)}
+
+
+# ---- scheduling -----------------------------------------------------------------------------
+
+@dataclass
+class Task:
+    spec: EpisodeSpec
+    attempts: int = 0
+    lease: Any = None
+    actor: Any = None
+
+    @property
+    def builtin(self) -> bool:
+        return self.spec.model.builtin
+
+
+@dataclass(eq=False)
+class Worker:
+    handle: Any
+    slots: int
+    node: str | None = None
+    busy: int = 0
+    warm: set[str] = field(default_factory=set)  # maze checksums whose tables it holds
+    alive: bool = True
+
+    @property
+    def free(self) -> int:
+        return self.slots - self.busy if self.alive else 0
+
+
+class Reporter:
+    """What the driver tells a progress display; the default shows nothing."""
+
+    def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None: ...
+
+    def episode_done(self, episode: dict[str, Any]) -> None: ...
+
+    def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    planned: int
+    skipped: int  # already complete before this invocation
+    ran: int
+    errors: int  # error episodes in the run (this matrix) after this invocation
+    episodes: Any = field(default=None, repr=False)  # the run's episodes DataFrame (this matrix)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+
+class Driver:
+    def __init__(
+        self,
+        sweep: Sweep,
+        run_dir: str | os.PathLike,
+        *,
+        run: str | None = None,
+        retry_errors: bool = False,
+        reporter: Reporter | None = None,
+        pool: Any = None,
+        max_attempts: int = MAX_ATTEMPTS,
+        on_dispatch: Callable[[EpisodeSpec, Any, int], None] | None = None,
+        cpu_actors: int | None = None,
+        command: list[str] | None = None,
+    ):
+        self.sweep = sweep
+        self.run_dir = Path(run_dir)
+        self.run = run or self.run_dir.name
+        self.retry_errors = retry_errors
+        self.reporter = reporter or Reporter()
+        self.pool = pool
+        self.max_attempts = max_attempts
+        self.on_dispatch = on_dispatch
+        self.requested_cpu_actors = cpu_actors
+        self.command = command or []
+        self.cpu_workers: list[Worker] = []
+        self.model_workers: list[Worker] = []
+        self.in_flight: dict[Any, Task] = {}
+        self.per_model: dict[str, int] = {}
+        self.cpu_pending: dict[str, deque[Task]] = {}
+        self.model_pending: dict[str, deque[Task]] = {}
+        self.ran = 0
+        self.replaced_actors = 0
+
+    # ---- public ----------------------------------------------------------------------------
+    def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
+        """(every episode of the matrix, those still to run)."""
+        specs = self.sweep.episodes()
+        done = completed_ids(self.run_dir, include_errors=not self.retry_errors)
+        return specs, [s for s in specs if s.episode_id not in done]
+
+    def execute(self) -> RunOutcome:
+        clean_partial(self.run_dir)
+        specs, todo = self.plan()
+        write_manifest(
+            self.run_dir, run=self.run, sweep=self.sweep.resolved(),
+            mazes={m.checksum: m.to_dict() for m in self.sweep.mazes},
+            invocation={"command": self.command, "planned": len(specs), "to_run": len(todo),
+                        "retry_errors": self.retry_errors},
+        )
+        planned: dict[str, int] = {}
+        for s in specs:
+            planned[s.model.name] = planned.get(s.model.name, 0) + 1
+        todo_ids = {s.episode_id for s in todo}
+        already: dict[str, int] = {}
+        for s in specs:
+            if s.episode_id not in todo_ids:
+                already[s.model.name] = already.get(s.model.name, 0) + 1
+        self.reporter.start(self.sweep, planned, already)
+        try:
+            if todo:
+                self._run(todo)
+        finally:
+            self._release_actors()
+            self.reporter.finish()
+        episodes = read_episodes(self.run_dir)
+        if len(episodes):
+            episodes = episodes[episodes["episode_id"].isin({s.episode_id for s in specs})].reset_index(drop=True)
+        errors = int((episodes["termination"] == "error").sum()) if len(episodes) else 0
+        return RunOutcome(self.run_dir, len(specs), len(specs) - len(todo), self.ran, errors, episodes)
+
+    # ---- the loop --------------------------------------------------------------------------
+    def _run(self, todo: list[EpisodeSpec]) -> None:
+        for spec in todo:
+            task = Task(spec)
+            if task.builtin:
+                self.cpu_pending.setdefault(spec.maze.checksum, deque()).append(task)
+            else:
+                self.model_pending.setdefault(spec.model.name, deque()).append(task)
+        self._start_cpu_workers()
+        while self.cpu_pending or self.model_pending or self.in_flight:
+            self._dispatch()
+            if not self.in_flight:
+                time.sleep(0.2)  # everything pending waits for a server replica with room
+                continue
+            refs = list(self.in_flight)
+            ready, _ = ray.wait(refs, num_returns=1, timeout=1.0)
+            if ready:
+                more, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+                ready = list({*ready, *more})
+            for ref in ready:
+                self._collect(ref)
+
+    def _cluster(self) -> tuple[float, bool]:
+        res = ray.cluster_resources()
+        return float(res.get("CPU", 1.0)), ENV_SLOT in res
+
+    def _actor_options(self, cpus: float, slots: int, env_slots: int, strategy: Any = None) -> dict[str, Any]:
+        _, has_slots = self._cluster()
+        opts: dict[str, Any] = {"num_cpus": cpus, "max_concurrency": slots}
+        if has_slots:  # clusters that declare env slots cap the episodes each node hosts
+            opts["resources"] = {ENV_SLOT: env_slots}
+        if strategy is not None:
+            opts["scheduling_strategy"] = strategy
+        return opts
+
+    def _start_cpu_workers(self) -> None:
+        if not self.cpu_pending:
+            return
+        cpus, _ = self._cluster()
+        model_actors = sum(
+            math.ceil((m.max_concurrency or 1) / MODEL_SLOTS) for m in self.sweep.models if not m.builtin
+        )
+        room = int(cpus - model_actors * MODEL_ACTOR_CPUS + 1e-9)
+        n = self.requested_cpu_actors or max(1, min(room, len(self.cpu_pending) * 4))
+        for _ in range(n):
+            self.cpu_workers.append(self._new_cpu_worker())
+
+    def _new_cpu_worker(self) -> Worker:
+        handle = EpisodeActor.options(**self._actor_options(1, CPU_QUEUE, 1)).remote()
+        return Worker(handle, CPU_QUEUE)
+
+    def _model_worker(self, node: str | None, strategy: Any) -> Worker:
+        for w in self.model_workers:
+            if w.node == node and w.free > 0:
+                return w
+        handle = EpisodeActor.options(**self._actor_options(MODEL_ACTOR_CPUS, MODEL_SLOTS, MODEL_SLOTS, strategy)).remote()
+        w = Worker(handle, MODEL_SLOTS, node=node)
+        self.model_workers.append(w)
+        return w
+
+    def _has_room(self, task: Task) -> bool:
+        cap = task.spec.model.max_concurrency
+        return cap is None or self.per_model.get(task.spec.model.name, 0) < cap
+
+    def _pick_cpu_task(self, worker: Worker) -> Task | None:
+        """Prefer a maze this actor already knows, then a maze nobody started, then the biggest."""
+        claimed = set().union(*(w.warm for w in self.cpu_workers if w is not worker and w.alive))
+        best, best_key = None, None
+        for checksum, queue in self.cpu_pending.items():
+            if not any(self._has_room(t) for t in queue):
+                continue
+            key = (checksum in worker.warm, checksum not in claimed, len(queue))
+            if best_key is None or key > best_key:
+                best, best_key = checksum, key
+        if best is None:
+            return None
+        queue = self.cpu_pending[best]
+        for i, t in enumerate(queue):
+            if self._has_room(t):
+                del queue[i]
+                if not queue:
+                    del self.cpu_pending[best]
+                worker.warm.add(best)
+                return t
+        return None
+
+    def _dispatch(self) -> None:
+        for w in self.cpu_workers:
+            while w.free > 0 and self.cpu_pending and len(self.in_flight) < MAX_IN_FLIGHT:
+                task = self._pick_cpu_task(w)
+                if task is None:
+                    break
+                self._submit(w, task, None)
+        # model-bound episodes: round-robin over models so one slow model never starves the others
+        progressed = True
+        while progressed and self.model_pending and len(self.in_flight) < MAX_IN_FLIGHT:
+            progressed = False
+            for name in list(self.model_pending):
+                queue = self.model_pending[name]
+                task = queue[0]
+                if not self._has_room(task):
+                    continue
+                lease = strategy = node = None
+                if self.pool is not None and self.pool.serves(name):
+                    # the model-server hook: a leased replica gives the endpoint and the node
+                    lease = self.pool.acquire(name)
+                    if lease is None:
+                        continue
+                    node, strategy = lease.node_id, lease.scheduling_strategy()
+                queue.popleft()
+                if not queue:
+                    del self.model_pending[name]
+                task.lease = lease
+                self._submit(self._model_worker(node, strategy), task, lease.url if lease else None)
+                progressed = True
+
+    def _submit(self, worker: Worker, task: Task, api_base: str | None) -> None:
+        task.attempts += 1
+        task.actor = worker
+        worker.busy += 1
+        self.per_model[task.spec.model.name] = self.per_model.get(task.spec.model.name, 0) + 1
+        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base)
+        self.in_flight[ref] = task
+        if self.on_dispatch is not None:
+            self.on_dispatch(task.spec, worker.handle, task.attempts)
+
+    def _finish_task(self, task: Task) -> None:
+        task.actor.busy -= 1
+        self.per_model[task.spec.model.name] -= 1
+        if task.lease is not None:
+            self.pool.release(task.lease)
+
+    def _requeue(self, task: Task) -> None:
+        task.lease = None
+        queue = self.cpu_pending.setdefault(task.spec.maze.checksum, deque()) if task.builtin \
+            else self.model_pending.setdefault(task.spec.model.name, deque())
+        queue.appendleft(task)
+
+    def _collect(self, ref: Any) -> None:
+        task = self.in_flight.pop(ref)
+        self._finish_task(task)
+        try:
+            out = ray.get(ref)
+        except ACTOR_LOST as err:
+            self._actor_lost(task.actor)
+            reason = type(err).__name__
+            if task.attempts < self.max_attempts:
+                self.reporter.retrying(task.spec, task.attempts, reason)
+                self._requeue(task)
+                return
+            result = self._error(task, reason, f"its actor or node died on each of {task.attempts} attempts")
+        except rex.RayTaskError as err:  # the actor code itself raised: a bug, recorded as error
+            cause = err.cause if getattr(err, "cause", None) is not None else err
+            result = self._error(task, type(cause).__name__, str(cause).splitlines()[0] if str(cause) else "")
+        else:
+            result = EpisodeResult(out["episode"], out["steps"])
+            if (result.termination == "error" and task.lease is not None and task.attempts < self.max_attempts
+                    and self._server_lost(task.lease)):
+                self.reporter.retrying(task.spec, task.attempts, "model server restarted")
+                self._requeue(task)
+                return
+        write_episode(self.run_dir, result)
+        self.ran += 1
+        self.reporter.episode_done(result.episode)
+
+    def _server_lost(self, lease: Any) -> bool:
+        try:
+            return bool(self.pool.lost(lease))
+        except Exception:  # noqa: BLE001 - a pool that cannot answer counts as lost
+            return True
+
+    def _error(self, task: Task, error_class: str, message: str) -> EpisodeResult:
+        s = task.spec
+        fields = {"run": self.run, "episode_id": s.episode_id, "model_name": s.model.name, "model": s.model.model,
+                  "condition": s.condition.name, "repeat": s.repeat}
+        return error_result(fields, s.maze, s.condition.protocol, error_class, message, task.attempts)
+
+    def _actor_lost(self, worker: Worker) -> None:
+        if not worker.alive:
+            return
+        worker.alive = False
+        if worker in self.cpu_workers:
+            self.cpu_workers.remove(worker)
+            if self.replaced_actors < 4 * max(1, len(self.cpu_workers) + 1):
+                self.replaced_actors += 1
+                self.cpu_workers.append(self._new_cpu_worker())
+        elif worker in self.model_workers:
+            self.model_workers.remove(worker)
+
+    def _release_actors(self) -> None:
+        for w in [*self.cpu_workers, *self.model_workers]:
+            try:
+                ray.kill(w.handle, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.cpu_workers.clear()
+        self.model_workers.clear()

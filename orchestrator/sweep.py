@@ -1,0 +1,402 @@
+"""Sweep files (DESIGN section 6): parse, validate, and expand into episodes.
+
+A sweep names a maze set, models, a base protocol and conditions; its matrix is
+mazes x models x conditions x repeats. Every rule breaks with one ``BadInput`` line naming the
+file and the field. Shipped sweeps live in ``orchestrator/sweeps/`` and resolve by name
+(``gridbench run main``).
+
+An episode id is the content hash of the work it stands for: the maze's content checksum, the
+model's identity (``model``, ``params``, ``serve``: what changes the answers, not where or how
+fast they come), the resolved protocol, the repeat index and ``env.ENV_VERSION``. Renaming a
+model entry or a condition, moving an endpoint or raising a concurrency limit therefore never
+reruns finished work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agents.builtin import KNOWN_BUILTINS
+from agents.protocol import Protocol, resolve_protocol
+from env import ENV_VERSION, Maze, resolve_mazes
+from env.errors import BadInput
+
+SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
+MODEL_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "max_concurrency", "serve")
+# params that would put a secret (or a second endpoint) into a sweep file
+FORBIDDEN_PARAMS = ("api_key", "api_base", "base_url", "extra_headers", "headers")
+DEFAULT_LLM_CONCURRENCY = 4
+DEFAULT_CONDITION = "default"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    price: dict[str, float] | None = None
+    max_concurrency: int | None = None  # None: as many as the cluster has room for (built-ins)
+    serve: Any = None  # orchestrator.serving.spec.ServeSpec
+
+    @property
+    def builtin(self) -> bool:
+        return self.model.startswith("builtin/")
+
+    def identity(self) -> dict[str, Any]:
+        """What makes this model's answers what they are; part of every episode id."""
+        return {
+            "model": self.model,
+            "params": self.params,
+            "serve": self.serve.identity() if self.serve is not None else None,
+        }
+
+    def public(self) -> dict[str, Any]:
+        """The entry as the manifest records it: names of key variables only, never their values."""
+        out: dict[str, Any] = {"name": self.name, "model": self.model}
+        for k in ("api_base", "api_key_env", "price", "max_concurrency"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.params:
+            out["params"] = self.params
+        if self.serve is not None:
+            out["serve"] = self.serve.model_dump(mode="json")
+        return out
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    protocol: Protocol
+    changed: str | None  # the one field it changes from the base protocol; None for the base
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One cell of the matrix: everything an actor needs to run the episode."""
+
+    episode_id: str
+    maze: Maze
+    model: ModelEntry
+    condition: Condition
+    repeat: int
+
+    @property
+    def seed(self) -> int:
+        return self.condition.protocol.seed + self.repeat
+
+
+@dataclass
+class Sweep:
+    name: str
+    source: str
+    mazes_spec: Any
+    mazes: list[Maze]
+    repeats: int
+    protocol: Protocol
+    models: list[ModelEntry]
+    conditions: list[Condition]
+    description: str = ""
+
+    def episodes(self) -> list[EpisodeSpec]:
+        """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
+        out = []
+        for maze in self.mazes:
+            for model in self.models:
+                for cond in self.conditions:
+                    for r in range(self.repeats):
+                        out.append(EpisodeSpec(episode_id(maze, model, cond.protocol, r), maze, model, cond, r))
+        return out
+
+    def resolved(self) -> dict[str, Any]:
+        """The sweep with every default filled in, as the manifest records it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source,
+            "mazes": self.mazes_spec if isinstance(self.mazes_spec, (str, list)) else str(self.mazes_spec),
+            "maze_ids": [m.id for m in self.mazes],
+            "repeats": self.repeats,
+            "protocol": self.protocol.to_dict(),
+            "models": [m.public() for m in self.models],
+            "conditions": [
+                {"name": c.name, "changed": c.changed, "protocol_hash": c.protocol.hash,
+                 "protocol": c.protocol.to_dict()}
+                for c in self.conditions
+            ],
+            "episodes": len(self.mazes) * len(self.models) * len(self.conditions) * self.repeats,
+            "env_version": ENV_VERSION,
+        }
+
+    def select(self, model_names: list[str] | None = None, mazes: Any = None) -> Sweep:
+        """This sweep restricted to some models (by name or model string) and/or other mazes."""
+        models = self.models
+        if model_names:
+            known = {m.name for m in self.models} | {m.model for m in self.models}
+            for wanted in model_names:
+                if wanted not in known:
+                    raise BadInput(
+                        "--model", "", f"{wanted!r} is not a model of sweep {self.name!r} "
+                        f"(known: {', '.join(m.name for m in self.models)})",
+                    )
+            models = [m for m in self.models if m.name in model_names or m.model in model_names]
+        out = Sweep(**{**self.__dict__, "models": models})
+        if mazes is not None:
+            out.mazes_spec = mazes
+            out.mazes = _resolve_maze_spec(mazes, "--mazes", "", None)
+        return out
+
+
+def episode_id(maze: Maze, model: ModelEntry, protocol: Protocol, repeat: int) -> str:
+    """Content hash of the work: the same maze, model, protocol, repeat and env give the same id."""
+    work = {
+        "maze": maze.checksum,
+        "model": model.identity(),
+        "protocol": protocol.to_dict(),
+        "repeat": repeat,
+        "env_version": ENV_VERSION,
+    }
+    text = json.dumps(work, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+# ---- finding and loading --------------------------------------------------------------------
+
+def shipped_sweeps() -> list[str]:
+    return sorted(p.stem for p in SWEEPS_DIR.glob("*.yaml"))
+
+
+def find_sweep(spec: str | os.PathLike) -> Path:
+    """A sweep file from a path, or the name of a shipped sweep (``main``, ``ablation``, ...)."""
+    p = Path(spec)
+    if p.is_file():
+        return p
+    text = str(spec)
+    if NAME_PATTERN.match(text) and not text.endswith((".yaml", ".yml")):
+        shipped = SWEEPS_DIR / f"{text}.yaml"
+        if shipped.is_file():
+            return shipped
+    raise BadInput(text, "", f"no such sweep file or shipped sweep (shipped: {', '.join(shipped_sweeps())})")
+
+
+def load_sweep(spec: str | os.PathLike) -> Sweep:
+    path = find_sweep(spec)
+    source = str(path) if Path(spec).is_file() else f"sweeps/{path.name}"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "syntax error"
+        raise BadInput(source, "(file)", f"not valid YAML: {problem}{where}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BadInput(source, "", f"cannot read: {err.__class__.__name__}") from None
+    return parse_sweep(data, source, base_dir=path.parent)
+
+
+# ---- validation -----------------------------------------------------------------------------
+
+def _unknown(source: str, where: str, mapping: dict, known: tuple[str, ...]) -> None:
+    for k in mapping:
+        if k not in known:
+            raise BadInput(source, f"{where}{k}", f"unknown key (known: {', '.join(known)})")
+
+
+def _name(source: str, where: str, value: Any) -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise BadInput(source, where, f"{value!r} is not a valid name (letters, digits, '_', '-', '.')")
+    return value
+
+
+def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None) -> list[Maze]:
+    if spec is None:
+        raise BadInput(source, where or "mazes", "is required (a named set, a list of maze ids, or a folder)")
+    if isinstance(spec, str) and base_dir is not None and not Path(spec).exists():
+        relative = base_dir / spec
+        if relative.is_dir():
+            spec = str(relative)
+    if not isinstance(spec, (str, list)):
+        raise BadInput(source, where or "mazes", "must be a named set, a list of maze ids, or a folder")
+    try:
+        mazes = resolve_mazes(spec)
+    except BadInput as err:
+        raise BadInput(source, where or "mazes", err.line()) from None
+    if not mazes:
+        raise BadInput(source, where or "mazes", f"{spec!r} holds no mazes")
+    seen: dict[str, str] = {}
+    unique = []
+    for m in mazes:
+        if m.checksum in seen:
+            continue  # the same maze listed twice is the same work
+        seen[m.checksum] = m.id
+        unique.append(m)
+    return unique
+
+
+_PROVIDERS: frozenset[str] | None = None
+
+
+def litellm_providers() -> frozenset[str]:
+    """litellm's own provider prefixes (imported lazily: litellm takes seconds to import)."""
+    global _PROVIDERS
+    if _PROVIDERS is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        _PROVIDERS = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
+    return _PROVIDERS
+
+
+def _check_model_string(source: str, where: str, model: Any) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise BadInput(source, where, "is required: a litellm model string, builtin/<agent> or human/<name>")
+    prefix, _, rest = model.partition("/")
+    if not rest:
+        raise BadInput(source, where, f"{model!r} has no provider prefix (e.g. anthropic/..., builtin/oracle)")
+    if prefix == "builtin":
+        if rest not in KNOWN_BUILTINS:
+            raise BadInput(source, where, f"unknown built-in agent {rest!r} (known: {', '.join(KNOWN_BUILTINS)})")
+    elif prefix == "human":
+        _name(source, where, rest)
+    elif prefix not in litellm_providers():
+        raise BadInput(source, where, f"unknown model prefix {prefix!r}: not builtin, human, or a litellm provider")
+    return model
+
+
+def _parse_model(source: str, i: int, entry: Any) -> ModelEntry:
+    where = f"models[{i}]"
+    if isinstance(entry, str):
+        entry = {"model": entry}
+    if not isinstance(entry, dict):
+        raise BadInput(source, where, "a model entry is a mapping with at least `model`")
+    _unknown(source, f"{where}.", entry, MODEL_KEYS)
+    model = _check_model_string(source, f"{where}.model", entry.get("model"))
+    name = _name(source, f"{where}.name", entry.get("name", model.rsplit("/", 1)[-1]))
+    api_base = entry.get("api_base")
+    if api_base is not None and (not isinstance(api_base, str) or not re.match(r"^https?://", api_base)):
+        raise BadInput(source, f"{where}.api_base", "must be an http(s):// URL")
+    key_env = entry.get("api_key_env")
+    if key_env is not None and (not isinstance(key_env, str) or not ENV_NAME_PATTERN.match(key_env)):
+        # never echo the value: it may be the key itself, pasted where its variable's name belongs
+        raise BadInput(source, f"{where}.api_key_env", "must be the NAME of an environment variable, not a key")
+    params = entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise BadInput(source, f"{where}.params", "must be a mapping of extra litellm arguments")
+    for k in params:
+        if str(k).lower() in FORBIDDEN_PARAMS:
+            raise BadInput(source, f"{where}.params.{k}", "not allowed here: keys go in api_key_env, endpoints in api_base")
+    price = entry.get("price")
+    if price is not None:
+        if not isinstance(price, dict) or set(price) - {"input", "output"} or not price:
+            raise BadInput(source, f"{where}.price", "must be {input: USD per token, output: USD per token}")
+        for k, v in price.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise BadInput(source, f"{where}.price.{k}", f"must be a number >= 0 (got {v!r})")
+        price = {k: float(v) for k, v in price.items()}
+    conc = entry.get("max_concurrency")
+    if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
+        raise BadInput(source, f"{where}.max_concurrency", f"must be a whole number >= 1 (got {conc!r})")
+    if conc is None and not model.startswith("builtin/"):
+        conc = DEFAULT_LLM_CONCURRENCY
+    serve = entry.get("serve")
+    if serve is not None:
+        from orchestrator.serving.spec import parse_serve
+
+        try:
+            serve = parse_serve(serve, source)
+        except BadInput as err:
+            raise BadInput(source, f"{where}.{err.field}", err.message) from None
+        if model.startswith(("builtin/", "human/")):
+            raise BadInput(source, f"{where}.serve", "only litellm models are served")
+    return ModelEntry(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
+                      price=price, max_concurrency=conc, serve=serve)
+
+
+def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
+    if raw is None:
+        return [Condition(DEFAULT_CONDITION, base, None)]
+    if not isinstance(raw, list) or not raw:
+        raise BadInput(source, "conditions", "must be a non-empty list of {name: ..., <field>: <value>}")
+    out: list[Condition] = []
+    names: set[str] = set()
+    by_hash: dict[str, str] = {}
+    for i, c in enumerate(raw):
+        where = f"conditions[{i}]"
+        if isinstance(c, str):
+            c = {"name": c}
+        if not isinstance(c, dict) or "name" not in c:
+            raise BadInput(source, where, "a condition is a mapping with a `name`")
+        name = _name(source, f"{where}.name", c["name"])
+        if name in names:
+            raise BadInput(source, f"{where}.name", f"{name!r} is used twice")
+        names.add(name)
+        fields = {k: v for k, v in c.items() if k != "name"}
+        if "preset" in fields:
+            raise BadInput(source, f"{where}.preset", "a condition changes fields of the sweep's protocol, not its preset")
+        try:
+            protocol = resolve_protocol({**base.to_dict(), **fields}, source)
+        except BadInput as err:
+            raise BadInput(source, f"{where}.{err.field}", err.message) from None
+        changed = protocol.changed_fields(base)
+        if name == "baseline":
+            if changed:
+                raise BadInput(source, f"{where}.{changed[0]}", "`baseline` is the sweep's protocol itself and changes no field")
+        elif len(changed) != 1:
+            what = "changes no protocol field" if not changed else f"changes {len(changed)} fields ({', '.join(changed)})"
+            raise BadInput(source, where, f"condition {name!r} {what}; each condition changes exactly one")
+        if protocol.hash in by_hash:
+            raise BadInput(source, where, f"condition {name!r} is the same protocol as {by_hash[protocol.hash]!r}")
+        by_hash[protocol.hash] = name
+        out.append(Condition(name, protocol, changed[0] if changed else None))
+    return out
+
+
+def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None) -> Sweep:
+    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line."""
+    if not isinstance(data, dict):
+        raise BadInput(source, "(file)", "a sweep is a YAML mapping (name, mazes, models, ...)")
+    _unknown(source, "", data, SWEEP_KEYS)
+    name = _name(source, "name", data.get("name", Path(source).stem))
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise BadInput(source, "description", "must be text")
+    repeats = data.get("repeats", 1)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise BadInput(source, "repeats", f"must be a whole number >= 1 (got {repeats!r})")
+    try:
+        protocol = resolve_protocol(data.get("protocol"), source)
+    except BadInput as err:
+        raise BadInput(source, f"protocol.{err.field}" if err.field else "protocol", err.message) from None
+    raw_models = data.get("models")
+    if not isinstance(raw_models, list) or not raw_models:
+        raise BadInput(source, "models", "must be a non-empty list of model entries")
+    models = [_parse_model(source, i, m) for i, m in enumerate(raw_models)]
+    seen_names: dict[str, int] = {}
+    seen_identity: dict[str, int] = {}
+    for i, m in enumerate(models):
+        if m.name in seen_names:
+            raise BadInput(source, f"models[{i}].name", f"{m.name!r} is used twice (also models[{seen_names[m.name]}])")
+        seen_names[m.name] = i
+        ident = json.dumps(m.identity(), sort_keys=True, default=str)
+        if ident in seen_identity:
+            raise BadInput(source, f"models[{i}]", f"the same model as models[{seen_identity[ident]}] (same model, params and serve)")
+        seen_identity[ident] = i
+    conditions = _parse_conditions(source, data.get("conditions"), protocol)
+    mazes = _resolve_maze_spec(data.get("mazes"), source, "mazes", base_dir)
+    return Sweep(name=name, source=source, mazes_spec=data.get("mazes"), mazes=mazes, repeats=repeats,
+                 protocol=protocol, models=models, conditions=conditions, description=description)
