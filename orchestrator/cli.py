@@ -12,6 +12,9 @@ from env.errors import BadInput
 
 COMMAND_MODULES = (
     "orchestrator.commands.maze",
+    "orchestrator.commands.run",
+    "orchestrator.commands.replay",
+    "orchestrator.commands.report",
 )
 
 app = typer.Typer(
