@@ -37,7 +37,10 @@ def fail(message: str, code: int = 2) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        # without standalone mode click returns a command's typer.Exit code instead of exiting
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:
+            raise SystemExit(code)
     except BadInput as e:
         fail(str(e))
     except click.exceptions.Abort:
