@@ -38,5 +38,81 @@ def show(
             typer.echo(f"wrote {out}")
 
 
+@maze_app.command("solve")
+def solve_cmd(
+    maze: list[str] = typer.Argument(..., help="maze file, folder, id, set/id or named set"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per maze, one per line"),
+) -> None:
+    """Optimal action count and plan per maze (exact BFS); exit 1 if any maze is not solved."""
+    import json
+
+    from env.oracle import solve
+
+    all_solved = True
+    for m in resolve_mazes(list(maze)):
+        sol = solve(m)
+        all_solved &= sol.status == "solved"
+        if as_json:
+            typer.echo(json.dumps({
+                "id": m.id, "status": sol.status, "optimal_actions": sol.optimal_actions,
+                "plan": sol.plan_names, "states_explored": sol.states_explored,
+                "seconds": round(sol.seconds, 6),
+            }))
+            continue
+        head = f"solved in {sol.optimal_actions} actions" if sol.status == "solved" else sol.status
+        typer.echo(f"{m.id}: {head} ({sol.states_explored} states explored, {sol.seconds:.3f} s)")
+        if sol.plan:
+            typer.echo("  plan: " + " ".join(sol.plan_names))
+    if not all_solved:
+        raise typer.Exit(1)
+
+
+@maze_app.command("check")
+def check_cmd(
+    maze: list[str] = typer.Argument(..., help="maze file, folder, id, set/id or named set"),
+) -> None:
+    """The four validity checks per maze as a table; exit 1 if any check fails."""
+    from rich.console import Console
+    from rich.progress import track
+    from rich.table import Table
+
+    from env.checks import run_checks
+
+    mazes = resolve_mazes(list(maze))
+    table = Table("maze", "check", "result", "object", "reason", title="validity checks")
+    failed_mazes = 0
+    items = track(mazes, description="checking", console=Console(stderr=True), transient=True) \
+        if len(mazes) > 5 else mazes
+    for m in items:
+        results = run_checks(m)
+        failed_mazes += any(not r.passed for r in results)
+        for r in results:
+            table.add_row(m.id, r.check, "[green]pass[/]" if r.passed else "[bold red]FAIL[/]",
+                          r.object_id or "", r.reason)
+    console = Console()
+    console.print(table)
+    console.print(f"{len(mazes)} maze(s) checked, {failed_mazes} failing at least one check")
+    if failed_mazes:
+        raise typer.Exit(1)
+
+
+@maze_app.command("import")
+def import_cmd(
+    spec: str = typer.Argument(..., help="minigrid:<EnvId>[@seed] (more sources: env/importers)"),
+    out: Path | None = typer.Option(None, "--out", help="write here (a folder: <id>.json inside); default stdout"),
+) -> None:
+    """Convert a maze from another source into a gridbench.maze/1 file."""
+    from env.importers import import_maze
+    from env.maze import save_maze
+
+    m = import_maze(spec)
+    if out is None:
+        typer.echo(m.to_json(), nl=False)
+        return
+    target = out / f"{m.id}.json" if out.is_dir() else out
+    save_maze(m, target)
+    typer.echo(f"wrote {target}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(maze_app, name="maze")
