@@ -1,0 +1,386 @@
+"""Figures of the report: matplotlib (Agg), one function per figure, each returning a Figure.
+
+Conventions: every axis is labelled with its unit; every bar or point says how many episodes
+(or steps, or turns) stand behind it; arms keep one color throughout the report.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from analysis.load import BANDS  # noqa: E402
+from analysis.metrics import ALL  # noqa: E402
+
+DPI = 110
+WIDTH = 8.0
+OUTCOME_COLORS = {"progress": "#2a9d8f", "neutral": "#b0b0b0", "wasted": "#e76f51"}
+TERM_COLORS = {"solved": "#2a9d8f", "step_cap": "#e9c46a", "stall": "#e76f51", "error": "#6c757d"}
+
+plt.rcParams.update({
+    "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
+    "axes.spines.top": False, "axes.spines.right": False, "figure.dpi": DPI,
+})
+
+
+def arm_colors(arms: list[str]) -> dict[str, str]:
+    cmap = plt.get_cmap("tab10")
+    colors = {a: matplotlib.colors.to_hex(cmap(i % 10)) for i, a in enumerate(a for a in arms if a != ALL)}
+    colors[ALL] = "#222222"
+    return colors
+
+
+def _fig(h: float = 4.0, ncols: int = 1, w: float = WIDTH) -> tuple[Figure, np.ndarray]:
+    fig, axes = plt.subplots(1, ncols, figsize=(w, h), squeeze=False, layout="constrained")
+    return fig, axes[0]
+
+
+def _only_arms(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t["arm"] != ALL] if (t["arm"] != ALL).any() else t
+
+
+def solves_per_arm(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    fig, (ax,) = _fig(h=max(2.2, 0.5 * len(t) + 1.2))
+    y = np.arange(len(t))
+    ax.barh(y, t["solve_rate"], color=[colors[a] for a in t["arm"]])
+    for i, r in enumerate(t.itertuples()):
+        ax.text(r.solve_rate + 0.01, i, f"{r.solves}/{r.episodes}", va="center")
+    ax.set_yticks(y, t["arm"])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.1)
+    ax.set_xlabel("solve rate (solved episodes / episodes)")
+    ax.set_title("Solves per model (label: solves / episodes)")
+    return fig
+
+
+def solves_by(tables: dict[str, pd.DataFrame], colors: dict[str, str]) -> Figure:
+    """One panel per maze grouping (grid, category, mechanism content), bars per arm."""
+    fig, axes = _fig(h=4.2, ncols=len(tables), w=4.2 * len(tables))
+    for ax, (col, t) in zip(axes, tables.items(), strict=True):
+        t = _only_arms(t)
+        groups = list(dict.fromkeys(t[col]))
+        arms = list(dict.fromkeys(t["arm"]))
+        width = 0.8 / max(len(arms), 1)
+        for j, arm in enumerate(arms):
+            sub = t[t["arm"] == arm].set_index(col).reindex(groups)
+            x = np.arange(len(groups)) + (j - (len(arms) - 1) / 2) * width
+            ax.bar(x, sub["solve_rate"].fillna(0), width, color=colors[arm], label=arm)
+            for xi, (s, n) in zip(x, zip(sub["solves"], sub["episodes"], strict=True), strict=True):
+                if pd.notna(n):
+                    ax.text(xi, (s / n if n else 0) + 0.02, f"{int(s)}/{int(n)}", ha="center", fontsize=7,
+                            rotation=90 if len(arms) > 2 else 0, va="bottom")
+        ax.set_xticks(np.arange(len(groups)), groups, rotation=20 if len(groups) > 3 else 0)
+        ax.set_ylim(0, 1.25)
+        ax.set_xlabel(col.replace("_", " "))
+        ax.set_ylabel("solve rate (solves / episodes)")
+        ax.set_title(f"by {col.replace('_', ' ')}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), frameon=False)
+    fig.suptitle("Solves by maze property (labels: solves / episodes)")
+    return fig
+
+
+def _stacked_shares(shares: dict[str, tuple[np.ndarray, np.ndarray, str]], ylabels: list[str],
+                    xlabel: str, title: str) -> Figure:
+    """Horizontal 100% bars; ``shares`` maps a legend label to (shares, cell labels, color)."""
+    fig, (ax,) = _fig(h=max(2.2, 0.5 * len(ylabels) + 1.4))
+    y = np.arange(len(ylabels))
+    left = np.zeros(len(ylabels))
+    for label, (v, cell, color) in shares.items():
+        ax.barh(y, v, left=left, color=color, label=label)
+        for i in range(len(y)):
+            if v[i] > 0.06:
+                ax.text(left[i] + v[i] / 2, i, cell[i], ha="center", va="center", color="white", fontsize=8)
+        left += v
+    ax.set_yticks(y, ylabels)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, pad=24)
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    return fig
+
+
+def terminations(t: pd.DataFrame) -> Figure:
+    t = _only_arms(t)
+    kinds = [k for k in ("solved", "step_cap", "stall", "error") if k in t]
+    shares = {k: ((t[k] / t["episodes"]).to_numpy(dtype=float), [str(int(n)) for n in t[k]], TERM_COLORS[k])
+              for k in kinds}
+    return _stacked_shares(shares, [f"{a} (n={n})" for a, n in zip(t["arm"], t["episodes"], strict=True)],
+                           "share of episodes (label: episodes)", "How episodes ended")
+
+
+def progress(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    fig, (ax,) = _fig(h=max(2.4, 0.6 * len(t) + 1.4))
+    y = np.arange(len(t))
+    ax.barh(y - 0.2, t["mean_progress_action"], 0.4, color=[colors[a] for a in t["arm"]], label="action")
+    ax.barh(y + 0.2, t["mean_progress_tile"], 0.4, color=[colors[a] for a in t["arm"]], alpha=0.4,
+            hatch="//", label="tile")
+    for i, r in enumerate(t.itertuples()):
+        ax.text(max(r.mean_progress_action, r.mean_progress_tile) + 0.01, i, f"n={r.episodes}", va="center")
+    ax.set_yticks(y, t["arm"])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.1)
+    ax.set_xlabel("mean progress (1 - d_end / d_start, 0..1)")
+    ax.set_title("Mean progress per model: action distance (solid) and tile distance (hatched)")
+    ax.legend(frameon=False, loc="lower right")
+    return fig
+
+
+def closest(ep: pd.DataFrame, colors: dict[str, str], near: int) -> Figure:
+    arms = list(dict.fromkeys(ep["arm"]))
+    fig, (ax,) = _fig(h=max(2.6, 0.6 * len(arms) + 1.5))
+    rng = np.random.default_rng(0)
+    for i, arm in enumerate(arms):
+        g = ep[ep["arm"] == arm]
+        jitter = rng.uniform(-0.18, 0.18, len(g))
+        solved = g["solved"].to_numpy()
+        ax.scatter(g["closest_action"][~solved], (i + jitter)[~solved], s=14, alpha=0.7, color=colors[arm],
+                   edgecolors="none", label="unsolved" if i == 0 else None)
+        ax.scatter(g["closest_action"][solved], (i + jitter)[solved], s=40, marker="*", color="black",
+                   label="solved" if i == 0 else None)
+        med = g["closest_action"].median()
+        ax.plot([med, med], [i - 0.3, i + 0.3], color="black", lw=2)
+        ax.text(g["closest_action"].max() + 1, i,
+                f" median {med:g}, n={len(g)}", va="center", fontsize=8)
+    ax.axvline(near, color="grey", ls="--", lw=1)
+    ax.text(near, -0.6, f" {near} actions", color="grey", fontsize=8, va="bottom")
+    ax.set_yticks(np.arange(len(arms)), arms)
+    ax.set_ylim(len(arms) - 0.5, -0.8)
+    ax.set_xlabel("closest approach: least action distance to the goal reached (actions)")
+    ax.set_title("Closest approach per episode (star: solved; bar: median)")
+    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.margins(x=0.15)
+    return fig
+
+
+def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    fig, axes = _fig(h=4.2, ncols=2, w=WIDTH + 3)
+    arms = list(dict.fromkeys(t["arm"]))
+    offsets = np.linspace(-0.15, 0.15, len(arms)) if len(arms) > 1 else [0.0]
+    for ax, (col, label) in zip(axes, (("mean_progress_action", "mean action progress (0..1)"),
+                                       ("solve_rate", "solve rate (solves / episodes)")), strict=True):
+        for off, arm in zip(offsets, arms, strict=True):
+            g = t[t["arm"] == arm].set_index("band").reindex(list(BANDS))
+            x = np.arange(len(BANDS)) + off
+            lo = (g[col] - g[f"{col}_ci_low"]).clip(lower=0)
+            hi = (g[f"{col}_ci_high"] - g[col]).clip(lower=0)
+            ax.errorbar(x, g[col], yerr=[lo.fillna(0), hi.fillna(0)], marker="o", capsize=3,
+                        color=colors.get(arm, "black"), label=arm, lw=2.2 if arm == ALL else 1.2,
+                        ls="-" if arm == ALL else "--")
+            if arm == ALL or len(arms) == 1:
+                for xi, v, n, s in zip(x, g[col], g["episodes"], g["solves"], strict=True):
+                    if pd.notna(v):
+                        txt = f"n={int(n)}" if col != "solve_rate" else f"{int(s)}/{int(n)}"
+                        ax.annotate(txt, (xi, v), textcoords="offset points", xytext=(6, 6), fontsize=8)
+        ax.set_xticks(np.arange(len(BANDS)), BANDS)
+        ax.set_xlabel("optimal path length band (actions)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+    axes[0].set_title("Action progress by optimal path (95% CI, mazes resampled)")
+    axes[1].set_title("Solve rate by optimal path (95% CI)")
+    axes[1].legend(frameon=False)
+    return fig
+
+
+def difficulty(t: pd.DataFrame) -> Figure:
+    fig, axes = _fig(h=4.0, ncols=2, w=WIDTH + 3)
+    for ax, subset in zip(axes, list(dict.fromkeys(t["subset"])), strict=False):
+        g = t[t["subset"] == subset]
+        y = np.arange(len(g))
+        ax.barh(y, g["r2"].fillna(0), color="#8ecae6", label="R^2 of property + model")
+        ax.barh(y, g["r2_increment"].fillna(0), color="#023047", height=0.45,
+                label="increment over model alone")
+        for i, r in enumerate(g.itertuples()):
+            ax.text((0 if pd.isna(r.r2) else r.r2) + 0.01, i, f"{r.r2:.3f}" if pd.notna(r.r2) else "n/a",
+                    va="center", fontsize=8)
+        ax.set_yticks(y, g["label"])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(0.1, float(t["r2"].max(skipna=True) if t["r2"].notna().any() else 0)) * 1.25)
+        ax.set_xlabel("R^2 (share of variance in action progress)")
+        n = int(g["n"].max()) if len(g) else 0
+        ax.set_title(f"{subset} (n={n} episodes)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
+    fig.suptitle("Difficulty axes: progress_action ~ property + C(model), one regression per property")
+    return fig
+
+
+def _count_panel(ax, t: pd.DataFrame, parts, totals: pd.Series, labels: list[str], xlabel: str, title: str) -> None:
+    """Stacked counts per arm; ``parts`` is (column, color, legend label), stacked left to right."""
+    y = np.arange(len(t))
+    left = np.zeros(len(t))
+    for col, color, label in parts:
+        ax.barh(y, t[col], left=left, color=color, label=label)
+        left += t[col].to_numpy()
+    for i, (tot, lab) in enumerate(zip(totals, labels, strict=True)):
+        ax.text(tot, i, f" {lab}", va="center", fontsize=8)
+    ax.set_yticks(y, t["arm"])
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, pad=28)
+    ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
+    ax.margins(x=0.2)
+
+
+def verbs(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t).assign(pickups_nothing=lambda d: d["pickup_actions"] - d["keys_picked_up"])
+    fig, axes = _fig(h=max(2.6, 0.55 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
+    _count_panel(axes[0], t, (("keys_picked_up", "#2a9d8f", "key taken"), ("pickups_nothing", "#dddddd", "nothing")),
+                 t["pickup_actions"], [f"{k}/{n}" for k, n in zip(t["keys_picked_up"], t["pickup_actions"], strict=True)],
+                 "pickup actions (count)", "pickup: issued vs keys taken")
+    _count_panel(axes[1], t, (("doors_opened", "#2a9d8f", "door opened"), ("switches_flipped", "#264653", "switch flipped"),
+                              ("doors_closed", "#e9c46a", "door closed"), ("toggles_nothing", "#dddddd", "nothing")),
+                 t["toggle_actions"], [f"n={n}" for n in t["toggle_actions"]],
+                 "toggle actions (count)", "toggle: what each one did")
+    return fig
+
+
+def quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    panels = (("revisit_share", "revisits"), ("turn_share", "turns"), ("unseen_share", "steps onto an unseen cell"),
+              ("bump_share", "bumps"))
+    fig, axes = _fig(h=3.6, ncols=len(panels), w=13)
+    for ax, (col, title) in zip(axes, panels, strict=True):
+        for arm in dict.fromkeys(t["arm"]):
+            g = t[t["arm"] == arm].sort_values("quarter")
+            ax.plot(g["quarter"], 100 * g[col], marker="o", color=colors[arm], label=arm)
+        ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
+        ax.set_xlabel("quarter of the episode's steps")
+        ax.set_ylabel("% of steps in the quarter")
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+    n = t.groupby("arm")["steps"].sum()
+    handles = axes[0].get_lines()
+    fig.legend(handles, [f"{a} ({int(n[a])} steps)" for a in dict.fromkeys(t["arm"])], loc="outside lower center",
+               ncol=min(4, len(handles)), frameon=False)
+    fig.suptitle("How behaviour drifts over an episode (pooled steps per quarter)")
+    return fig
+
+
+def last_bumps(per: pd.DataFrame, summary: pd.DataFrame, colors: dict[str, str], last: int) -> Figure:
+    summary = _only_arms(summary)
+    fig, (ax,) = _fig(h=max(2.6, 0.6 * len(summary) + 1.6))
+    arms = list(summary["arm"])
+    rng = np.random.default_rng(1)
+    col = "wall_bump_share" if per["wall_bump_share"].notna().any() else "bump_share"
+    for i, arm in enumerate(arms):
+        g = per[per["arm"] == arm]
+        ax.scatter(100 * g[col], i + rng.uniform(-0.15, 0.15, len(g)), s=14, alpha=0.6, color=colors[arm])
+        s = summary[summary["arm"] == arm].iloc[0]
+        pooled = s[col]
+        ax.plot([100 * pooled] * 2, [i - 0.3, i + 0.3], color="black", lw=2)
+        maj = s["episodes_wall_bump_majority"] if col == "wall_bump_share" else s["episodes_bump_majority"]
+        ax.text(101, i, f" {int(maj)}/{int(s['failed_episodes'])} > half", va="center", fontsize=8)
+    ax.axvline(50, color="grey", ls="--", lw=1)
+    ax.set_yticks(np.arange(len(arms)), arms)
+    ax.set_ylim(len(arms) - 0.5, -0.5)
+    ax.set_xlim(-2, 125)
+    ax.set_xticks([0, 25, 50, 75, 100])
+    what = "wall bumps" if col == "wall_bump_share" else "bumps"
+    ax.set_xlabel(f"{what} among the last {last} steps of a failed episode (%)")
+    ax.set_title(f"{what.capitalize()} at the end of failed episodes (dot: episode; bar: pooled share)")
+    return fig
+
+
+def _k(v, _pos=None) -> str:
+    return f"{v / 1e6:g}M" if abs(v) >= 1e6 else f"{v / 1e3:g}k" if abs(v) >= 1e3 else f"{v:g}"
+
+
+def tokens(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    fig, axes = _fig(h=max(2.6, 0.55 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
+    y = np.arange(len(t))
+    for ax, col, title in ((axes[0], "mean_tokens_out_per_episode", "output tokens per episode (mean)"),
+                           (axes[1], "mean_tokens_reasoning_per_episode", "reasoning tokens per episode (mean)")):
+        vals = t[col].fillna(0)
+        ax.barh(y, vals, color=[colors[a] for a in t["arm"]])
+        for i, (v, n) in enumerate(zip(vals, t["episodes"], strict=True)):
+            ax.text(v, i, f" {v:,.0f} (n={n})", va="center", fontsize=8)
+        ax.set_yticks(y, t["arm"])
+        ax.invert_yaxis()
+        if (vals > 0).all() and vals.max() / max(vals.min(), 1) > 50:
+            ax.set_xscale("log")
+        ax.set_xlabel("tokens")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_k))
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+        ax.set_title(title)
+        ax.margins(x=0.35)
+    fig.suptitle("Test-time compute")
+    return fig
+
+
+def thinking_after(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    t = t[t["after"].isin(["progress", "no progress"])]
+    arms = list(dict.fromkeys(t["arm"]))
+    fig, (ax,) = _fig(h=max(2.6, 0.7 * len(arms) + 1.6))
+    y = np.arange(len(arms))
+    for j, (after, color) in enumerate((("progress", "#2a9d8f"), ("no progress", "#e76f51"))):
+        g = t[t["after"] == after].set_index("arm").reindex(arms)
+        ys = y + (j - 0.5) * 0.38
+        vals = g["median_reasoning_tokens"].fillna(0)
+        ax.barh(ys, vals, 0.38, color=color, label=f"after a step that made {after}")
+        for yi, v, n in zip(ys, vals, g["turns"].fillna(0), strict=True):
+            ax.text(v, yi, f" {v:,.0f} ({int(n)} turns)", va="center", fontsize=8)
+    ax.set_yticks(y, arms)
+    ax.invert_yaxis()
+    ax.set_xlabel("median reasoning tokens on the next turn (tokens)")
+    ax.set_title("Thinking after a step that cut the action distance vs one that did not", pad=28)
+    ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
+    ax.margins(x=0.3)
+    return fig
+
+
+def regret(t: pd.DataFrame) -> Figure:
+    t = _only_arms(t)
+    shares = {}
+    for k, color in OUTCOME_COLORS.items():
+        v = t[f"{k}_share"].to_numpy(dtype=float)
+        shares[k] = (v, [f"{100 * x:.0f}%" for x in v], color)
+    return _stacked_shares(shares, [f"{a} ({n} steps)" for a, n in zip(t["arm"], t["steps"], strict=True)],
+                           "share of steps, by change in oracle action distance",
+                           "Per-step oracle regret: progress (distance down), neutral, wasted (distance up)")
+
+
+def horizon(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.2), sharex=True, layout="constrained",
+                             gridspec_kw={"height_ratios": [3, 1]})
+    for arm in dict.fromkeys(t["arm"]):
+        g = t[t["arm"] == arm]
+        n = int(g["episodes"].iloc[0])
+        axes[0].plot(g["step"], g["mean_remaining"], color=colors[arm], label=f"{arm} (n={n})")
+        axes[1].plot(g["step"], g["running"], color=colors[arm])
+    axes[0].set_ylabel("mean remaining action distance\n(share of start distance)")
+    axes[0].set_ylim(bottom=0)
+    axes[0].set_title("Horizon: distance to the goal over an episode (ended episodes keep their final value)")
+    axes[0].legend(frameon=False, fontsize=8)
+    axes[1].set_ylabel("episodes\nstill running")
+    axes[1].set_xlabel("step (actions taken)")
+    return fig
+
+
+def ablation(t: pd.DataFrame) -> Figure:
+    fig, axes = _fig(h=max(2.6, 0.45 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
+    labels = [f"{m}: {c} (n={n})" for m, c, n in zip(t["model_name"], t["condition"], t["mazes"], strict=True)]
+    y = np.arange(len(t))
+    for ax, col, title in ((axes[0], "progress_diff", "action progress"), (axes[1], "solve_rate_diff", "solve rate")):
+        lo = (t[col] - t[f"{col}_ci_low"]).clip(lower=0).fillna(0)
+        hi = (t[f"{col}_ci_high"] - t[col]).clip(lower=0).fillna(0)
+        ax.errorbar(t[col], y, xerr=[lo, hi], fmt="o", capsize=3, color="#264653")
+        ax.axvline(0, color="grey", lw=1)
+        ax.set_yticks(y, labels if ax is axes[0] else [""] * len(t))
+        ax.invert_yaxis()
+        ax.set_xlabel(f"{title}: condition - baseline (paired by maze)")
+        ax.set_title(f"Effect on {title} (95% CI)")
+    fig.suptitle("Ablations against baseline (n = mazes run under both)")
+    return fig

@@ -1,0 +1,173 @@
+"""Read one or more runs into two tables and attach what every analysis needs.
+
+A run is a folder written by ``gridbench run`` (DESIGN section 7): ``episodes/*.parquet`` and
+``steps/*.parquet`` with the fixed schemas of ``orchestrator.schema``. Several runs are
+concatenated; the ``run`` column tells them apart. Each episode gets an ``arm`` label: the
+model, prefixed by the run and suffixed by the condition only when those vary, so tables and
+figures of a single run read as plain model names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from env.errors import BadInput
+from env.maze import Maze
+from env.sets import resolve_maze
+from orchestrator.schema import EPISODES, STEPS
+
+# Columns of the analysis tables that are not trace columns.
+GROUP = ["run", "model_name", "condition"]
+
+
+@dataclass
+class Traces:
+    """Episodes and steps of one or more runs, errors kept apart."""
+
+    episodes: pd.DataFrame  # every non-error episode, with ``arm`` and derived maze columns
+    steps: pd.DataFrame  # steps of those episodes, ordered by (episode_id, step), with ``arm``
+    errors: pd.DataFrame  # episodes whose termination is ``error``: excluded from every metric
+    run_dirs: list[Path] = field(default_factory=list)
+    mazes: dict[str, Maze | None] = field(default_factory=dict)  # maze_id -> maze, None if unknown
+
+    @property
+    def arms(self) -> list[str]:
+        return list(dict.fromkeys(self.episodes.sort_values(["run", "model_name", "condition"])["arm"]))
+
+
+def _read_folder(folder: Path, schema) -> pd.DataFrame:
+    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
+    if not files:
+        return schema.empty_table().to_pandas()
+    tables = []
+    for f in files:
+        try:
+            tables.append(pq.read_table(f))
+        except Exception as e:  # a damaged file names itself, never a traceback
+            raise BadInput(str(f), "", f"not a readable Parquet file ({type(e).__name__})") from None
+    missing = [n for n in schema.names if n not in tables[0].schema.names]
+    if missing:
+        raise BadInput(str(files[0]), missing[0], "column missing from the trace file")
+    import pyarrow as pa
+
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables]).to_pandas()
+
+
+def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The raw episodes and steps tables of one run folder."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise BadInput(str(run_dir), "", "no such run folder")
+    if not (run_dir / "episodes").is_dir():
+        raise BadInput(str(run_dir), "episodes", "run folder has no episodes/ (is it a gridbench run?)")
+    episodes = _read_folder(run_dir / "episodes", EPISODES)
+    if episodes.empty:
+        raise BadInput(str(run_dir), "episodes", "no finished episodes in this run")
+    steps = _read_folder(run_dir / "steps", STEPS) if (run_dir / "steps").is_dir() else STEPS.empty_table().to_pandas()
+    return episodes, steps
+
+
+def mechanism_content(episodes: pd.DataFrame) -> pd.Series:
+    """key-door only / switch-gate only / both / none, from the maze counts of each episode."""
+    kd = (episodes["n_keys"] > 0) & (episodes["n_doors"] > 0)
+    sg = (episodes["n_switches"] > 0) & (episodes["n_gates"] > 0)
+    out = np.select([kd & sg, kd, sg], ["both", "key-door only", "switch-gate only"], "none")
+    return pd.Series(out, index=episodes.index, dtype="object")
+
+
+BANDS = ("<=30", "31-45", "46-60", ">=61")
+
+
+def path_band(optimal: pd.Series) -> pd.Series:
+    """The study's optimal-path bands, in actions."""
+    cut = pd.cut(optimal, bins=[-np.inf, 30, 45, 60, np.inf], labels=list(BANDS))
+    return cut.astype("object")
+
+
+def _arm_labels(eps: pd.DataFrame) -> pd.Series:
+    runs = eps["run"].nunique() > 1
+    conds = eps["condition"].nunique() > 1
+    label = eps["model_name"].astype(str)
+    if runs:
+        label = eps["run"].astype(str) + "/" + label
+    if conds:
+        label = label + " [" + eps["condition"].astype(str) + "]"
+    return label
+
+
+def _load_maze(maze_id: str, checksum: str | None, run_dirs: list[Path]) -> Maze | None:
+    """The maze an episode ran on: a copy kept in the run folder, else the shipped sets.
+
+    A maze found by id counts only when its checksum matches the one in the trace, so an edited
+    or different maze of the same name never answers for the one that was run.
+    """
+    candidates = [d / "mazes" / f"{maze_id}.json" for d in run_dirs]
+    for c in candidates:
+        if c.is_file():
+            try:
+                m = resolve_maze(c)
+            except BadInput:
+                continue
+            if not checksum or m.checksum == checksum:
+                return m
+    try:
+        m = resolve_maze(maze_id)
+    except BadInput:
+        return None
+    if checksum and m.checksum != checksum:
+        return None
+    return m
+
+
+def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = True) -> Traces:
+    """Read runs, drop error episodes into ``errors``, add derived columns, order the steps."""
+    if isinstance(run_dirs, (str, Path)):
+        run_dirs = [run_dirs]
+    dirs = [Path(d) for d in run_dirs]
+    eps_parts, step_parts = [], []
+    for d in dirs:
+        e, s = read_run_tables(d)
+        # a run folder is the unit the user named: it wins over a blank run column
+        e["run"] = e["run"].fillna(d.name).replace("", d.name)
+        s["run"] = s["run"].fillna(d.name).replace("", d.name)
+        eps_parts.append(e)
+        step_parts.append(s)
+    episodes = pd.concat(eps_parts, ignore_index=True)
+    steps = pd.concat(step_parts, ignore_index=True)
+    episodes["condition"] = episodes["condition"].fillna("baseline")
+    dup = episodes.duplicated(["run", "episode_id"], keep="last")
+    episodes = episodes[~dup]
+
+    errors = episodes[episodes["termination"] == "error"].reset_index(drop=True)
+    ok = episodes[episodes["termination"] != "error"].copy().reset_index(drop=True)
+    ok["arm"] = _arm_labels(ok) if not ok.empty else pd.Series(dtype="object")
+    ok["content"] = mechanism_content(ok)
+    ok["band"] = path_band(ok["optimal_actions"])
+    ok["grid_side"] = ok[["grid_width", "grid_height"]].max(axis=1)
+    ok["solved"] = ok["solved"].fillna(False).astype(bool)
+
+    keep = ok[["run", "episode_id", "arm"]]
+    steps = steps.drop(columns=[c for c in ("arm",) if c in steps]).merge(keep, on=["run", "episode_id"])
+    steps = steps.sort_values(["run", "episode_id", "step"]).reset_index(drop=True)
+
+    mazes: dict[str, Maze | None] = {}
+    if resolve_mazes:
+        for mid, chk in ok[["maze_id", "maze_checksum"]].drop_duplicates("maze_id").itertuples(index=False):
+            mazes[mid] = _load_maze(mid, chk, dirs)
+    return Traces(ok, steps, errors, dirs, mazes)
+
+
+def manifest(run_dir: Path) -> dict:
+    p = Path(run_dir) / "manifest.json"
+    if not p.is_file():
+        return {}
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}

@@ -1,0 +1,165 @@
+"""Outcome tables: solves, terminations, progress, closest approach, path bands, difficulty axes.
+
+Every table has one row per arm (run / model / condition) and group, plus pooled rows with
+``arm == "all"`` when there is more than one arm, so the study's pooled sentences ("3 of 33
+8x8 episodes") and the per-model view come from the same table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.load import BANDS, Traces
+from analysis.stats import cluster_ratio_ci, property_r2
+
+ALL = "all"
+TERMINATIONS = ("solved", "step_cap", "stall")
+PROPERTIES = {
+    "optimal_actions": "optimal path (actions)",
+    "n_gates": "gates",
+    "n_switches": "switches",
+    "n_keys": "keys",
+    "n_doors": "doors",
+    "n_distractors": "distractors",
+    "grid_side": "grid side (cells)",
+    "chain_length": "chain length",
+}
+NEAR = 3  # "within 3 actions of the goal"
+SHORT_PATH = 45  # the study's restricted subset: optimal path <= 45 actions
+
+
+def with_pooled(eps: pd.DataFrame) -> pd.DataFrame:
+    """The episodes once per arm, and once more as arm ``all`` when there are several arms."""
+    if eps["arm"].nunique() <= 1:
+        return eps
+    pooled = eps.assign(arm=ALL, run=ALL, model_name=ALL, condition=ALL)
+    return pd.concat([eps, pooled], ignore_index=True)
+
+
+def _arm_order(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
+    order = {a: i for i, a in enumerate([*traces.arms, ALL])}
+    return t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def _rates(eps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    keys = ["arm", *by]
+    g = eps.groupby(keys, sort=False, dropna=False)
+    t = g.agg(episodes=("episode_id", "size"), solves=("solved", "sum"),
+              mean_progress_action=("progress_action", "mean")).reset_index()
+    t["solves"] = t["solves"].astype(int)
+    t["solve_rate"] = t["solves"] / t["episodes"]
+    return t
+
+
+def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
+    """Solves / episodes (and mean action progress) per arm, optionally split by a column."""
+    eps = with_pooled(traces.episodes)
+    t = _rates(eps, [by] if by else [])
+    if by == "band":
+        t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
+        t = t.sort_values(["band"], kind="stable")
+    elif by:
+        t = t.sort_values([by], kind="stable")
+    return _arm_order(t, traces)
+
+
+def terminations(traces: Traces) -> pd.DataFrame:
+    """How episodes ended, per arm; error episodes are counted here and nowhere else."""
+    allep = pd.concat([traces.episodes, traces.errors.assign(arm=_error_arms(traces))], ignore_index=True)
+    eps = with_pooled(allep)
+    t = pd.crosstab(eps["arm"], eps["termination"])
+    for c in (*TERMINATIONS, "error"):
+        if c not in t:
+            t[c] = 0
+    t = t[[*TERMINATIONS, "error", *[c for c in t if c not in (*TERMINATIONS, "error")]]]
+    t["episodes"] = t.sum(axis=1)
+    return _arm_order(t.reset_index(), traces)
+
+
+def _error_arms(traces: Traces) -> pd.Series:
+    e = traces.errors
+    if e.empty:
+        return pd.Series(dtype="object")
+    lookup = traces.episodes.drop_duplicates(["run", "model_name", "condition"]).set_index(
+        ["run", "model_name", "condition"])["arm"]
+    keys = list(zip(e["run"], e["model_name"], e["condition"].fillna("baseline"), strict=True))
+    return pd.Series([lookup.get(k, f"{k[0]}/{k[1]} [{k[2]}]") for k in keys], index=e.index)
+
+
+def progress(traces: Traces) -> pd.DataFrame:
+    """Mean action and tile progress and the closest approach, per arm."""
+    eps = with_pooled(traces.episodes)
+    near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
+    t = eps.assign(near_unsolved=near).groupby("arm", sort=False).agg(
+        episodes=("episode_id", "size"),
+        mean_progress_action=("progress_action", "mean"),
+        mean_progress_tile=("progress_tile", "mean"),
+        median_closest_action=("closest_action", "median"),
+        near_unsolved=("near_unsolved", "sum"),
+    ).reset_index()
+    t["near_unsolved"] = t["near_unsolved"].astype(int)
+    return _arm_order(t, traces)
+
+
+def closest_approach(traces: Traces) -> pd.DataFrame:
+    """One row per episode: the least action distance it reached, and whether it solved."""
+    cols = ["run", "arm", "episode_id", "maze_id", "optimal_actions", "closest_action", "solved"]
+    return traces.episodes[cols].sort_values(["arm", "closest_action"]).reset_index(drop=True)
+
+
+def bands(traces: Traces) -> pd.DataFrame:
+    """Per optimal-path band: solves / episodes and mean progress with maze-bootstrap intervals."""
+    eps = with_pooled(traces.episodes)
+    rows = []
+    for (arm, band), g in eps.groupby(["arm", "band"], sort=False):
+        prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
+        rate = cluster_ratio_ci(g["solved"].astype(float), g["maze_id"])
+        rows.append({
+            "arm": arm, "band": band, "episodes": len(g), "mazes": g["maze_id"].nunique(),
+            "solves": int(g["solved"].sum()),
+            **rate.as_dict("solve_rate"), **prog.as_dict("mean_progress_action"),
+        })
+    t = pd.DataFrame(rows)
+    if t.empty:
+        return t
+    t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
+    return _arm_order(t.sort_values("band", kind="stable"), traces)
+
+
+def difficulty_axes(traces: Traces) -> pd.DataFrame:
+    """One regression per maze property, on all episodes and on episodes with optimal <= 45."""
+    eps = traces.episodes
+    rows = []
+    for subset, frame in (("all", eps), (f"optimal<={SHORT_PATH}", eps[eps["optimal_actions"] <= SHORT_PATH])):
+        for prop, label in PROPERTIES.items():
+            rows.append({"subset": subset, "label": label, **property_r2(frame, prop)})
+    return pd.DataFrame(rows)
+
+
+def unsolved_by_all(traces: Traces) -> dict[str, int]:
+    """How many distinct mazes were run, and how many no arm solved."""
+    per_maze = traces.episodes.groupby("maze_id")["solved"].any()
+    return {"mazes": int(len(per_maze)), "mazes_solved_by_none": int((~per_maze).sum())}
+
+
+def headline(traces: Traces) -> dict[str, float | int]:
+    eps = traces.episodes
+    near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
+    return {
+        "episodes": int(len(eps)), "error_episodes": int(len(traces.errors)),
+        "solves": int(eps["solved"].sum()), **unsolved_by_all(traces),
+        "mean_progress_action": float(eps["progress_action"].mean()),
+        "mean_progress_tile": float(eps["progress_tile"].mean()),
+        "median_closest_action": float(eps["closest_action"].median()) if len(eps) else float("nan"),
+        "near_unsolved": int(near.sum()),
+        "episodes_optimal_le_45": int((eps["optimal_actions"] <= SHORT_PATH).sum()),
+        "solves_with_switch_gate": int(eps.loc[eps["content"].isin(["switch-gate only", "both"]), "solved"].sum()),
+        "episodes_with_switch_gate": int(eps["content"].isin(["switch-gate only", "both"]).sum()),
+    }
+
+
+def nan_to_none(x):
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x

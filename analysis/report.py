@@ -1,0 +1,350 @@
+"""Assemble every analysis into ``report/``: report.md, a self-contained report.html, one PNG per
+figure, one CSV per table and metrics.json.
+
+The folder is built under a temporary name next to its destination and renamed into place
+when complete, so a failed report never leaves a half-written folder behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from analysis import ablation as ablation_mod
+from analysis import compute, failure, figures, metrics
+from analysis import steps as steps_mod
+from analysis.load import Traces, load_runs
+from env.errors import BadInput
+
+FORMAT = "gridbench.report/1"
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    text: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    figures: dict[str, plt.Figure] = field(default_factory=dict)
+
+
+def _clean(x):
+    """JSON-safe scalars: NaN/inf become null, numpy numbers become Python numbers."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, pd.Timestamp):
+        return x.isoformat()
+    if x is pd.NA or x is pd.NaT:
+        return None
+    return x
+
+
+def _records(df: pd.DataFrame) -> list[dict]:
+    d = df.copy()
+    for c in d.columns:
+        if isinstance(d[c].dtype, pd.CategoricalDtype):
+            d[c] = d[c].astype(str)
+    return [_clean(r) for r in d.to_dict(orient="records")]
+
+
+def _fmt(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (float, np.floating)):
+        return f"{v:.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, (int, np.integer)):
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
+    return str(v)
+
+
+def _md_table(df: pd.DataFrame, max_rows: int = 60) -> str:
+    if df.empty:
+        return "_(no rows)_\n"
+    shown = df.head(max_rows)
+    lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
+    for row in shown.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt(v).replace("|", "/") for v in row) + " |")
+    if len(df) > max_rows:
+        lines.append(f"\n_{len(df) - max_rows} more rows in the CSV._")
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(df: pd.DataFrame, max_rows: int = 60) -> str:
+    if df.empty:
+        return "<p><em>(no rows)</em></p>"
+    shown = df.head(max_rows)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+                   for row in shown.itertuples(index=False))
+    more = f"<p><em>{len(df) - max_rows} more rows in the CSV.</em></p>" if len(df) > max_rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _figures(**specs: tuple[pd.DataFrame, Callable[[], plt.Figure]]) -> dict[str, plt.Figure]:
+    """Draw each figure whose table has rows; an empty table gets no empty figure."""
+    return {name: make() for name, (table, make) in specs.items() if not table.empty}
+
+
+def sections(traces: Traces) -> tuple[list[Section], dict]:
+    """Compute every table and figure; the headline numbers for metrics.json."""
+    colors = figures.arm_colors(traces.arms)
+    st = steps_mod.annotate(traces)
+    out: list[Section] = []
+
+    solves = metrics.solves(traces)
+    by = {col: metrics.solves(traces, col) for col in ("grid", "category", "content")}
+    terms = metrics.terminations(traces)
+    out.append(Section(
+        "solves", "Solves",
+        "An episode is solved when the agent enters the goal cell. Rows per model (arm) and, "
+        "with several arms, pooled as `all`. `content` groups mazes by mechanisms: key-door "
+        "(at least one key and one door), switch-gate (at least one switch and one gate), both, none. "
+        "Episodes that ended in an infrastructure `error` are excluded from every metric and "
+        "counted only in the terminations table.",
+        {"solves": solves, "solves_by_grid": by["grid"], "solves_by_category": by["category"],
+         "solves_by_content": by["content"], "terminations": terms},
+        {"solves": figures.solves_per_arm(solves, colors), "solves_by_maze": figures.solves_by(by, colors),
+         "terminations": figures.terminations(terms)},
+    ))
+
+    prog = metrics.progress(traces)
+    closest = metrics.closest_approach(traces)
+    out.append(Section(
+        "progress", "Progress and closest approach",
+        "`progress_action = clip(1 - d_end / d_start, 0, 1)` over oracle action distances (barriers "
+        "count), `progress_tile` the same over tile distances (barriers ignored); solved episodes "
+        "score 1. Closest approach is the least action distance reached during the episode; "
+        f"`near_unsolved` counts unsolved episodes that came within {metrics.NEAR} actions of the goal.",
+        {"progress": prog, "closest_approach": closest},
+        {"progress": figures.progress(prog, colors),
+         "closest_approach": figures.closest(closest, colors, metrics.NEAR)},
+    ))
+
+    bands = metrics.bands(traces)
+    out.append(Section(
+        "bands", "Progress by optimal path length",
+        "Episodes grouped by the maze's optimal number of actions (<=30, 31-45, 46-60, >=61). "
+        "Intervals are 95% percentile bootstrap intervals (9,999 replicates, fixed seed) that "
+        "resample mazes, keeping all episodes of a drawn maze (scipy.stats.bootstrap over per-maze "
+        "sums and counts). No interval is given with fewer than two mazes.",
+        {"bands": bands}, {"bands": figures.bands(bands, colors)} if not bands.empty else {},
+    ))
+
+    axes = metrics.difficulty_axes(traces)
+    out.append(Section(
+        "difficulty", "Difficulty axes",
+        "For each maze property one OLS regression `progress_action ~ property + C(model)` (the "
+        "model fixed effect is the arm; dropped when there is one arm). `r2` is the full model's "
+        "R^2 = 1 - SS_res / SS_tot: the share of the variance in action progress explained by the "
+        "property and the model together (the study's definition). `r2_model_only` is the R^2 of "
+        "the model term alone and `r2_increment = r2 - r2_model_only` the property's own share. "
+        "A property that is constant in the subset adds nothing (increment 0, no slope). "
+        "`grid_side` is the larger grid dimension in cells.",
+        {"difficulty_axes": axes}, {"difficulty_axes": figures.difficulty(axes)},
+    ))
+
+    verbs = failure.verbs(traces, st)
+    live = failure.live_switch(traces, st)
+    per_last, last = failure.last_actions(traces, st)
+    quarters = failure.quarters(traces, st)
+    figs = _figures(verbs=(verbs, lambda: figures.verbs(verbs, colors)),
+                    last_actions=(per_last, lambda: figures.last_bumps(per_last, last, colors, failure.LAST)),
+                    quarters=(quarters, lambda: figures.quarters(quarters, colors)))
+    out.append(Section(
+        "failure", "Failure modes",
+        "Verbs: `pickup` actions issued vs keys taken (events pickup and swap); `toggle` actions "
+        "issued vs doors opened (door_unlocked, door_opened), doors closed, switches flipped "
+        "(switch_on, switch_off) and nothing (noop). Live switch: among episodes whose maze has a "
+        "switch that controls at least one gate (read from the maze file, matched by id and "
+        "checksum), those in which the agent stood on such a switch after some step. Last actions: "
+        f"the last {failure.LAST} steps of each unsolved episode (fewer if it was shorter); "
+        "`wall_bump_share` counts forwards blocked by a wall, `bump_share` every blocked forward "
+        "(walls, keys, closed doors and gates); shares pool the windows. Quarters: each episode's "
+        "steps split into four equal parts by step index; a revisit is a move onto a cell stood on "
+        "before, an unseen step a move onto a cell never stood on (the start counts as seen), a "
+        "turn a left/right action; shares are of all steps in that quarter, pooled over episodes.",
+        {"verbs": verbs, "live_switch": live, "last_actions": last, "last_actions_episodes": per_last,
+         "quarters": quarters},
+        figs,
+    ))
+
+    tok = compute.tokens(traces)
+    think = compute.thinking_after(traces, st)
+    figs = {"tokens": figures.tokens(tok, colors)}
+    if not think.empty and think["turns"].sum() > 0:
+        figs["thinking_after"] = figures.thinking_after(think, colors)
+    out.append(Section(
+        "compute", "Test-time compute",
+        "Token totals and per-episode means from the episode rows; cost in USD as recorded "
+        "(per solve = total cost / solves, empty without solves). Thinking after a step: the "
+        "reasoning tokens of turn t+1 grouped by what step t did to the oracle action distance "
+        "(progress: it fell; no progress: it stayed or rose, split into neutral and wasted).",
+        {"tokens": tok, "thinking_after": think}, figs,
+    ))
+
+    reg = failure.regret(traces, st)
+    hor = failure.horizon(traces, st)
+    figs = _figures(regret=(reg, lambda: figures.regret(reg)), horizon=(hor, lambda: figures.horizon(hor, colors)))
+    out.append(Section(
+        "regret", "Per-step oracle regret and horizon",
+        "Each step is `progress` if it lowered the oracle action distance, `neutral` if it left "
+        "it unchanged, `wasted` if it raised it (making the goal unreachable counts as wasted, "
+        "staying unreachable as neutral). The horizon plot shows the mean remaining action "
+        "distance as a share of the start distance at each step; an ended episode keeps its final "
+        "value (0 when solved); steps with the goal unreachable count as 1.",
+        {"regret": reg, "horizon": hor}, figs,
+    ))
+
+    abl = ablation_mod.ablation(traces)
+    if not abl.empty:
+        out.append(Section(
+            "ablation", "Ablations",
+            "Each condition against `baseline` for the same model, paired by maze: per maze the "
+            "condition's mean minus the baseline's (repeats averaged), then the mean over mazes "
+            "run under both, with a 95% bootstrap interval resampling mazes.",
+            {"ablation": abl}, {"ablation": figures.ablation(abl)},
+        ))
+
+    head = metrics.headline(traces)
+    head["arms"] = traces.arms
+    head["runs"] = sorted(traces.episodes["run"].unique().tolist())
+    head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
+    return out, head
+
+
+def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
+    t = {k: v for s in secs for k, v in s.tables.items()}
+    lines = [
+        f"{head['episodes']} episodes ({head['error_episodes']} more ended in infrastructure errors and "
+        f"are excluded) over {head['mazes']} mazes; {head['solves']} solved; "
+        f"{head['mazes_solved_by_none']} mazes solved by no model.",
+        f"Mean action progress {head['mean_progress_action']:.3f}, tile progress {head['mean_progress_tile']:.3f}; "
+        f"median closest approach {head['median_closest_action']:g} actions; "
+        f"{head['near_unsolved']} unsolved episodes came within {metrics.NEAR} actions of the goal.",
+        f"Episodes with a switch-gate mechanism: {head['episodes_with_switch_gate']}, solved: "
+        f"{head['solves_with_switch_gate']}.",
+    ]
+    ax = t.get("difficulty_axes")
+    if ax is not None and ax["r2_increment"].notna().any():
+        top = ax[ax["subset"] == "all"].sort_values("r2_increment", ascending=False).iloc[0]
+        lines.append(f"Strongest single difficulty axis: {top['label']} (R^2 {top['r2']:.3f} with the model "
+                     f"term, increment {top['r2_increment']:.3f}).")
+    if head["mazes_unresolved"]:
+        lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
+                     "need the maze (wall bumps, live switches) leave those episodes out.")
+    return lines
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=figures.DPI)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;
+text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%}
+code{background:#f3f3f3;padding:0 3px}"""
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    """Only an earlier report (or nothing) may be replaced: never a run or an unrelated folder."""
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise BadInput(str(out_dir), "", "exists and is not a folder")
+    if not any(out_dir.iterdir()):
+        return
+    try:
+        fmt = json.loads((out_dir / "metrics.json").read_text()).get("format")
+    except (OSError, ValueError, AttributeError):
+        fmt = None
+    if fmt != FORMAT:
+        raise BadInput(str(out_dir), "", "exists and is not a gridbench report; not overwriting it")
+
+
+def write_report(traces: Traces, out_dir: str | Path,
+                 progress: Callable[[str], None] | None = None) -> dict:
+    """Write the report folder; returns metrics.json's content."""
+    out_dir = Path(out_dir)
+    _check_replaceable(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    secs, head = sections(traces)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    try:
+        md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
+        md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
+        body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "
+                f"Arms: {html.escape(', '.join(head['arms']))}.</p><ul>"]
+        body += [f"<li>{html.escape(line)}</li>" for line in _summary_lines(head, secs)] + ["</ul>"]
+        tables_json: dict[str, list] = {}
+        figure_files: list[str] = []
+        for s in secs:
+            md += [f"## {s.title}", "", s.text, ""]
+            body += [f"<h2>{html.escape(s.title)}</h2>", f"<p>{html.escape(s.text)}</p>"]
+            for name, fig in s.figures.items():
+                if progress:
+                    progress(f"figure {name}")
+                png = _png(fig)
+                (tmp / f"{name}.png").write_bytes(png)
+                figure_files.append(f"{name}.png")
+                md += [f"![{name}]({name}.png)", ""]
+                b64 = base64.b64encode(png).decode()
+                body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{b64}"></figure>')
+            for name, df in s.tables.items():
+                df.to_csv(tmp / f"{name}.csv", index=False)
+                tables_json[name] = _records(df)
+                md += [f"**{name}** ([CSV]({name}.csv))", "", _md_table(df), ""]
+                body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>",
+                         _html_table(df)]
+        metrics_json = _clean({
+            "format": FORMAT, "headline": head,
+            "definitions": {s.key: s.text for s in secs},
+            "figures": figure_files, "tables": tables_json,
+        })
+        (tmp / "metrics.json").write_text(json.dumps(metrics_json, indent=1, allow_nan=False))
+        (tmp / "report.md").write_text("\n".join(md))
+        (tmp / "report.html").write_text(
+            "<!doctype html><html><head><meta charset='utf-8'><title>gridbench report</title>"
+            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        plt.close("all")
+        raise
+    return metrics_json
+
+
+def report(run_dirs: list[str | Path], out_dir: str | Path | None = None,
+           progress: Callable[[str], None] | None = None) -> dict:
+    """Load runs and write their report (default: ``<run>/report`` for a single run)."""
+    dirs = [Path(d) for d in run_dirs]
+    if out_dir is None:
+        out_dir = dirs[0] / "report"
+    traces = load_runs(dirs)
+    return write_report(traces, out_dir, progress)
