@@ -12,9 +12,11 @@ from env.errors import BadInput
 
 COMMAND_MODULES = (
     "orchestrator.commands.maze",
+    "orchestrator.commands.pool",
     "orchestrator.commands.run",
     "orchestrator.commands.replay",
     "orchestrator.commands.report",
+    "orchestrator.commands.view",
 )
 
 app = typer.Typer(

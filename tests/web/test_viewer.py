@@ -1,0 +1,161 @@
+"""The static trace viewer: the bundle on disk, then the pages in a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import HOSTILE_REPLIES
+from PIL import Image
+
+from env.errors import BadInput
+from orchestrator.traces import read_run
+from orchestrator.web.viewer import build_view, script_json
+
+
+def _page_data(html_text: str) -> dict:
+    block = re.search(r'<script id="data" type="application/json">(.*?)</script>', html_text, re.S)
+    assert block is not None
+    return json.loads(block.group(1))
+
+
+@pytest.fixture(scope="module")
+def view(small_run, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("view")
+    summary = build_view(small_run, out, progress=False)
+    assert summary.episodes == 3 and not summary.without_frames
+    return out
+
+
+def test_bundle_has_an_index_a_page_per_episode_and_one_png_per_distinct_state(view, small_run):
+    episodes, steps = read_run(small_run)
+    pages = sorted((view / "episodes").glob("*.html"))
+    assert len(pages) == len(episodes) == 3
+    index = _page_data((view / "index.html").read_text())
+    assert sorted(r["href"] for r in index["episodes"]) == sorted(f"episodes/{p.name}" for p in pages)
+    oracle = _page_data((view / "episodes" / "ep0000-example-oracle.html").read_text())
+    assert len(oracle["frames"]) == 19 + 1  # the start, then one frame per step
+    assert len(set(oracle["frames"])) == 20  # the oracle never repeats a state
+    for href in oracle["frames"]:
+        frame = Image.open(view / "episodes" / href)
+        assert frame.size == (9 * 32, 6 * 32)
+    # the oracle's path overlay ends on the goal and the heat map counts every visit
+    assert oracle["path"][0] == [1, 1] and oracle["path"][-1] == [7, 4]
+    assert sum(n for _, _, n in oracle["heat"]) == 19 + 1
+
+
+def test_a_second_build_draws_no_frame_again(view, small_run):
+    again = build_view(small_run, view, progress=False)
+    assert again.frames_drawn == 0
+    assert len(list((view / "frames").rglob("*.png"))) > 20
+
+
+def test_hostile_replies_are_data_in_the_page_source(view, small_run):
+    text = (view / "episodes" / "ep0002-example-hostile.html").read_text()
+    assert "<script>window" not in text and "<img src=x" not in text and "<i>thinking" not in text
+    data = _page_data(text)
+    replies = [s["reply"] for s in data["steps"]]
+    assert replies[0] == HOSTILE_REPLIES[0].format(action=data["steps"][0]["action"])
+    assert replies[1].startswith("</script><img")
+    # nothing in the embedded JSON can end the element early, whatever a reply holds
+    assert "</" not in script_json({"r": "</script></SCRIPT><!--"})
+
+
+def test_activity_summary_is_the_one_the_model_saw(view):
+    data = _page_data((view / "episodes" / "ep0000-example-oracle.html").read_text())
+    events = [s["event"] for s in data["steps"]]
+    pickup = events.index("pickup")  # 0-based: the summary changes for the step after it
+    shown = [data["summaries"][i] for i in data["summary_of_step"]]
+    assert shown[pickup] == shown[0]
+    assert shown[pickup + 1] != shown[pickup] and "yellow key" in shown[pickup + 1]
+
+
+def test_run_without_episodes_is_bad_input_and_writes_nothing(tmp_path):
+    (tmp_path / "episodes").mkdir()
+    with pytest.raises(BadInput, match="episodes"):
+        build_view(tmp_path, tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_view_writes_the_bundle_and_bad_input_is_one_line(small_run, tmp_path):
+    out = tmp_path / "bundle"
+    ok = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(small_run), "--out", str(out)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert (out / "index.html").is_file() and "3 episode pages" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(tmp_path / "nope")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nope" in bad.stderr
+
+
+# ---- in the browser ---------------------------------------------------------------------------
+def _frame(page) -> tuple[str, int]:
+    page.wait_for_function("document.getElementById('frame').complete")
+    return page.eval_on_selector("#frame", "img => [img.getAttribute('src'), img.naturalWidth]")
+
+
+@pytest.mark.slow
+def test_stepping_through_an_episode_changes_the_frame(view, page, tmp_path):
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url) if r.url.endswith(".png") else None)
+    page.goto((view / "episodes" / "ep0000-example-oracle.html").as_uri())
+    page.wait_for_selector("body[data-ready='1']")
+    # frames load lazily: only the shown one and its neighbour, not all twenty
+    assert len(set(requested)) <= 2
+    assert page.inner_text("#step-label") == "step 0 / 19"
+    seen = [_frame(page)]
+    for n in range(1, 6):
+        page.keyboard.press("ArrowRight")
+        assert page.inner_text("#step-label") == f"step {n} / 19"
+        seen.append(_frame(page))
+    assert len({src for src, _ in seen}) == 6 and all(w == 9 * 32 for _, w in seen)
+    assert page.inner_text("#events li.current").startswith(page.inner_text("#step-facts dd"))
+    page.keyboard.press("ArrowLeft")
+    assert _frame(page) == seen[4]
+    marker_before = page.get_attribute("#now", "x1")
+    page.keyboard.press("End")
+    assert page.inner_text("#step-label") == "step 19 / 19"
+    assert float(page.get_attribute("#now", "x1")) > float(marker_before)
+    assert "goal" in page.inner_text("#step-facts")
+    # overlays are off until asked for
+    assert not page.is_visible("#path") and not page.is_visible("#heat")
+    page.keyboard.press("o")
+    page.click("#show-heat")
+    assert page.is_visible("#path .path-line") and page.is_visible("#heat")
+    page.screenshot(path=str(tmp_path / "episode.png"), full_page=True)
+    assert page.errors == []
+
+
+@pytest.mark.slow
+def test_hostile_replies_show_as_text_and_never_run(view, page):
+    page.goto((view / "episodes" / "ep0002-example-hostile.html").as_uri())
+    page.wait_for_selector("body[data-ready='1']")
+    for n in range(1, 4):
+        page.keyboard.press("ArrowRight")
+        reply = page.text_content("#reply")
+        assert reply.startswith(HOSTILE_REPLIES[n - 1][:12])
+        assert page.eval_on_selector("#reply", "e => e.children.length") == 0
+    assert page.text_content("#reasoning").startswith("<i>thinking</i>")
+    assert page.evaluate("window.__pwned") is None
+    assert page.errors == []
+
+
+@pytest.mark.slow
+def test_index_filters_and_links(view, page):
+    page.goto((view / "index.html").as_uri())
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.inner_text("#count") == "showing 3 of 3"
+    page.select_option("#f-solved", "false")
+    assert page.inner_text("#count") == "showing 1 of 3"
+    assert page.inner_text("#rows tr:not([hidden]) .c-model_name") == "random"
+    page.click("#f-reset")
+    page.select_option("#f-model_name", "hostile")
+    assert page.inner_text("#count") == "showing 1 of 3"
+    page.click("#rows tr:not([hidden]) .c-maze_id a")
+    page.wait_for_selector("body[data-ready='1']")
+    assert "hostile on example" in page.inner_text("#title")
+    assert page.errors == []
