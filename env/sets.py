@@ -51,8 +51,10 @@ def folder_files(folder: Path) -> list[Path]:
 
 def set_files(name: str) -> list[Path]:
     folder = set_dir(name)
-    if name not in NAMED_SETS or not folder.is_dir():
+    if name not in NAMED_SETS:
         raise BadInput(name, "", f"unknown maze set (known: {', '.join(NAMED_SETS)})")
+    if not folder.is_dir():
+        raise BadInput(name, "", "this maze set has not been built yet (gridbench pool build / pool select)")
     return folder_files(folder)
 
 
