@@ -66,7 +66,7 @@ _ERROR_BODIES = {
 @dataclass
 class RecordedRequest:
     path: str
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     body: Any
     received_at: float = field(default_factory=time.time)
 
@@ -191,7 +191,6 @@ class ScriptedServer:
         import numpy as np
         from PIL import Image
 
-        from env.oracle import distance_table
         from env.render import render_state
 
         pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(uris[-1].split(",", 1)[1]))).convert("RGB"))
@@ -201,7 +200,7 @@ class ScriptedServer:
             index = self._frame_index.get(key)
             if index is None:
                 # every state the oracle knows, keyed by its frame's pixels: built once per maze
-                index = {render_state(maze, s, tile).tobytes(): s for s in distance_table(maze)._dist}
+                index = {render_state(maze, s, tile).tobytes(): s for s in _reachable_states(maze)}
                 self._frame_index[key] = index
         return index.get(pixels.tobytes())
 
@@ -226,7 +225,7 @@ class ScriptedServer:
                 self.wfile.write(raw)
 
             def do_GET(self) -> None:  # noqa: N802
-                server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), None))
+                server.requests.append(RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, None))
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": server.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
@@ -242,13 +241,17 @@ class ScriptedServer:
                     body = None
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with server._lock:
-                    server.requests.append(RecordedRequest(self.path, dict(self.headers.items()), body))
+                    server.requests.append(RecordedRequest(self.path, headers, body))
                     index = next(server._counter)
                 if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
                     self._send(404 if body is not None else 400,
                                {"error": {"message": "unsupported request", "type": "invalid_request_error"}})
                     return
-                item = server._next_item(index, body, headers)
+                try:
+                    item = server._next_item(index, body, headers)
+                except Exception as err:  # a broken script answers 500 instead of dropping the line
+                    self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
+                    return
                 delay = item.get("latency", server.latency)
                 if delay:
                     server._stop.wait(delay)
@@ -317,6 +320,24 @@ class ScriptedServer:
             "choices": [{"index": 0, "message": message, "finish_reason": item.get("finish_reason", "stop")}],
             "usage": usage,
         }
+
+
+def _reachable_states(maze: Any, cap: int = 200_000) -> list[Any]:
+    from env.state import ACTIONS, initial_state, step
+
+    start = initial_state(maze)
+    seen = {start}
+    frontier = [start]
+    while frontier and len(seen) < cap:
+        nxt = []
+        for s in frontier:
+            for a in range(len(ACTIONS) - 1):  # `done` changes nothing
+                n, _ = step(maze, s, a)
+                if n not in seen:
+                    seen.add(n)
+                    nxt.append(n)
+        frontier = nxt
+    return list(seen)
 
 
 def _approx_tokens(text: str) -> int:
