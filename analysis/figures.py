@@ -355,7 +355,7 @@ def regret(t: pd.DataFrame) -> Figure:
 def horizon(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.2), sharex=True, layout="constrained",
                              gridspec_kw={"height_ratios": [3, 1]})
-    for arm in dict.fromkeys(t["arm"]):
+    for arm in [a for a in colors if a in set(t["arm"])]:
         g = t[t["arm"] == arm]
         n = int(g["episodes"].iloc[0])
         axes[0].plot(g["step"], g["mean_remaining"], color=colors[arm], label=f"{arm} (n={n})")

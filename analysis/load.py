@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from env.errors import BadInput
-from env.maze import Maze
+from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
-from orchestrator.schema import EPISODES, STEPS
+from orchestrator.traces import read_run
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
@@ -41,35 +41,19 @@ class Traces:
         return list(dict.fromkeys(self.episodes.sort_values(["run", "model_name", "condition"])["arm"]))
 
 
-def _read_folder(folder: Path, schema) -> pd.DataFrame:
-    files = sorted(p for p in folder.glob("*.parquet") if not p.name.startswith("."))
-    if not files:
-        return schema.empty_table().to_pandas()
-    tables = []
-    for f in files:
-        try:
-            tables.append(pq.read_table(f))
-        except Exception as e:  # a damaged file names itself, never a traceback
-            raise BadInput(str(f), "", f"not a readable Parquet file ({type(e).__name__})") from None
-    missing = [n for n in schema.names if n not in tables[0].schema.names]
-    if missing:
-        raise BadInput(str(files[0]), missing[0], "column missing from the trace file")
-    import pyarrow as pa
-
-    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables]).to_pandas()
-
-
 def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The raw episodes and steps tables of one run folder."""
+    """The raw episodes and steps tables of one run folder (``orchestrator.traces.read_run``)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
     if not (run_dir / "episodes").is_dir():
         raise BadInput(str(run_dir), "episodes", "run folder has no episodes/ (is it a gridbench run?)")
-    episodes = _read_folder(run_dir / "episodes", EPISODES)
+    try:
+        episodes, steps = read_run(run_dir)
+    except (pa.ArrowException, OSError) as e:  # a damaged file is one line, never a traceback
+        raise BadInput(str(run_dir), "episodes", f"unreadable trace files ({str(e).splitlines()[0][:200]})") from None
     if episodes.empty:
         raise BadInput(str(run_dir), "episodes", "no finished episodes in this run")
-    steps = _read_folder(run_dir / "steps", STEPS) if (run_dir / "steps").is_dir() else STEPS.empty_table().to_pandas()
     return episodes, steps
 
 
@@ -101,21 +85,26 @@ def _arm_labels(eps: pd.DataFrame) -> pd.Series:
     return label
 
 
-def _load_maze(maze_id: str, checksum: str | None, run_dirs: list[Path]) -> Maze | None:
-    """The maze an episode ran on: a copy kept in the run folder, else the shipped sets.
+def manifest_mazes(run_dirs: list[Path]) -> dict[str, Maze]:
+    """Mazes the runs recorded in their manifests (``mazes``: checksum -> maze content)."""
+    found: dict[str, Maze] = {}
+    for d in run_dirs:
+        for checksum, content in (manifest(d).get("mazes") or {}).items():
+            try:
+                found[checksum] = maze_from_dict(content, f"{d / 'manifest.json'}: mazes")
+            except BadInput:
+                continue
+    return found
+
+
+def _load_maze(maze_id: str, checksum: str | None, recorded: dict[str, Maze]) -> Maze | None:
+    """The maze an episode ran on: the copy the run recorded, else the shipped sets by id.
 
     A maze found by id counts only when its checksum matches the one in the trace, so an edited
     or different maze of the same name never answers for the one that was run.
     """
-    candidates = [d / "mazes" / f"{maze_id}.json" for d in run_dirs]
-    for c in candidates:
-        if c.is_file():
-            try:
-                m = resolve_maze(c)
-            except BadInput:
-                continue
-            if not checksum or m.checksum == checksum:
-                return m
+    if checksum and checksum in recorded:
+        return recorded[checksum]
     try:
         m = resolve_maze(maze_id)
     except BadInput:
@@ -158,8 +147,9 @@ def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = Tru
 
     mazes: dict[str, Maze | None] = {}
     if resolve_mazes:
+        recorded = manifest_mazes(dirs)
         for mid, chk in ok[["maze_id", "maze_checksum"]].drop_duplicates("maze_id").itertuples(index=False):
-            mazes[mid] = _load_maze(mid, chk, dirs)
+            mazes[mid] = _load_maze(mid, chk, recorded)
     return Traces(ok, steps, errors, dirs, mazes)
 
 

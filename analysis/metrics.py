@@ -52,6 +52,15 @@ def _rates(eps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return t
 
 
+def _grid_area(grid: str) -> tuple[int, str]:
+    """"10x10" sorts by its number of cells, after "8x8" and before "14x14"."""
+    try:
+        w, h = (int(v) for v in str(grid).lower().split("x"))
+    except ValueError:
+        return (1 << 30, str(grid))
+    return (w * h, str(grid))
+
+
 def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
     """Solves / episodes (and mean action progress) per arm, optionally split by a column."""
     eps = with_pooled(traces.episodes)
@@ -59,6 +68,8 @@ def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
     if by == "band":
         t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
         t = t.sort_values(["band"], kind="stable")
+    elif by == "grid":
+        t = t.sort_values("grid", key=lambda g: g.map(_grid_area), kind="stable")
     elif by:
         t = t.sort_values([by], kind="stable")
     return _arm_order(t, traces)

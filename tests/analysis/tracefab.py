@@ -144,7 +144,9 @@ def demo_run(run_dir: Path, mazes, policies: dict[str, tuple[float, ...]], repea
                     row["termination"] = "step_cap"
                 rows.append(row)
                 steps += st
-    (Path(run_dir) / "mazes").mkdir(parents=True, exist_ok=True)
-    for m in mazes:
-        (Path(run_dir) / "mazes" / f"{m.id}.json").write_text(m.to_json())
-    return write_run(run_dir, rows, steps)
+    write_run(run_dir, rows, steps)
+    manifest = Path(run_dir) / "manifest.json"
+    old = json.loads(manifest.read_text()) if manifest.is_file() else {"format": "gridbench.run/1", "run": run}
+    old.setdefault("mazes", {}).update({m.checksum: m.to_dict() for m in mazes})
+    manifest.write_text(json.dumps(old))
+    return Path(run_dir)

@@ -1,0 +1,119 @@
+"""Outcome tables on fabricated episode rows whose answers are known by construction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tracefab import episode_row, write_run
+
+from analysis.load import load_runs, mechanism_content, path_band
+from analysis.metrics import bands, difficulty_axes, headline, progress, solves, terminations
+
+# (model, maze, grid side, optimal, keys, doors, switches, gates, solved, progress, closest, termination)
+ROWS = [
+    ("A", "m1", 8, 20, 1, 1, 0, 0, True, 1.0, 0, "solved"),
+    ("A", "m2", 10, 40, 0, 0, 1, 1, False, 0.5, 12, "stall"),
+    ("A", "m3", 14, 55, 1, 1, 1, 1, False, 0.2, 30, "step_cap"),
+    ("A", "m4", 14, 80, 0, 0, 0, 0, False, 0.0, 2, "stall"),
+    ("B", "m1", 8, 20, 1, 1, 0, 0, False, 0.4, 8, "stall"),
+    ("B", "m2", 10, 40, 0, 0, 1, 1, False, 0.3, 20, "stall"),
+    ("B", "m3", 14, 55, 1, 1, 1, 1, False, 0.1, 40, "stall"),
+    ("B", "m4", 14, 80, 0, 0, 0, 0, True, 1.0, 0, "solved"),
+]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    rows = []
+    for model, maze, side, opt, k, d, s, g, solved, prog, closest, term in ROWS:
+        rows.append(episode_row(model_name=model, maze_id=maze, grid_width=side, grid_height=side,
+                                grid=f"{side}x{side}", optimal_actions=opt, n_keys=k, n_doors=d, n_switches=s,
+                                n_gates=g, solved=solved, progress_action=prog, progress_tile=min(1.0, prog + 0.1),
+                                closest_action=closest, termination=term,
+                                category="scale" if k + s == 0 else "mechanism"))
+    rows.append(episode_row(model_name="B", maze_id="m2", repeat=1, termination="error", solved=False,
+                            error_class="RateLimitError", progress_action=None))
+    run = write_run(tmp_path_factory.mktemp("runs") / "run-a", rows, [])
+    return load_runs([run])
+
+
+def _row(t, **where):
+    m = np.ones(len(t), dtype=bool)
+    for k, v in where.items():
+        m &= (t[k] == v).to_numpy()
+    assert m.sum() == 1, where
+    return t[m].iloc[0]
+
+
+def test_error_episodes_are_excluded_but_counted(traces):
+    assert len(traces.episodes) == 8 and len(traces.errors) == 1
+    t = terminations(traces)
+    b = _row(t, arm="B")
+    assert (b["solved"], b["stall"], b["step_cap"], b["error"], b["episodes"]) == (1, 3, 0, 1, 5)
+    a = _row(t, arm="A")
+    assert (a["solved"], a["stall"], a["step_cap"], a["error"]) == (1, 2, 1, 0)
+    assert _row(t, arm="all")["episodes"] == 9
+
+
+def test_solves_per_model_and_pooled(traces):
+    t = solves(traces)
+    assert _row(t, arm="A")[["episodes", "solves"]].tolist() == [4, 1]
+    assert _row(t, arm="all")[["episodes", "solves"]].tolist() == [8, 2]
+    assert _row(t, arm="B")["mean_progress_action"] == pytest.approx((0.4 + 0.3 + 0.1 + 1.0) / 4)
+
+
+def test_solves_by_grid_category_and_content(traces):
+    g = solves(traces, "grid")
+    assert list(g[g["arm"] == "all"]["grid"]) == ["8x8", "10x10", "14x14"]
+    assert _row(g, arm="all", grid="14x14")[["episodes", "solves"]].tolist() == [4, 1]
+    assert _row(g, arm="all", grid="8x8")[["episodes", "solves"]].tolist() == [2, 1]
+    c = solves(traces, "content")
+    assert _row(c, arm="all", content="key-door only")[["episodes", "solves"]].tolist() == [2, 1]
+    assert _row(c, arm="all", content="switch-gate only")[["episodes", "solves"]].tolist() == [2, 0]
+    assert _row(c, arm="all", content="both")[["episodes", "solves"]].tolist() == [2, 0]
+    assert _row(c, arm="all", content="none")[["episodes", "solves"]].tolist() == [2, 1]
+    cat = solves(traces, "category")
+    assert _row(cat, arm="all", category="scale")["episodes"] == 2
+
+
+def test_content_and_bands_definitions():
+    import pandas as pd
+
+    eps = pd.DataFrame({"n_keys": [1, 0, 1, 0, 2], "n_doors": [1, 0, 1, 0, 0],
+                        "n_switches": [0, 1, 1, 1, 0], "n_gates": [0, 1, 1, 0, 0]})
+    # a decoy switch with no gate is no switch-gate mechanism, nor is a key without a door
+    assert list(mechanism_content(eps)) == ["key-door only", "switch-gate only", "both", "none", "none"]
+    assert list(path_band(pd.Series([9, 30, 31, 45, 46, 60, 61, 106]))) == \
+        ["<=30", "<=30", "31-45", "31-45", "46-60", "46-60", ">=61", ">=61"]
+
+
+def test_progress_and_closest_approach(traces):
+    t = progress(traces)
+    a = _row(t, arm="A")
+    assert a["mean_progress_action"] == pytest.approx(1.7 / 4)
+    assert a["median_closest_action"] == pytest.approx(7.0)  # closest 0, 2, 12, 30
+    # A's m4 came within 2 actions and did not solve; the solves (closest 0) do not count
+    assert a["near_unsolved"] == 1 and _row(t, arm="B")["near_unsolved"] == 0
+    h = headline(traces)
+    assert h["solves"] == 2 and h["near_unsolved"] == 1 and h["mazes"] == 4 and h["mazes_solved_by_none"] == 2
+    assert h["episodes_with_switch_gate"] == 4 and h["solves_with_switch_gate"] == 0
+
+
+def test_bands_counts_means_and_intervals(traces):
+    t = bands(traces)
+    allb = t[t["arm"] == "all"]
+    assert list(allb["band"].astype(str)) == ["<=30", "31-45", "46-60", ">=61"]
+    low = _row(allb, band="<=30")
+    assert (low["episodes"], low["solves"], low["mazes"]) == (2, 1, 1)
+    assert low["mean_progress_action"] == pytest.approx(0.7)
+    assert np.isnan(low["mean_progress_action_ci_low"])  # one maze: no interval
+    assert _row(allb, band=">=61")["mean_progress_action"] == pytest.approx(0.5)
+
+
+def test_difficulty_axes_subsets(traces):
+    t = difficulty_axes(traces)
+    assert set(t["subset"]) == {"all", "optimal<=45"}
+    assert set(t[t["subset"] == "all"]["n"]) == {8}
+    assert set(t[t["subset"] == "optimal<=45"]["n"]) == {4}
+    opt = _row(t, subset="all", property="optimal_actions")
+    assert 0 <= opt["r2_model_only"] <= opt["r2"] <= 1

@@ -1,0 +1,111 @@
+"""Statistics against independent computations: numpy least squares, scipy and a hand-written
+cluster bootstrap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis.stats import RESAMPLES, SEED, cluster_ratio_ci, mean_ci, property_r2
+
+
+def _r2_lstsq(y: np.ndarray, columns: list[np.ndarray]) -> float:
+    X = np.column_stack([np.ones(len(y)), *columns])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    return 1 - (resid @ resid) / ((y - y.mean()) @ (y - y.mean()))
+
+
+def _dummies(labels: pd.Series) -> list[np.ndarray]:
+    levels = sorted(labels.unique())
+    return [(labels == lv).to_numpy(dtype=float) for lv in levels[1:]]
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 240
+    arm = rng.choice(["claude", "kimi", "qwen"], n)
+    opt = rng.integers(15, 110, n)
+    gates = rng.integers(0, 4, n)
+    effect = pd.Series(arm).map({"claude": 0.05, "kimi": 0.15, "qwen": 0.0}).to_numpy()
+    y = np.clip(0.6 - 0.005 * opt - 0.05 * gates + effect + rng.normal(0, 0.1, n), 0, 1)
+    return pd.DataFrame({"progress_action": y, "optimal_actions": opt, "n_gates": gates, "arm": arm,
+                         "constant": 3})
+
+
+def test_r2_equals_least_squares_with_model_dummies(frame):
+    for prop in ("optimal_actions", "n_gates"):
+        got = property_r2(frame, prop)
+        y = frame["progress_action"].to_numpy()
+        full = _r2_lstsq(y, [frame[prop].to_numpy(dtype=float), *_dummies(frame["arm"])])
+        base = _r2_lstsq(y, _dummies(frame["arm"]))
+        assert got["n"] == len(frame)
+        assert got["r2"] == pytest.approx(full, abs=1e-10)
+        assert got["r2_model_only"] == pytest.approx(base, abs=1e-10)
+        assert got["r2_increment"] == pytest.approx(full - base, abs=1e-10)
+        assert got["slope"] < 0 and got["p_value"] < 0.01
+
+
+def test_r2_of_a_constant_property_is_the_model_term_alone(frame):
+    got = property_r2(frame, "constant")
+    base = _r2_lstsq(frame["progress_action"].to_numpy(), _dummies(frame["arm"]))
+    assert got["r2"] == pytest.approx(base, abs=1e-10)
+    assert got["r2_increment"] == 0.0 and np.isnan(got["slope"])
+
+
+def test_r2_with_one_model_is_the_simple_regression(frame):
+    one = frame[frame["arm"] == "kimi"]
+    got = property_r2(one, "optimal_actions")
+    r = np.corrcoef(one["optimal_actions"], one["progress_action"])[0, 1]
+    assert got["r2"] == pytest.approx(r**2, abs=1e-10)
+    assert got["r2_model_only"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_mean_interval_is_scipys_percentile_bootstrap():
+    v = np.random.default_rng(3).beta(2, 5, 40)
+    got = mean_ci(v)
+    ref = stats.bootstrap((v,), np.mean, n_resamples=RESAMPLES, method="percentile", confidence_level=0.95,
+                          rng=np.random.default_rng(SEED)).confidence_interval
+    assert got.value == pytest.approx(v.mean())
+    assert (got.low, got.high) == pytest.approx((ref.low, ref.high), abs=1e-12)
+
+
+def test_cluster_interval_with_one_episode_per_maze_matches_scipy_on_the_episodes():
+    v = np.random.default_rng(4).uniform(0, 1, 30)
+    got = cluster_ratio_ci(v, [f"m{i}" for i in range(30)])
+    ref = stats.bootstrap((v,), np.mean, n_resamples=RESAMPLES, method="percentile",
+                          rng=np.random.default_rng(SEED)).confidence_interval
+    assert got.value == pytest.approx(v.mean())
+    # same estimator, different random draws: the intervals agree to Monte Carlo error
+    assert got.low == pytest.approx(ref.low, abs=0.02) and got.high == pytest.approx(ref.high, abs=0.02)
+
+
+def test_cluster_interval_matches_a_hand_written_maze_bootstrap():
+    rng = np.random.default_rng(5)
+    mazes = [f"m{i}" for i in range(12)]
+    level = dict(zip(mazes, rng.uniform(0, 0.6, 12), strict=True))
+    rows = [(m, level[m] + rng.normal(0, 0.05)) for m in mazes for _ in range(rng.integers(1, 6))]
+    frame = pd.DataFrame(rows, columns=["maze", "v"])
+    got = cluster_ratio_ci(frame["v"], frame["maze"])
+    assert got.value == pytest.approx(frame["v"].mean())
+    assert got.n == len(frame) and got.clusters == 12
+
+    groups = [g.to_numpy() for _, g in frame.groupby("maze")["v"]]
+    draws = np.random.default_rng(99).integers(0, 12, (20000, 12))
+    means = [np.concatenate([groups[i] for i in d]).mean() for d in draws]
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert got.low == pytest.approx(low, abs=0.015) and got.high == pytest.approx(high, abs=0.015)
+    # resampling mazes is wider than pretending the episodes were independent
+    naive = mean_ci(frame["v"])
+    assert got.high - got.low > naive.high - naive.low
+
+
+def test_degenerate_intervals():
+    one = cluster_ratio_ci([0.2, 0.4], ["m", "m"])
+    assert one.value == pytest.approx(0.3) and np.isnan(one.low) and one.clusters == 1
+    flat = cluster_ratio_ci([0.0, 0.0, 0.0], ["a", "b", "c"])
+    assert (flat.value, flat.low, flat.high) == (0.0, 0.0, 0.0)
+    assert cluster_ratio_ci([], []).n == 0
