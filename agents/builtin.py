@@ -8,7 +8,8 @@
   toward cells it has not stood on, tries ``pickup`` and ``toggle`` on each object it meets
   (again whenever the world has changed since it last tried), tries both while standing on an
   object, remembers the cells it bumped into, and never repeats an interaction that changed
-  the world (that would undo it) until it has nothing else left to try.
+  the world until it has nothing else left to try. When an interaction puts the world back
+  the way it was before (it undid an earlier change), it repeats it at once to restore it.
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ class ExplorerAgent(_Builtin):
         self.effective: set[tuple[str, Cell, int]] = set()  # changed the world: not repeated
         self.changes: list[tuple[int, str, Cell, str]] = []  # (step, where, cell, action)
         self._pending: tuple[str, Cell, int] | None = None
+        self._worlds: set[tuple] = set()
+        self._redo: int | None = None
+        # an untried object this many steps further away still comes before an unvisited cell
+        self.object_bonus = 4
 
     # ---- what the agent can see in a frame -------------------------------------------------
     @staticmethod
@@ -91,6 +96,7 @@ class ExplorerAgent(_Builtin):
     def _learn(self, turn: Turn) -> None:
         for past in turn.history[self._seen_steps:]:
             before, after = past.state_before, past.state_after
+            self._worlds.add(self._world(before))
             if self._world(before) != self._world(after):
                 self.blocked.clear()
                 self.tried.clear()
@@ -98,6 +104,8 @@ class ExplorerAgent(_Builtin):
                     self.effective.add(self._pending)
                     where, cell, action = self._pending
                     self.changes.append((past.step, where, cell, ACTIONS[action]))
+                    if self._world(after) in self._worlds and past.action is not None:
+                        self._redo = past.action
             elif self._pending is not None:
                 self.tried.add(self._pending)
             if past.action == FORWARD and after.pos == before.pos:
@@ -119,6 +127,9 @@ class ExplorerAgent(_Builtin):
         if not self.visited:
             self.visited.add(state.pos)
         self._learn(turn)
+        if self._redo is not None:
+            action, self._redo = self._redo, None
+            return action
         objects = self._object_cells(maze, state)
         here, front = state.pos, state.front()
         for where, cell in (("on", here), ("front", front)):
@@ -140,28 +151,35 @@ class ExplorerAgent(_Builtin):
         return action
 
     def _walk(self, maze: Maze, state: MazeState, objects: set[Cell]) -> int | None:
-        """First action of a shortest walk to the goal if it looks reachable, else to the nearest
-        place where something is new: an object to try from the front, or an unvisited cell."""
+        """First action of a shortest walk to the goal if it looks reachable, else toward the
+        best place where something is new: an untried object (preferred) or an unvisited cell."""
         goal = tuple(maze.goal)
         start = (state.pos, state.dir)
         first: dict[tuple[Cell, int], int | None] = {start: None}
+        cost = {start: 0}
         order = deque([start])
-        best: int | None = None
+        best: tuple[int, int] | None = None  # (score, first action)
         while order:
             node = order.popleft()
             pos, d = node
             if pos == goal:
                 return first[node]
-            if best is None and node != start:
+            if node != start and (best is None or cost[node] - self.object_bonus < best[0]):
                 front = (pos[0] + DIR_VECTORS[d][0], pos[1] + DIR_VECTORS[d][1])
-                if pos not in self.visited or (front in objects and self._untried("front", front)) \
-                        or (pos in objects and self._untried("on", pos)):
-                    best = first[node]
+                if (front in objects and self._untried("front", front)) or (pos in objects and self._untried("on", pos)):
+                    score = cost[node] - self.object_bonus
+                elif pos not in self.visited:
+                    score = cost[node]
+                else:
+                    score = None
+                if score is not None and (best is None or score < best[0]):
+                    best = (score, first[node])
             for a, nxt in self._moves(maze, pos, d):
                 if nxt not in first:
                     first[nxt] = a if first[node] is None else first[node]
+                    cost[nxt] = cost[node] + 1
                     order.append(nxt)
-        return best
+        return best[1] if best else None
 
     def _moves(self, maze: Maze, pos: Cell, d: int):
         yield LEFT, (pos, (d - 1) % 4)

@@ -73,3 +73,36 @@ def test_builtins_are_agents_and_unknown_names_are_bad_input():
         build_agent("builtin/genius", Protocol())
     with pytest.raises(ValueError, match="gridbench play"):
         build_agent("human/alice", Protocol())
+
+
+GATE_BEHIND_DOOR = {
+    "format": "gridbench.maze/1", "id": "gate-behind-door",
+    "grid": ["##########",
+             "#........#",
+             "#........#",
+             "#........#",
+             "#........#",
+             "##.#######",
+             "#........#",
+             "####.#####",
+             "#........#",
+             "##########"],
+    "start": {"pos": [1, 8], "dir": "west"}, "goal": [7, 1],
+    "objects": [
+        {"id": "k1", "kind": "key", "color": "yellow", "pos": [8, 8]},
+        {"id": "d1", "kind": "door", "color": "yellow", "pos": [4, 7], "state": "locked"},
+        {"id": "s1", "kind": "switch", "color": "purple", "pos": [4, 6], "on": False, "controls": ["g1"]},
+        {"id": "g1", "kind": "gate", "color": "purple", "pos": [3, 6]},
+    ],
+}
+
+
+def test_explorer_restores_a_change_it_undid():
+    # standing on the switch and facing the gate, its toggle "at the gate" flips the switch back
+    # off; the explorer notices the world went back to an earlier state and toggles again
+    maze = env.maze_from_dict(GATE_BEHIND_DOOR, "test")
+    optimal = solve(maze).optimal_actions
+    agent = ExplorerAgent()
+    solved, steps, actions = play(agent, maze, 3 * optimal)
+    assert solved and steps <= 3 * optimal
+    assert [c[2] for c in agent.changes].count((4, 6)) == 1
