@@ -69,3 +69,15 @@ def test_bad_fields_name_the_field(mapping, field):
 def test_not_a_mapping():
     with pytest.raises(BadInput):
         resolve_protocol(["prompt"])
+
+
+def test_docs_describe_every_field_and_show_the_minimal_prompt():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "protocol.md").read_text()
+    for name in Protocol.model_fields:
+        assert f"| `{name}` |" in doc
+    assert (root / "agents" / "prompts" / "minimal.txt").read_text().strip() in doc
+    for preset in PRESETS.values():
+        assert preset.hash in doc
