@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "orchestrator.commands.replay",
     "orchestrator.commands.report",
     "orchestrator.commands.view",
+    "orchestrator.commands.play",
 )
 
 app = typer.Typer(

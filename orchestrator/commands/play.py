@@ -1,0 +1,55 @@
+"""``gridbench play MAZE|SET``: a person plays in the browser; the games become traces."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import re
+from pathlib import Path
+
+import typer
+
+
+def _default_name() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        return "player"
+    return re.sub(r"[^A-Za-z0-9_.-]", "", user)[:40] or "player"
+
+
+def play(
+    mazes: list[str] = typer.Argument(..., help="maze files, ids, set/id or a named set, played in this order"),
+    name: str | None = typer.Option(None, "--name", help="the player's name: traces record model human/NAME"),
+    protocol: str = typer.Option("final", "--protocol", help="protocol preset: what the player is shown"),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
+    out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
+    run: str | None = typer.Option(None, "--run", help="run name (default play-NAME-<time>); an existing run is extended"),
+) -> None:
+    """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
+    from agents.protocol import Protocol
+    from env import resolve_mazes
+    from orchestrator.sweep import NAME_PATTERN
+    from orchestrator.web.play import check_name, default_run_name
+    from orchestrator.web.play import play as play_mazes
+
+    player = check_name(name if name is not None else _default_name())
+    preset = Protocol.preset(protocol)
+    resolved = resolve_mazes(list(mazes))
+    run_name = run or default_run_name(player)
+    if not NAME_PATTERN.match(run_name):
+        raise typer.BadParameter(f"{run_name!r}: a run name is letters, digits, '.', '_' or '-'", param_hint="--run")
+    run_dir = out / run_name
+
+    def ready(url: str) -> None:
+        typer.echo(f"open {url} in a browser to play {len(resolved)} maze(s) as human/{player}", err=False)
+
+    result = asyncio.run(play_mazes(resolved, name=player, protocol=preset, run_dir=run_dir, port=port,
+                                    on_ready=ready))
+    solved = sum(1 for e in result.written if e.termination == "solved")
+    typer.echo(f"{'stopped: ' if result.stopped else ''}wrote {len(result.written)} episode(s), "
+               f"{solved} solved, to {result.run_dir}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("play")(play)

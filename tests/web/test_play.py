@@ -1,0 +1,190 @@
+"""Human play: the game server over real HTTP, then the whole game from the keyboard in Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agents import Protocol, Turn, build_messages
+from env import initial_state, load_maze, resolve_maze, save_maze
+from env.maze import maze_from_dict
+from env.oracle import solve
+from orchestrator.traces import read_manifest, read_run
+from orchestrator.web.play import KEYS, play
+
+CORRIDOR = {
+    "format": "gridbench.maze/1", "id": "corridor",
+    "grid": ["######", "#....#", "######"],
+    "start": {"pos": [1, 1], "dir": "south"}, "goal": [4, 1], "objects": [],
+}
+
+
+@pytest.fixture(scope="module")
+def corridor_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("mazes") / "corridor.json"
+    save_maze(maze_from_dict(CORRIDOR), path)
+    return path
+
+
+def _call(url: str, token: str | None, body: dict | None = None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["X-Play-Token"] = token
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST" if body is not None else "GET")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_path, corridor_file):
+    """Plays the corridor, then stops during the example: the finished game alone is kept."""
+    corridor, example = load_maze(corridor_file), resolve_maze("example")
+    plan = solve(corridor).plan_names
+    run_dir = tmp_path / "run"
+    ready: asyncio.Queue = asyncio.Queue()
+
+    async def player() -> None:
+        url = await ready.get()
+        page = (await asyncio.to_thread(urllib.request.urlopen, url, None, 10)).read().decode()
+        token = re.search(r'name="play-token" content="([^"]+)"', page).group(1)
+        assert (await asyncio.to_thread(_call, url + "api/state", None))[0] == 403  # no token, no game
+        version = 0
+        for i, action in enumerate(plan):
+            status, view = await asyncio.to_thread(_call, f"{url}api/state?after={version}", token)
+            assert status == 200 and view["phase"] == "turn" and view["maze_id"] == "corridor"
+            version = view["version"]
+            if i == 0:  # the page is given the model's own messages for this turn
+                turn = Turn(corridor, protocol, 1, initial_state(corridor), (), view.get("step_cap", 6))
+                images = [p["image_url"]["url"] for m in build_messages(turn) for p in m["content"]
+                          if p["type"] == "image_url"]
+                assert [p["src"] for m in view["messages"] for p in m["parts"] if p["type"] == "image"] == images
+                bad = await asyncio.to_thread(_call, url + "api/act", token, {"action": "jump", "version": version})
+                assert bad[0] == 400
+            status, _ = await asyncio.to_thread(_call, url + "api/act", token, {"action": action, "version": version})
+            assert status == 200
+            # the same turn cannot be answered twice
+            again = await asyncio.to_thread(_call, url + "api/act", token, {"action": action, "version": version})
+            assert again[0] == 409
+        status, view = await asyncio.to_thread(_call, f"{url}api/state?after={version}", token)
+        assert view["maze_id"] == "example" and view["finished"][0]["termination"] == "solved"
+        await asyncio.to_thread(_call, url + "api/stop", token, {})
+
+    protocol = Protocol.preset("final")
+
+    async def main():
+        game = asyncio.create_task(play([corridor, example], name="tester", protocol=protocol, run_dir=run_dir,
+                                        on_ready=ready.put_nowait, linger_s=0.1))
+        await player()
+        return await game
+
+    result = asyncio.run(main())
+    assert result.stopped and len(result.written) == 1
+    episodes, steps = read_run(run_dir)
+    assert len(episodes) == 1
+    ep = episodes.iloc[0]
+    assert ep.model == "human/tester" and ep.model_name == "tester" and ep.maze_id == "corridor"
+    assert ep.solved and ep.termination == "solved"
+    assert ep.steps == ep.optimal_actions == len(plan) and ep.progress_action == 1.0
+    assert steps.sort_values("step").action.tolist() == plan
+    assert (steps.parse == "exact").all() and steps.prompt_hash.str.len().gt(0).all()
+    manifest = read_manifest(run_dir)
+    assert manifest["sweep"]["models"] == [{"name": "tester", "model": "human/tester"}]
+    assert corridor.checksum in manifest["mazes"]
+
+
+def test_a_bad_player_name_is_bad_input_before_anything_is_served(tmp_path):
+    bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "play", "example", "--name", "../x",
+                          "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--name" in bad.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- in the browser ---------------------------------------------------------------------------
+PRESS = {action: keys[0] for action, keys in KEYS.items()}
+
+
+class Game:
+    """``gridbench play`` in a subprocess: the page's URL, then what the command printed."""
+
+    def __init__(self, page, args: list[str]):
+        self.page = page
+        self.proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "play", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert match, line + self.proc.stderr.read()
+        self.url = match.group(0)
+        self.out = self.err = ""
+
+    def __enter__(self) -> Game:
+        self.page.goto(self.url)
+        return self
+
+    def finish(self, phase: str) -> None:
+        self.page.wait_for_selector(f"body[data-phase='{phase}']")
+        self.out, self.err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == 0, self.err
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _play_keys(page, actions: list[str], version: str = "0", letters: bool = False) -> str:
+    for action in actions:
+        page.wait_for_selector(f"body[data-phase='turn']:not([data-version='{version}'])")
+        version = page.get_attribute("body", "data-version")
+        page.keyboard.press(KEYS[action][-1].upper() if letters else PRESS[action])
+    return version
+
+
+@pytest.mark.slow
+def test_play_two_mazes_from_the_keyboard_then_view_the_human_run(page, tmp_path, corridor_file):
+    example = resolve_maze("example")
+    with Game(page, [str(corridor_file), "example", "--name", "tester", "--out", str(tmp_path), "--run", "h1"]) as game:
+        corridor_plan = solve(load_maze(corridor_file)).plan_names
+        version = _play_keys(page, corridor_plan)
+        plan = solve(example).plan_names
+        version = _play_keys(page, plan[:4], version)
+        assert page.inner_text("#where") == "maze 2 of 2"
+        assert f"Maze 1 is over (solved after {len(corridor_plan)} steps)" in page.inner_text("#banner")
+        assert page.locator(".msg img").count() >= 2  # history frames and the current frame
+        page.screenshot(path=str(tmp_path / "play.png"))
+        version = _play_keys(page, plan[4:], version, letters=True)  # the letter keys work too
+        game.finish("done")
+        assert "All 2 mazes played" in page.inner_text("#status")
+    assert "wrote 2 episode(s), 2 solved" in game.out
+    episodes, _ = read_run(tmp_path / "h1")
+    by_maze = episodes.set_index("maze_id")
+    assert by_maze.loc["example"].steps == by_maze.loc["example"].optimal_actions == solve(example).optimal_actions
+    assert set(episodes.model) == {"human/tester"} and episodes.solved.all()
+    assert page.errors == []
+    # and the human run is viewable like any other
+    view = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(tmp_path / "h1")],
+                          capture_output=True, text=True, timeout=120)
+    assert view.returncode == 0, view.stderr
+    page.goto((tmp_path / "h1" / "view" / "index.html").as_uri())
+    assert page.inner_text("#count") == "showing 2 of 2"
+
+
+@pytest.mark.slow
+def test_stop_midway_keeps_the_finished_maze(page, tmp_path, corridor_file):
+    with Game(page, [str(corridor_file), "example", "--name", "quitter", "--out", str(tmp_path), "--run", "q"]) as game:
+        version = _play_keys(page, solve(load_maze(corridor_file)).plan_names)
+        _play_keys(page, ["left", "forward"], version)
+        page.click("#stop")
+        game.finish("stopped")
+    assert "stopped: wrote 1 episode(s)" in game.out
+    episodes, steps = read_run(tmp_path / "q")
+    assert episodes.maze_id.tolist() == ["corridor"] and set(steps.maze_id) == {"corridor"}
