@@ -157,8 +157,8 @@ class ModelServerProcess:
     def _supervise(self) -> None:
         try:
             self._bring_up(first=True)
-        except ServerStartError as err:
-            self._set(state="failed", last_error=str(err))
+        except Exception as err:  # noqa: BLE001 - whatever stopped the start is the error to report
+            self._set(state="failed", last_error=self._describe(err))
             self._started.set()
             return
         self._started.set()
@@ -188,8 +188,8 @@ class ModelServerProcess:
             self._note(f"server process exited (code {code}); restart {self.restarts}/{self.spec.max_restarts}")
             try:
                 self._bring_up(first=False)
-            except ServerStartError as err:
-                self._set(state="failed", last_error=str(err))
+            except Exception as err:  # noqa: BLE001
+                self._set(state="failed", last_error=self._describe(err))
                 return
         self._kill_group()
 
@@ -206,10 +206,14 @@ class ModelServerProcess:
             log.write(f"=== gridbench: {self.label} generation {self.generation + (0 if first else 1)}: "
                       f"{' '.join(cmd)}\n".encode())
             log.flush()
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=_die_with_parent, env=self._env(),
-            )
+            try:
+                proc = subprocess.Popen(
+                    cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    start_new_session=True, preexec_fn=_die_with_parent, env=self._env(),
+                )
+            except FileNotFoundError:
+                hint = " (install the extra: pip install 'gridbench[vllm]')" if self.spec.engine == "vllm" else ""
+                raise ServerStartError(f"{self.label}: {cmd[0]} not found on this node{hint}") from None
         with self._lock:
             self.proc = proc
         self._wait_ready(proc, t0)
@@ -285,6 +289,9 @@ class ModelServerProcess:
             proc.wait(timeout=10)
         except ProcessLookupError:
             pass
+
+    def _describe(self, err: Exception) -> str:
+        return str(err) if isinstance(err, ServerStartError) else f"{self.label}: {type(err).__name__}: {err}"
 
     def _set(self, **values: Any) -> None:
         with self._lock:
