@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from env.maze import Maze, maze_from_dict
-from env.oracle import STATE_CAP, DistanceTable, StateSpace, distance_table, hops, solve
+from env.oracle import STATE_CAP, DistanceTable, StateSpace, distance_table, solve
 from env.state import DOOR_OPEN, FORWARD, PICKUP, TOGGLE
 
 CHECKS = ("reachable", "mechanism_necessity", "chain_ordering", "distractor_safety")
@@ -88,7 +88,7 @@ def check_necessity(maze: Maze, cap: int = STATE_CAP) -> list[CheckResult]:
         enablers = [i for i in step if maze.by_id[i].kind in ("key", "switch")]
         removals = [(i, False) for i in enablers] or [(i, True) for i in step]
         for oid, as_wall in removals:
-            sol = solve(_without(maze, oid, as_wall), cap=cap)
+            sol = solve(_without(maze, oid, as_wall), cap=cap, cache=False)
             what = "turned into wall" if as_wall else "removed"
             if sol.status == "solved":
                 out.append(CheckResult("mechanism_necessity", False, oid,
@@ -153,11 +153,10 @@ class _Sweep:
 
     def reach(self, allowed_edges: np.ndarray, allowed_states: np.ndarray | None = None) -> np.ndarray:
         """States reachable from the start along allowed edges into allowed states."""
-        sw = self.table.sweep
         keep = allowed_edges
         if allowed_states is not None:
-            keep = keep & allowed_states[sw.edge_dst]
-        return hops(self.n, sw.edge_src[keep], sw.edge_dst[keep], np.array([0])) >= 0
+            keep = keep & allowed_states[self.table.sweep.edge_dst]
+        return self.table.forward_edges.hops(np.array([0]), keep) >= 0
 
 
 # ---- 3. chain ordering ---------------------------------------------------------------------

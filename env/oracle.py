@@ -47,6 +47,7 @@ from env.state import (
 
 STATE_CAP = 500_000
 _USEFUL = tuple(i for i, a in enumerate(ACTIONS) if a != "done")  # `done` never changes the state
+_SCALAR_LAYER = 400  # frontiers up to this size are expanded state by state
 _UNKNOWN = -2  # a lazily filled transition table entry not computed yet
 _NOOP = -1
 
@@ -92,11 +93,11 @@ class StateSpace:
         self.turn_right = (nav & ~3) | ((nav + 1) & 3)
         # Per-floor tables have one extra trailing entry -1, so indexing them with a front
         # floor of -1 (a wall) reads "nothing there" without a mask.
-        front = np.full(self.N, -1, dtype=np.int64)
-        for f, (x, y) in enumerate(self.floors):
-            for d, (dx, dy) in enumerate(DIR_VECTORS):
-                front[4 * f + d] = self.floor_of.get((x + dx, y + dy), -1)
-        self.front = front
+        floor_at = np.full((maze.width, maze.height), -1, dtype=np.int64)
+        xy = np.array(self.floors, dtype=np.int64).reshape(-1, 2)
+        floor_at[xy[:, 0], xy[:, 1]] = np.arange(F)
+        # the outer ring is wall, so a floor cell's neighbours are always inside the grid
+        self.front = np.stack([floor_at[xy[:, 0] + dx, xy[:, 1] + dy] for dx, dy in DIR_VECTORS], axis=1).reshape(-1)
         self.goal_floor = self.floor_of[tuple(maze.goal)]
 
         def per_floor(objs) -> np.ndarray:
@@ -123,6 +124,14 @@ class StateSpace:
         self.pickup_to = np.zeros((0, max(self.K, 1)), dtype=np.int64)
         self.switch_to = np.zeros((0, max(len(maze.switches), 1)), dtype=np.int64)
         self.door_to = np.zeros((0, max(len(maze.doors), 1)), dtype=np.int64)
+        # plain-list copies for the state-by-state path (list indexing beats numpy scalars)
+        self._py_left = self.turn_left.tolist()
+        self._py_right = self.turn_right.tolist()
+        self._py_front = self.front.tolist()
+        self._py_key_cell = self.key_cell_of.tolist()
+        self._py_door = self.door_of.tolist()
+        self._py_switch = self.switch_of.tolist()
+        self._py_passable: list[bytes] = []  # per configuration: one byte per floor cell
         self._grow(16)
         self.start_config = self.intern(self._config_of(initial_state(maze)))
 
@@ -161,6 +170,7 @@ class StateSpace:
             if not is_open:
                 row[self.gate_floor[i]] = False
         self.passable[m] = row
+        self._py_passable.append(row.tobytes())
         return m
 
     def _pickup_result(self, m: int, cell: int) -> int:
@@ -288,77 +298,188 @@ class StateSpace:
         return ((ids % self.N) >> 2) == self.goal_floor
 
     # ---- search ----------------------------------------------------------------------------
+    def _mechanism_scalar(self, table_name: str, compute, m: int, j: int) -> int:
+        table = getattr(self, table_name)
+        v = int(table[m, j])
+        if v == _UNKNOWN:
+            v = compute(m, j)
+            getattr(self, table_name)[m, j] = v
+        return v
+
+    def _expand_scalar(self, f_ids: list[int], f_idx: list[int], seen: _SeenIndex, count: int,
+                       out: _Found, edges: bool) -> tuple[list[int], list[int], int]:
+        """One BFS layer state by state: for thin frontiers, where numpy's per-call cost dominates.
+
+        Appends what it finds to ``out`` and returns the next frontier (ids, indices) and count.
+        """
+        N, goal = self.N, self.goal_floor
+        tl, tr, fr = self._py_left, self._py_right, self._py_front
+        kc, dr, sw, pb = self._py_key_cell, self._py_door, self._py_switch, self._py_passable
+        ids_out, par_out, act_out = out.ids, out.parent, out.action
+        es, ed, ea = out.edge_src, out.edge_dst, out.edge_act
+        next_ids: list[int] = []
+        next_idx: list[int] = []
+        rows = seen.view()
+        for sid, si in zip(f_ids, f_idx, strict=True):
+            m, nav = divmod(sid, N)
+            base = m * N
+            f = fr[nav]
+            succ = [base + tl[nav], base + tr[nav], -1, -1, -1]
+            if f >= 0:
+                if pb[m][f]:
+                    succ[FORWARD] = base + 4 * f + (nav & 3)
+                elif kc[f] >= 0:
+                    t = self._mechanism_scalar("pickup_to", self._pickup_result, m, kc[f])
+                    if t >= 0:
+                        succ[PICKUP] = t * N + nav
+            if sw[nav >> 2] >= 0:
+                succ[TOGGLE] = self._mechanism_scalar("switch_to", self._switch_result, m, sw[nav >> 2]) * N + nav
+            elif f >= 0 and dr[f] >= 0:
+                t = self._mechanism_scalar("door_to", self._door_result, m, dr[f])
+                if t >= 0:
+                    succ[TOGGLE] = t * N + nav
+            for a in _USEFUL:
+                n = succ[a]
+                if n < 0:
+                    continue
+                if n >= len(rows):
+                    seen.ensure(n)
+                    rows = seen.view()
+                i = rows[n]
+                if i < 0:
+                    i = rows[n] = count
+                    count += 1
+                    ids_out.append(n)
+                    par_out.append(si)
+                    act_out.append(a)
+                    if (n % N) >> 2 == goal:
+                        if out.goal_index < 0:
+                            out.goal_index = i
+                    else:
+                        next_ids.append(n)
+                        next_idx.append(i)
+                if edges:
+                    es.append(si)
+                    ed.append(i)
+                    ea.append(a)
+        return next_ids, next_idx, count
+
+    def _expand_numpy(self, f_ids: np.ndarray, f_idx: np.ndarray, seen: _SeenIndex, count: int,
+                      out: _Found, edges: bool) -> tuple[np.ndarray, np.ndarray, int]:
+        """One BFS layer over arrays: for wide frontiers."""
+        dst_parts, src_parts, act_parts = [], [], []
+        for a in _USEFUL:
+            dst = self.successors(f_ids, a)
+            keep = dst >= 0
+            dst_parts.append(dst[keep])
+            src_parts.append(f_idx[keep])
+            act_parts.append(np.full(int(keep.sum()), a, dtype=np.int8))
+        dst = np.concatenate(dst_parts)
+        src = np.concatenate(src_parts)
+        act = np.concatenate(act_parts)
+        dst_index = seen.get(dst)
+        fresh = dst_index < 0
+        new_ids, first = np.unique(dst[fresh], return_index=True)
+        new_idx = np.arange(count, count + new_ids.size, dtype=np.int64)
+        seen.add(new_ids, count)
+        count += new_ids.size
+        out.add_array("ids", new_ids)
+        out.add_array("parent", src[fresh][first])
+        out.add_array("action", act[fresh][first])
+        if edges:
+            dst_index[fresh] = seen.get(dst[fresh])
+            out.add_array("edge_src", src)
+            out.add_array("edge_dst", dst_index)
+            out.add_array("edge_act", act)
+        goal_mask = self.is_goal(new_ids)
+        if goal_mask.any() and out.goal_index < 0:
+            out.goal_index = int(new_idx[np.flatnonzero(goal_mask)[0]])
+        return new_ids[~goal_mask], new_idx[~goal_mask], count
+
     def search(self, starts: list[int], cap: int, stop_at_goal: bool, edges: bool) -> Search:
-        """Layered BFS from ``starts`` over ids. Goal states are found but not expanded."""
+        """Layered BFS from ``starts`` over ids. Goal states are found but not expanded.
+
+        Thin layers go state by state into plain lists, wide ones through numpy; ``_Found``
+        keeps both kinds of chunk in discovery order.
+        """
         seen = _SeenIndex()
         start_ids = np.unique(np.array(starts, dtype=np.int64))
         seen.add(start_ids, 0)
-        ids = [start_ids]
-        parents = [np.full(start_ids.size, -1, dtype=np.int64)]
-        acts = [np.full(start_ids.size, -1, dtype=np.int8)]
-        depth = [np.zeros(start_ids.size, dtype=np.int32)]
-        edge_src: list[np.ndarray] = []
-        edge_dst: list[np.ndarray] = []
-        edge_act: list[np.ndarray] = []
-        count = start_ids.size
+        found = _Found()
+        found.add_array("ids", start_ids)
+        found.add_array("parent", np.full(start_ids.size, -1, dtype=np.int64))
+        found.add_array("action", np.full(start_ids.size, -1, dtype=np.int8))
+        count = int(start_ids.size)
+        depth_marks = [0]  # count of states found before each level
         goal_mask = self.is_goal(start_ids)
-        result = Search(self, status="unsolvable")
         if goal_mask.any():
-            result.goal_index = int(np.flatnonzero(goal_mask)[0])
-            if stop_at_goal:
-                result.status = "solved"
-        frontier_ids = start_ids[~goal_mask]
-        frontier_idx = np.flatnonzero(~goal_mask).astype(np.int64)
-        level = 0
-        while frontier_ids.size and not (stop_at_goal and result.status == "solved"):
-            level += 1
-            dst_parts, src_parts, act_parts = [], [], []
-            for a in _USEFUL:
-                dst = self.successors(frontier_ids, a)
-                keep = dst >= 0
-                dst_parts.append(dst[keep])
-                src_parts.append(frontier_idx[keep])
-                act_parts.append(np.full(int(keep.sum()), a, dtype=np.int8))
-            dst = np.concatenate(dst_parts)
-            src = np.concatenate(src_parts)
-            act = np.concatenate(act_parts)
-            dst_index = seen.get(dst)
-            fresh = dst_index < 0
-            new_ids, first = np.unique(dst[fresh], return_index=True)
-            new_idx = np.arange(count, count + new_ids.size, dtype=np.int64)
-            seen.add(new_ids, count)
-            count += new_ids.size
-            ids.append(new_ids)
-            parents.append(src[fresh][first])
-            acts.append(act[fresh][first])
-            depth.append(np.full(new_ids.size, level, dtype=np.int32))
-            if edges:
-                dst_index[fresh] = seen.get(dst[fresh])
-                edge_src.append(src)
-                edge_dst.append(dst_index)
-                edge_act.append(act)
-            goal_mask = self.is_goal(new_ids)
-            if goal_mask.any() and result.goal_index < 0:
-                result.goal_index = int(new_idx[np.flatnonzero(goal_mask)[0]])
-                if stop_at_goal:
-                    result.status = "solved"
-            if count >= cap and not (stop_at_goal and result.status == "solved"):
-                result.status = "undecided"
+            found.goal_index = int(np.flatnonzero(goal_mask)[0])
+        f_ids: list[int] | np.ndarray = start_ids[~goal_mask]
+        f_idx: list[int] | np.ndarray = np.flatnonzero(~goal_mask).astype(np.int64)
+        status = "unsolvable"
+        while len(f_ids) and not (stop_at_goal and found.goal_index >= 0):
+            depth_marks.append(count)
+            size = len(f_ids)
+            if size <= _SCALAR_LAYER and seen.dense_room((len(self.configs) + 3 * size + 1) * self.N):
+                if isinstance(f_ids, np.ndarray):
+                    f_ids, f_idx = f_ids.tolist(), f_idx.tolist()
+                found.begin_lists()
+                f_ids, f_idx, count = self._expand_scalar(f_ids, f_idx, seen, count, found, edges)
+            else:
+                f_ids = np.asarray(f_ids, dtype=np.int64)
+                f_idx = np.asarray(f_idx, dtype=np.int64)
+                f_ids, f_idx, count = self._expand_numpy(f_ids, f_idx, seen, count, found, edges)
+            if count >= cap and not (stop_at_goal and found.goal_index >= 0):
+                status = "undecided"
                 break
-            frontier_ids = new_ids[~goal_mask]
-            frontier_idx = new_idx[~goal_mask]
-        if result.status != "undecided" and result.goal_index >= 0:
-            result.status = "solved"
-        result.ids = np.concatenate(ids)
-        result.parent = np.concatenate(parents)
-        result.action = np.concatenate(acts)
-        result.depth = np.concatenate(depth)
-        result.seen = seen
+        if status != "undecided" and found.goal_index >= 0:
+            status = "solved"
+        depth_marks.append(count)
+        result = Search(self, status=status, goal_index=found.goal_index, seen=seen)
+        result.ids = found.array("ids", np.int64)
+        result.parent = found.array("parent", np.int64)
+        result.action = found.array("action", np.int8)
+        result.depth = np.repeat(np.arange(len(depth_marks) - 1, dtype=np.int32), np.diff(depth_marks))
         if edges:
-            result.edge_src = np.concatenate(edge_src) if edge_src else np.zeros(0, np.int64)
-            result.edge_dst = np.concatenate(edge_dst) if edge_dst else np.zeros(0, np.int64)
-            result.edge_act = np.concatenate(edge_act) if edge_act else np.zeros(0, np.int8)
+            result.edge_src = found.array("edge_src", np.int64)
+            result.edge_dst = found.array("edge_dst", np.int64)
+            result.edge_act = found.array("edge_act", np.int8)
         return result
+
+
+class _Found:
+    """What a search has found so far, in discovery order, as chunks: numpy arrays from wide
+    layers, and plain lists that a run of thin layers appends single values to."""
+
+    FIELDS = ("ids", "parent", "action", "edge_src", "edge_dst", "edge_act")
+
+    def __init__(self) -> None:
+        self.goal_index = -1
+        self.chunks: dict[str, list] = {f: [] for f in self.FIELDS}
+        self._lists = False
+        # the list chunks of the current run of thin layers (valid while self._lists)
+        self.ids: list[int] = []
+        self.parent: list[int] = []
+        self.action: list[int] = []
+        self.edge_src: list[int] = []
+        self.edge_dst: list[int] = []
+        self.edge_act: list[int] = []
+
+    def begin_lists(self) -> None:
+        if not self._lists:
+            for f in self.FIELDS:
+                lst: list[int] = []
+                self.chunks[f].append(lst)
+                setattr(self, f, lst)
+            self._lists = True
+
+    def add_array(self, f: str, a: np.ndarray) -> None:
+        self._lists = False
+        self.chunks[f].append(a)
+
+    def array(self, f: str, dtype) -> np.ndarray:
+        parts = [np.asarray(c, dtype=dtype) for c in self.chunks[f]]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 class _SeenIndex:
@@ -383,6 +504,22 @@ class _SeenIndex:
         self.vals = self.rows[self.keys].astype(np.int64)
         self.rows = None
 
+    def dense_room(self, top: int) -> bool:
+        """True when ids up to ``top`` fit the dense table (the state-by-state path needs it)."""
+        return self.rows is not None and top < self.DENSE_LIMIT
+
+    def ensure(self, top: int) -> None:
+        assert self.rows is not None
+        if top >= self.rows.size:
+            grown = np.full(max(top + 1, 2 * self.rows.size, 1024), -1, dtype=np.int32)
+            grown[: self.rows.size] = self.rows
+            self.rows = grown
+
+    def view(self) -> memoryview:
+        """The dense table as a memoryview: plain-int indexing, several times faster than numpy's."""
+        assert self.rows is not None
+        return memoryview(self.rows)
+
     def get(self, ids: np.ndarray) -> np.ndarray:
         out = np.full(ids.shape, -1, dtype=np.int64)
         if self.rows is not None:
@@ -403,9 +540,7 @@ class _SeenIndex:
             if top >= self.DENSE_LIMIT:
                 self._to_sparse()
             else:
-                grown = np.full(max(top + 1, 2 * self.rows.size, 1024), -1, dtype=np.int32)
-                grown[: self.rows.size] = self.rows
-                self.rows = grown
+                self.ensure(top)
         idx = np.arange(first, first + ids.size, dtype=np.int64)
         if self.rows is not None:
             self.rows[ids] = idx
@@ -446,10 +581,14 @@ def state_space(maze: Maze) -> StateSpace:
     return StateSpace(maze)
 
 
-def solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP) -> Solution:
-    """Shortest action sequence from ``start`` (default: the maze's start) into the goal."""
+def solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP, *,
+          cache: bool = True) -> Solution:
+    """Shortest action sequence from ``start`` (default: the maze's start) into the goal.
+
+    ``cache=False`` keeps a one-off maze (an edited copy, say) out of the per-maze cache.
+    """
     t0 = time.perf_counter()
-    space = state_space(maze)
+    space = state_space(maze) if cache else StateSpace(maze)
     try:
         sid = space.encode(start) if start is not None else space.start_id()
     except Unencodable:
@@ -497,28 +636,45 @@ def optimal_actions(maze: Maze) -> Solution:
     return solve(maze)
 
 
+class EdgeIndex:
+    """Edges ``src -> dst`` grouped by source, for repeated BFS with some edges left out."""
+
+    def __init__(self, n: int, src: np.ndarray, dst: np.ndarray):
+        self.n = n
+        self.order = np.argsort(src, kind="stable")
+        self.succ = dst[self.order]
+        self.indptr = np.searchsorted(src[self.order], np.arange(n + 1))
+
+    def hops(self, sources: np.ndarray, edge_ok: np.ndarray | None = None) -> np.ndarray:
+        """Fewest edges from any of ``sources`` to each node (-1: unreachable).
+
+        ``edge_ok`` (one flag per edge, in the order the edges were given) leaves edges out.
+        """
+        ok = None if edge_ok is None else edge_ok[self.order]
+        dist = np.full(self.n, -1, dtype=np.int32)
+        frontier = np.unique(np.asarray(sources, dtype=np.int64))
+        dist[frontier] = 0
+        level = 0
+        while frontier.size:
+            level += 1
+            starts = self.indptr[frontier]
+            lens = self.indptr[frontier + 1] - starts
+            total = int(lens.sum())
+            if not total:
+                break
+            offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+            if ok is not None:
+                offsets = offsets[ok[offsets]]
+            nb = self.succ[offsets]
+            nb = np.unique(nb[dist[nb] < 0])
+            dist[nb] = level
+            frontier = nb
+        return dist
+
+
 def hops(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
     """Fewest edges from any of ``sources`` to each of ``n`` nodes along ``src -> dst`` (-1: none)."""
-    order = np.argsort(src, kind="stable")
-    succ = dst[order]
-    indptr = np.searchsorted(src[order], np.arange(n + 1))
-    dist = np.full(n, -1, dtype=np.int32)
-    dist[sources] = 0
-    frontier = np.unique(sources)
-    level = 0
-    while frontier.size:
-        level += 1
-        starts = indptr[frontier]
-        lens = indptr[frontier + 1] - starts
-        total = int(lens.sum())
-        if not total:
-            break
-        offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
-        nb = succ[offsets]
-        nb = np.unique(nb[dist[nb] < 0])
-        dist[nb] = level
-        frontier = nb
-    return dist
+    return EdgeIndex(n, src, dst).hops(sources)
 
 
 class DistanceTable:
@@ -540,6 +696,15 @@ class DistanceTable:
         goals = np.flatnonzero(space.is_goal(sweep.ids))
         self.dist = hops(n, sweep.edge_dst, sweep.edge_src, goals)  # backwards from the goals
         self.states = n
+        self._forward: EdgeIndex | None = None
+
+    @property
+    def forward_edges(self) -> EdgeIndex:
+        """The sweep's edges grouped by source (built on first use; the checks reuse it)."""
+        if self._forward is None:
+            sw = self.sweep
+            self._forward = EdgeIndex(self.states, sw.edge_src, sw.edge_dst)
+        return self._forward
 
     @property
     def from_start(self) -> np.ndarray:

@@ -174,3 +174,28 @@ def test_swap_puts_the_carried_key_where_the_front_key_was():
     # keys block the corridor for good: with swap one key always lies in front
     assert solve(m).status == "unsolvable"
     assert np.all(distance_table(m).dist < 0)
+
+
+@pytest.mark.parametrize("dense_limit", [1 << 26, 64])
+@pytest.mark.parametrize("scalar_layer", [0, 3, 10**9])
+def test_every_search_path_gives_the_same_answers(monkeypatch, mazes_random, scalar_layer, dense_limit):
+    """State-by-state layers, numpy layers, mixes of both, dense and sparse seen-indexes."""
+    import env.oracle as oracle
+
+    monkeypatch.setattr(oracle, "_SCALAR_LAYER", scalar_layer)
+    monkeypatch.setattr(oracle._SeenIndex, "DENSE_LIMIT", dense_limit)
+    rng = random.Random(scalar_layer + dense_limit)
+    for m in mazes_random[:40]:
+        sol, ref = solve(m), reference_solve(m)
+        assert (sol.status, sol.optimal_actions) == (ref.status, ref.optimal_actions), m.id
+        s = initial_state(m)
+        for a in sol.plan:
+            s, event = step(m, s, a)
+        assert sol.status != "solved" or event == "goal"
+        table = DistanceTable(m)
+        assert table.action_distance(initial_state(m)) == ref.optimal_actions
+        for s in rng.sample([table.space.decode(int(i)) for i in table.sweep.ids], min(10, table.states)):
+            d = table.action_distance(s)
+            if d and s.pos != tuple(m.goal):
+                nxt = [table.action_distance(step(m, s, a)[0]) for a in _USEFUL]
+                assert d == 1 + min(x for x in nxt if x is not None)
