@@ -4,15 +4,15 @@ Two kinds of actors, both running ``orchestrator.episode.run_episode`` with one 
 
 - *CPU actors* (one CPU each) run built-in agents, whose episodes are pure computation. The
   driver keeps every episode of a maze on the actor that already holds that maze's distance
-  table when it can, and queues a second episode behind the running one so no actor idles
-  during a round trip.
+  table when it can. Each holds one episode at a time, so a dead CPU actor costs one episode.
 - *model actors* (a quarter of a CPU each) host up to ``MODEL_SLOTS`` episodes at once, all
   waiting on their model; many fit on one node. Episodes of a served model (``serve:``) run
   on the node of the server replica the ``ServerPool`` leased them.
 
 The driver keeps a bounded number of episodes in flight (per-model ``max_concurrency``, slots
 per actor), collects them as they finish and writes each one's files at once, so its memory
-does not grow with the sweep. An actor or node that dies costs only its episodes: they are
+does not grow with the sweep. An actor or node that dies costs only the episodes it hosted
+(one for a CPU actor, up to ``MODEL_SLOTS`` for a model actor): they are
 rescheduled on a new actor, at most ``MAX_ATTEMPTS`` times in all (``attempts`` is recorded);
 past that, or when the episode itself fails, it is written as ``error`` and the sweep goes on.
 A killed driver leaves complete files only; the same command then runs exactly the missing
@@ -41,7 +41,7 @@ from orchestrator.traces import clean_partial, completed_ids, read_episodes, wri
 MAX_ATTEMPTS = 3
 MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
 MODEL_ACTOR_CPUS = 0.25
-CPU_QUEUE = 2  # built-in episodes queued per CPU actor: one running, one waiting
+CPU_QUEUE = 1  # episodes per CPU actor: a second one queued would die with the first
 MAX_IN_FLIGHT = 512
 ENV_SLOT = "env_slot"  # optional custom resource: concurrent episodes a node may host
 EMBEDDED_OBJECT_STORE = 512 * 1024**2
@@ -208,7 +208,7 @@ class Driver:
         specs, todo = self.plan()
         write_manifest(
             self.run_dir, run=self.run, sweep=self.sweep.resolved(),
-            mazes={m.checksum: m.to_dict() for m in self.sweep.mazes},
+            mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes},
             invocation={"command": self.command, "planned": len(specs), "to_run": len(todo),
                         "retry_errors": self.retry_errors},
         )

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,8 @@ SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
-MODEL_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "max_concurrency", "serve")
+MODEL_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "max_concurrency", "serve",
+              "mazes", "protocol")
 # params that would put a secret (or a second endpoint) into a sweep file
 FORBIDDEN_PARAMS = ("api_key", "api_base", "base_url", "extra_headers", "headers")
 DEFAULT_LLM_CONCURRENCY = 4
@@ -50,6 +51,10 @@ class ModelEntry:
     price: dict[str, float] | None = None
     max_concurrency: int | None = None  # None: as many as the cluster has room for (built-ins)
     serve: Any = None  # orchestrator.serving.spec.ServeSpec
+    # this model's own mazes (replacing the sweep's) and protocol fields (over every condition's):
+    # a slow local model can run a few text-only mazes in the same sweep as fast models
+    mazes: tuple[Maze, ...] | None = None
+    protocol: dict[str, Any] = field(default_factory=dict)
 
     @property
     def builtin(self) -> bool:
@@ -73,6 +78,10 @@ class ModelEntry:
             out["params"] = self.params
         if self.serve is not None:
             out["serve"] = self.serve.model_dump(mode="json")
+        if self.mazes is not None:
+            out["maze_ids"] = [m.id for m in self.mazes]
+        if self.protocol:
+            out["protocol"] = self.protocol
         return out
 
     def __hash__(self) -> int:
@@ -116,12 +125,29 @@ class Sweep:
     def episodes(self) -> list[EpisodeSpec]:
         """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
         out = []
-        for maze in self.mazes:
+        conditions = {m.name: model_conditions(m, self.conditions) for m in self.models}
+        sweep_mazes = {mz.checksum for mz in self.mazes}
+        own = {m.name: {mz.checksum for mz in m.mazes} for m in self.models if m.mazes is not None}
+        seen: set[str] = set()
+        for maze in self.all_mazes:
             for model in self.models:
-                for cond in self.conditions:
+                if maze.checksum not in own.get(model.name, sweep_mazes):
+                    continue
+                for cond in conditions[model.name]:
                     for r in range(self.repeats):
-                        out.append(EpisodeSpec(episode_id(maze, model, cond.protocol, r), maze, model, cond, r))
+                        eid = episode_id(maze, model, cond.protocol, r)
+                        if eid not in seen:  # a model's own protocol can make two conditions one
+                            seen.add(eid)
+                            out.append(EpisodeSpec(eid, maze, model, cond, r))
         return out
+
+    @property
+    def all_mazes(self) -> list[Maze]:
+        """The sweep's mazes and every model's own, each once, in order."""
+        seen: dict[str, Maze] = {}
+        for maze in [*self.mazes, *(mz for m in self.models if m.mazes is not None for mz in m.mazes)]:
+            seen.setdefault(maze.checksum, maze)
+        return list(seen.values())
 
     def resolved(self) -> dict[str, Any]:
         """The sweep with every default filled in, as the manifest records it."""
@@ -139,12 +165,12 @@ class Sweep:
                  "protocol": c.protocol.to_dict()}
                 for c in self.conditions
             ],
-            "episodes": len(self.mazes) * len(self.models) * len(self.conditions) * self.repeats,
+            "episodes": len(self.episodes()),
             "env_version": ENV_VERSION,
         }
 
-    def select(self, model_names: list[str] | None = None, mazes: Any = None) -> Sweep:
-        """This sweep restricted to some models (by name or model string) and/or other mazes."""
+    def select(self, model_names: list[str] | None = None) -> Sweep:
+        """This sweep restricted to some models (by name or model string)."""
         models = self.models
         if model_names:
             known = {m.name for m in self.models} | {m.model for m in self.models}
@@ -155,11 +181,14 @@ class Sweep:
                         f"(known: {', '.join(m.name for m in self.models)})",
                     )
             models = [m for m in self.models if m.name in model_names or m.model in model_names]
-        out = Sweep(**{**self.__dict__, "models": models})
-        if mazes is not None:
-            out.mazes_spec = mazes
-            out.mazes = _resolve_maze_spec(mazes, "--mazes", "", None)
-        return out
+        return Sweep(**{**self.__dict__, "models": models})
+
+
+def model_conditions(model: ModelEntry, conditions: list[Condition]) -> list[Condition]:
+    """The conditions as this model runs them: its own protocol fields laid over each one."""
+    if not model.protocol:
+        return conditions
+    return [replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **model.protocol})) for c in conditions]
 
 
 def episode_id(maze: Maze, model: ModelEntry, protocol: Protocol, repeat: int) -> str:
@@ -194,7 +223,8 @@ def find_sweep(spec: str | os.PathLike) -> Path:
     raise BadInput(text, "", f"no such sweep file or shipped sweep (shipped: {', '.join(shipped_sweeps())})")
 
 
-def load_sweep(spec: str | os.PathLike) -> Sweep:
+def load_sweep(spec: str | os.PathLike, mazes: Any = None) -> Sweep:
+    """Load a sweep by path or shipped name; ``mazes`` (``--mazes``) replaces the file's maze set."""
     path = find_sweep(spec)
     source = str(path) if Path(spec).is_file() else f"sweeps/{path.name}"
     try:
@@ -206,7 +236,7 @@ def load_sweep(spec: str | os.PathLike) -> Sweep:
         raise BadInput(source, "(file)", f"not valid YAML: {problem}{where}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise BadInput(source, "", f"cannot read: {err.__class__.__name__}") from None
-    return parse_sweep(data, source, base_dir=path.parent)
+    return parse_sweep(data, source, base_dir=path.parent, mazes=mazes)
 
 
 # ---- validation -----------------------------------------------------------------------------
@@ -278,7 +308,7 @@ def _check_model_string(source: str, where: str, model: Any) -> str:
     return model
 
 
-def _parse_model(source: str, i: int, entry: Any) -> ModelEntry:
+def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) -> ModelEntry:
     where = f"models[{i}]"
     if isinstance(entry, str):
         entry = {"model": entry}
@@ -323,8 +353,18 @@ def _parse_model(source: str, i: int, entry: Any) -> ModelEntry:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
         if model.startswith(("builtin/", "human/")):
             raise BadInput(source, f"{where}.serve", "only litellm models are served")
+    own_mazes = None
+    if entry.get("mazes") is not None:
+        own_mazes = tuple(_resolve_maze_spec(entry["mazes"], source, f"{where}.mazes", base_dir))
+    own_protocol = entry.get("protocol") or {}
+    if not isinstance(own_protocol, dict) or "preset" in own_protocol:
+        raise BadInput(source, f"{where}.protocol", "must be a mapping of protocol fields (no preset)")
+    try:
+        resolve_protocol(own_protocol, source)
+    except BadInput as err:
+        raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
     return ModelEntry(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
-                      price=price, max_concurrency=conc, serve=serve)
+                      price=price, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol)
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
@@ -366,8 +406,11 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
     return out
 
 
-def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None) -> Sweep:
-    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line."""
+def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None) -> Sweep:
+    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line.
+
+    ``mazes`` replaces the document's maze set (the command line's ``--mazes``).
+    """
     if not isinstance(data, dict):
         raise BadInput(source, "(file)", "a sweep is a YAML mapping (name, mazes, models, ...)")
     _unknown(source, "", data, SWEEP_KEYS)
@@ -385,7 +428,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None) 
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise BadInput(source, "models", "must be a non-empty list of model entries")
-    models = [_parse_model(source, i, m) for i, m in enumerate(raw_models)]
+    models = [_parse_model(source, i, m, base_dir) for i, m in enumerate(raw_models)]
     seen_names: dict[str, int] = {}
     seen_identity: dict[str, int] = {}
     for i, m in enumerate(models):
@@ -397,6 +440,11 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None) 
             raise BadInput(source, f"models[{i}]", f"the same model as models[{seen_identity[ident]}] (same model, params and serve)")
         seen_identity[ident] = i
     conditions = _parse_conditions(source, data.get("conditions"), protocol)
-    mazes = _resolve_maze_spec(data.get("mazes"), source, "mazes", base_dir)
-    return Sweep(name=name, source=source, mazes_spec=data.get("mazes"), mazes=mazes, repeats=repeats,
+    if mazes is None:
+        mazes_spec, resolved = data.get("mazes"), _resolve_maze_spec(data.get("mazes"), source, "mazes", base_dir)
+    else:
+        mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
+        # mazes asked for on the command line are every model's mazes
+        models = [replace(m, mazes=None) for m in models]
+    return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
                  protocol=protocol, models=models, conditions=conditions, description=description)

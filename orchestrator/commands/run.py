@@ -137,7 +137,7 @@ def run_command(
     from orchestrator.sweep import NAME_PATTERN, load_sweep
     from orchestrator.traces import completed_ids
 
-    s = load_sweep(sweep).select(model, mazes)
+    s = load_sweep(sweep, mazes=mazes).select(model)
     for m in s.models:
         if m.model.startswith("human/"):
             raise BadInput(s.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")

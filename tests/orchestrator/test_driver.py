@@ -1,0 +1,115 @@
+"""The driver on a real local Ray (one instance for this module): traces, resume after a killed
+driver, a killed actor's episode rescheduled, the run command's exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import duckdb
+import pandas as pd
+import pytest
+import yaml
+
+from orchestrator.cli import main as cli_main
+from orchestrator.driver import Driver
+from orchestrator.replay import replay
+from orchestrator.sweep import parse_sweep
+from orchestrator.traces import read_manifest
+
+pytestmark = pytest.mark.slow
+
+
+def test_quick_sweep_writes_readable_traces(ray_cluster, maze_dir, sweep_dict, tmp_path):
+    sweep = parse_sweep(sweep_dict(maze_dir), "t.yaml")
+    outcome = Driver(sweep, tmp_path / "quick").execute()
+    assert outcome.exit_code == 0 and outcome.ran == outcome.planned == 18 and outcome.skipped == 0
+    episodes = pd.read_parquet(tmp_path / "quick" / "episodes")
+    steps = pd.read_parquet(tmp_path / "quick" / "steps")
+    assert sorted(episodes["episode_id"]) == sorted(e.episode_id for e in sweep.episodes())
+    assert (episodes["attempts"] == 1).all() and set(episodes["run"]) == {"quick"}
+    assert episodes[episodes["model_name"] == "oracle"]["solved"].all()
+    assert int(episodes["steps"].sum()) == len(steps)
+    dup = duckdb.sql(f"SELECT count(*) - count(DISTINCT (episode_id, step)) FROM "
+                     f"read_parquet('{tmp_path}/quick/steps/*.parquet')").fetchall()[0][0]
+    assert dup == 0
+    some = episodes.sort_values("steps").iloc[-1]["episode_id"]
+    assert replay(tmp_path / "quick", some).ok
+    manifest = read_manifest(tmp_path / "quick")
+    assert manifest["sweep"]["episodes"] == 18 and len(manifest["mazes"]) == 6
+
+
+def test_killed_driver_then_rerun_completes_exactly_the_missing_episodes(ray_cluster, maze_dir, sweep_dict, tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict(maze_dir, name="resume", repeats=3)))
+    out = tmp_path / "results"
+    episodes_dir = out / "resume" / "episodes"
+    # a second driver process joins this module's cluster and is SIGKILLed mid-run
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+         "--address", ray_cluster.get_runtime_context().gcs_address],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(episodes_dir.glob("*.parquet"))) < 4:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = {p.stem for p in episodes_dir.glob("*.parquet")}
+    assert 4 <= len(partial) < 54
+    sweep = parse_sweep(yaml.safe_load(path.read_text()), str(path))
+    outcome = Driver(sweep, out / "resume").execute()
+    assert outcome.skipped == len(partial) and outcome.ran == 54 - len(partial)
+    episodes = pd.read_parquet(episodes_dir)
+    steps = pd.read_parquet(out / "resume" / "steps")
+    assert len(episodes) == 54 and episodes["episode_id"].is_unique
+    assert int(episodes["steps"].sum()) == len(steps)  # no orphan or duplicated steps
+    assert len(read_manifest(out / "resume")["invocations"]) == 2
+    again = Driver(sweep, out / "resume").execute()
+    assert again.ran == 0 and again.skipped == 54
+
+
+def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster, maze_dir, sweep_dict, tmp_path):
+    sweep = parse_sweep(sweep_dict(maze_dir), "t.yaml")
+    killed: list[str] = []
+
+    def kill_first(spec, actor, attempts):
+        if not killed:
+            killed.append(spec.episode_id)
+            ray_cluster.kill(actor, no_restart=True)
+
+    outcome = Driver(sweep, tmp_path / "kill", on_dispatch=kill_first).execute()
+    episodes = pd.read_parquet(tmp_path / "kill" / "episodes").set_index("episode_id")
+    assert outcome.exit_code == 0 and len(episodes) == 18
+    assert episodes.loc[killed[0], "attempts"] == 2 and episodes.loc[killed[0], "termination"] != "error"
+
+    # with one attempt allowed the episode ends in error, the sweep still finishes, exit code 1
+    killed.clear()
+    outcome = Driver(sweep, tmp_path / "kill1", on_dispatch=kill_first, max_attempts=1).execute()
+    episodes = pd.read_parquet(tmp_path / "kill1" / "episodes").set_index("episode_id")
+    assert len(episodes) == 18 and outcome.errors == 1 and outcome.exit_code == 1
+    row = episodes.loc[killed[0]]
+    assert row["termination"] == "error" and row["error_class"] and row["attempts"] == 1
+
+    # --retry-errors reruns exactly that episode and replaces its files
+    killed.append("done")  # no more kills
+    retried = Driver(sweep, tmp_path / "kill1", retry_errors=True).execute()
+    assert retried.ran == 1 and retried.errors == 0
+    episodes = pd.read_parquet(tmp_path / "kill1" / "episodes")
+    assert len(episodes) == 18 and (episodes["termination"] != "error").all()
+
+
+def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsys):
+    code = 0
+    try:
+        cli_main(["run", "quickstart", "--mazes", str(maze_dir), "--model", "oracle", "--out", str(tmp_path),
+                  "--name", "qs"])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code in (0, None)
+    out = capsys.readouterr().out
+    assert "oracle" in out and "6 episodes in the matrix, 0 ended in error" in out
+    assert len(list((tmp_path / "qs" / "episodes").glob("*.parquet"))) == 6

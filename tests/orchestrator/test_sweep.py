@@ -1,0 +1,120 @@
+"""Sweep files: one-line errors naming file and field, episode ids, the shipped sweeps."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from env.errors import BadInput
+from orchestrator.sweep import SWEEPS_DIR, episode_id, find_sweep, load_sweep, parse_sweep
+
+ORACLE = {"name": "oracle", "model": "builtin/oracle"}
+
+BAD = [
+    # (what changes in a valid sweep, text the one-line error must contain)
+    ({"models": [{"name": "x", "model": "nosuchprovider/some-model"}]}, "models[0].model: unknown model prefix 'nosuchprovider'"),
+    ({"models": [{"name": "x", "model": "builtin/genius"}]}, "unknown built-in agent 'genius'"),
+    ({"models": [{"name": "x", "model": "claude-without-prefix"}]}, "models[0].model: 'claude-without-prefix' has no provider prefix"),
+    ({"conditions": [{"name": "same"}]}, "conditions[0]: condition 'same' changes no protocol field"),
+    ({"conditions": [{"name": "two", "thinking": False, "prompt": "detailed"}]}, "changes 2 fields (prompt, thinking)"),
+    ({"conditions": [{"name": "noop", "prompt": "minimal"}]}, "changes no protocol field"),
+    ({"conditions": [{"name": "baseline", "thinking": False}]}, "conditions[0].thinking: `baseline` is the sweep's protocol"),
+    ({"conditions": [{"name": "x", "colour": "red"}]}, "conditions[0].colour: unknown protocol field"),
+    ({"conditions": [{"name": "x", "prompt": "verbose"}]}, "conditions[0].prompt:"),
+    ({"protocol": {"history_frames": 12}}, "protocol.history_frames:"),
+    ({"protocol": {"preset": "fancy"}}, "protocol.preset: unknown preset 'fancy'"),
+    ({"mazes": "nosuchset"}, "mazes:"),
+    ({"models": [{**ORACLE, "max_concurrency": -2}]}, "models[0].max_concurrency: must be a whole number >= 1 (got -2)"),
+    ({"models": [ORACLE, {**ORACLE}]}, "models[1].name: 'oracle' is used twice"),
+    ({"models": [ORACLE, {"name": "o2", "model": "builtin/oracle"}]}, "models[1]: the same model as models[0]"),
+    ({"conditions": [{"name": "a", "thinking": False}, {"name": "a", "prompt": "detailed"}]}, "conditions[1].name: 'a' is used twice"),
+    ({"conditions": [{"name": "a", "thinking": False}, {"name": "b", "thinking": False}]}, "condition 'b' is the same protocol as 'a'"),
+    ({"colour": "red"}, "t.yaml: colour: unknown key"),
+    ({"models": [{**ORACLE, "temperature": 0}]}, "models[0].temperature: unknown key"),
+    ({"models": [{"name": "x", "model": "openai/gpt-4o", "params": {"api_key": "sk-abc"}}]}, "models[0].params.api_key: not allowed here"),
+    ({"models": [{"name": "x", "model": "openai/gpt-4o", "api_key_env": "sk-live-abc123"}]}, "models[0].api_key_env: must be the NAME"),
+    ({"models": [{"name": "x", "model": "openai/gpt-4o", "api_base": "ftp://x"}]}, "models[0].api_base: must be an http(s):// URL"),
+    ({"models": [{"name": "x", "model": "hosted_vllm/q", "serve": {"engine": "tensorrt"}}]}, "models[0].serve.engine"),
+    ({"repeats": 0}, "repeats: must be a whole number >= 1"),
+    ({"models": []}, "models: must be a non-empty list"),
+]
+
+
+@pytest.mark.parametrize("change,message", BAD, ids=[m[:40] for _, m in BAD])
+def test_bad_sweeps_fail_with_one_line_naming_file_and_field(tmp_path, maze_dir, sweep_dict, change, message):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict(maze_dir, **change)))
+    with pytest.raises(BadInput) as err:
+        load_sweep(path)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(str(path)) and message in line
+    assert "sk-live" not in line and "sk-abc" not in line
+
+
+def test_cli_bad_sweep_is_exit_2_one_line_and_writes_nothing(tmp_path, maze_dir, sweep_dict):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict(maze_dir, conditions=[{"name": "x", "thinking": False, "seed": 3}])))
+    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(tmp_path / "res")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "conditions[0]" in r.stderr
+    assert not (tmp_path / "res").exists()
+    path.write_text("name: x\nmodels: [builtin/oracle\n")
+    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--dry-run"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "not valid YAML" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_dry_run_prints_the_matrix(tmp_path, maze_dir, sweep_dict):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep_dict(maze_dir, conditions=[{"name": "baseline"}, {"name": "hot", "temperature": 2.0}])))
+    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--dry-run", "--model", "oracle",
+                        "--model", "random", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "6 mazes x 2 models x 2 conditions" in r.stdout and "explorer" not in r.stdout
+    assert "24" in r.stdout and not (tmp_path / "t").exists()
+
+
+def test_episode_ids_are_content_hashes(maze_dir, sweep_dict):
+    a = parse_sweep(sweep_dict(maze_dir), "a.yaml")
+    renamed = sweep_dict(maze_dir)
+    renamed["models"] = [{**m, "name": m["name"] + "-x", "max_concurrency": 3} for m in renamed["models"]]
+    b = parse_sweep(renamed, "b.yaml")
+    assert [e.episode_id for e in a.episodes()] == [e.episode_id for e in b.episodes()]
+    ids = {e.episode_id for e in a.episodes()}
+    assert len(ids) == 18
+    spec = a.episodes()[0]
+    changed = spec.condition.protocol.model_copy(update={"history_frames": 0})
+    assert episode_id(spec.maze, spec.model, changed, 0) != spec.episode_id
+    assert episode_id(spec.maze, spec.model, spec.condition.protocol, 1) != spec.episode_id
+    twice = parse_sweep(sweep_dict(maze_dir, repeats=2), "c.yaml")
+    assert len({e.episode_id for e in twice.episodes()}) == 36
+
+
+def test_shipped_sweeps_resolve_by_name_and_have_the_study_shape(maze_dir):
+    assert {p.stem for p in SWEEPS_DIR.glob("*.yaml")} >= {"main", "ablation", "quickstart"}
+    shapes = {}
+    for name in ("main", "ablation", "quickstart"):
+        data = yaml.safe_load((SWEEPS_DIR / f"{name}.yaml").read_text())
+        # the eval and heldout sets ship with the maze pool; the shape does not depend on them
+        data["mazes"] = str(maze_dir)
+        shapes[name] = parse_sweep(data, f"{name}.yaml")
+    main, ablation, quick = shapes["main"], shapes["ablation"], shapes["quickstart"]
+    assert len(main.models) == 3 and [c.name for c in main.conditions] == ["default"]
+    assert main.protocol.thinking and main.protocol.prompt == "minimal" and main.protocol.observation == "image"
+    assert {m.model.split("/")[0] for m in main.models} == {"anthropic", "moonshot", "hosted_vllm"}
+    assert [m.serve.engine for m in main.models if m.serve] == ["vllm"]
+    assert len(ablation.conditions) == 12 and ablation.conditions[0].name == "baseline"
+    assert all(c.changed for c in ablation.conditions[1:])
+    assert len({c.changed for c in ablation.conditions[1:]}) == 7
+    # 15 held-out mazes x 3 models x 12 conditions
+    assert 15 * len(ablation.models) * len(ablation.conditions) == 540
+    assert ablation.protocol.prompt == "standard" and ablation.protocol.observation == "image+text"
+    # the built-in agents plus the bundled local model served by llama.cpp (tests/serving covers it)
+    assert {m.model for m in quick.models} >= {"builtin/oracle", "builtin/random", "builtin/explorer"}
+    assert [m.serve.engine for m in quick.models if m.serve] == ["llama_cpp"]
+    with pytest.raises(BadInput, match="no such sweep"):
+        load_sweep("no-such-sweep")
+    assert find_sweep("ablation") == SWEEPS_DIR / "ablation.yaml"  # names resolve without a path
