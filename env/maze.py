@@ -396,6 +396,9 @@ def save_maze(maze: Maze, path: str | os.PathLike) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    tmp.write_text(maze.to_json(), encoding="utf-8")
-    os.replace(tmp, p)
+    try:
+        tmp.write_text(maze.to_json(), encoding="utf-8")
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)  # only still there when the write or the rename failed
     return p
