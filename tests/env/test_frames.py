@@ -251,3 +251,21 @@ def test_maze_env_prewarms_once_per_process_and_tile_size(monkeypatch):
     assert calls == [1]
     render_state(ALL, initial_state(ALL), 20)
     assert calls == [1]
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_switch_and_gate_survive_minigrid_encode_and_decode(on):
+    from minigrid.core.constants import COLOR_TO_IDX
+
+    from env.minigrid_env import build_grid
+    from env.objects import GATE_IDX, SWITCH_IDX
+
+    state = replace(initial_state(ALL), switches=(on,))
+    grid, _ = build_grid(ALL, state)
+    codes = grid.encode()
+    assert tuple(codes[5, 1]) == (SWITCH_IDX, COLOR_TO_IDX["blue"], int(on))
+    assert tuple(codes[5, 2]) == (GATE_IDX, COLOR_TO_IDX["blue"], 0 if on else 1)
+    decoded, _ = Grid.decode(codes)
+    switch, gate = decoded.get(5, 1), decoded.get(5, 2)
+    assert isinstance(switch, Switch) and switch.is_on == on and switch.color == "blue"
+    assert isinstance(gate, Gate) and gate.is_open == on and gate.can_overlap() == on
