@@ -55,7 +55,7 @@ def image_part(uri: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": uri}}
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def frame_uri(maze: Maze, state: MazeState, tile_size: int) -> str:
     """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns)."""
     png = png_bytes(render_state(maze, state, tile_size))

@@ -211,3 +211,45 @@ def test_configuration_errors_are_bad_input(monkeypatch):
         build_agent("openai/x", Protocol(), params={"api_key": "sk-inline-123456789"})
     with pytest.raises(BadInput, match="price.output"):
         build_agent("openai/x", Protocol(), price={"input": 1e-6})
+
+
+def test_litellm_price_table_is_used_for_known_models(example_maze, key_env):
+    with ScriptedServer(script=["ACTION: left"], reasoning=None) as srv:
+        agent = agent_for(srv, key_env, model="openai/gpt-4o")
+        d = act(agent, first_turn(example_maze))
+    info = litellm_module().get_model_info("gpt-4o")
+    expected = d.tokens_in * info["input_cost_per_token"] + d.tokens_out * info["output_cost_per_token"]
+    assert d.cost_usd > 0 and d.cost_usd == pytest.approx(expected)
+
+
+def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sleeps = Sleeps()
+    agent = LLMAgent("openai/scripted", Protocol(icl_example=False), api_base=f"http://127.0.0.1:{port}/v1",
+                     api_key_env=key_env, retry=RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02), sleep=sleeps)
+    with pytest.raises(InfraError) as err:
+        act(agent, first_turn(example_maze))
+    # litellm reports a refused connection as APIConnectionError or InternalServerError by provider
+    assert err.value.error_class in ("APIConnectionError", "InternalServerError")
+    assert "connect" in str(err.value).lower() and len(sleeps.delays) == 2
+    assert KEY not in str(err.value)
+
+
+def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
+    lib = litellm_module()
+    response = lib.ModelResponse(
+        model="claude-opus-4-1",
+        choices=[{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "ACTION: toggle",
+            "thinking_blocks": [{"type": "thinking", "thinking": "The switch is under me.", "signature": "x"}]}}],
+        usage={"prompt_tokens": 1000, "completion_tokens": 40, "total_tokens": 1040},
+    )
+    agent = LLMAgent("anthropic/claude-opus-4-1", Protocol(), price={"input": 1e-6, "output": 1e-5})
+    result = agent._read(response, 0.5)
+    assert result.reasoning == "The switch is under me." and result.reply == "ACTION: toggle"
+    assert result.reasoning_estimated and 0 < result.tokens_reasoning < 40
+    assert result.cost_usd == pytest.approx(1000 * 1e-6 + 40 * 1e-5)

@@ -168,9 +168,8 @@ def test_icl_example_is_a_real_optimal_episode():
     assert states[-1].pos == tuple(maze.goal)
 
 
-def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze, walk):
-    plan = solve(example_maze).plan
-    history, _ = walk(example_maze, plan[:12] + [4])  # the switch on, then off again
+def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze, walk, midway_actions):
+    history, _ = walk(example_maze, [*midway_actions, 4])  # the switch on, then off again
     summary = activity_summary(example_maze, history)
     assert summary.count("at step") == 6
     assert "you turned the blue switch off at step 13; the blue gate closed at step 13." in summary
