@@ -109,14 +109,17 @@ def _action_name(action: int | None) -> str:
 # ---- the fixed pieces ---------------------------------------------------------------------
 @cache
 def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
-    """The example maze, the states the oracle's plan passes through, and the plan."""
-    from env.oracle import solve  # the oracle is needed only for the example, once per process
+    """The example maze, the states its written-out plan passes through, and the plan."""
+    from env.oracle import solve  # needed only to check the example, once per process
 
-    maze = load_maze(PROMPTS_DIR / "icl_maze.json")
-    plan = tuple(solve(maze).plan)
+    spec = yaml.safe_load((PROMPTS_DIR / "icl_example.yaml").read_text())
+    maze = load_maze(PROMPTS_DIR / spec["maze"])
+    plan = tuple(ACTIONS.index(name) for name in spec["actions"])
     states = [initial_state(maze)]
     for a in plan:
         states.append(step(maze, states[-1], a)[0])
+    if states[-1].pos != tuple(maze.goal) or len(plan) != solve(maze).optimal_actions:
+        raise ValueError("agents/prompts/icl_example.yaml: the example's actions are not an optimal solution")
     return maze, tuple(states), plan
 
 
