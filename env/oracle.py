@@ -22,6 +22,7 @@ the rest of gridbench uses.
 from __future__ import annotations
 
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -131,7 +132,11 @@ class StateSpace:
         self._py_key_cell = self.key_cell_of.tolist()
         self._py_door = self.door_of.tolist()
         self._py_switch = self.switch_of.tolist()
-        self._py_passable: list[bytes] = []  # per configuration: one byte per floor cell
+        self._py_forward: list[array] = []  # per configuration, see _forward_row
+        # per navigation state: can pickup or toggle act here (a key cell or door in front, a
+        # switch underfoot)? Everywhere else only turns and forward need looking at.
+        on_switch = self.switch_of[nav >> 2] >= 0
+        self._py_mech = (on_switch | (self.key_cell_of[self.front] >= 0) | (self.door_of[self.front] >= 0)).tolist()
         self._grow(16)
         self.start_config = self.intern(self._config_of(initial_state(maze)))
 
@@ -170,7 +175,6 @@ class StateSpace:
             if not is_open:
                 row[self.gate_floor[i]] = False
         self.passable[m] = row
-        self._py_passable.append(row.tobytes())
         return m
 
     def _pickup_result(self, m: int, cell: int) -> int:
@@ -306,66 +310,83 @@ class StateSpace:
             getattr(self, table_name)[m, j] = v
         return v
 
-    def _expand_scalar(self, f_ids: list[int], f_idx: list[int], seen: _SeenIndex, count: int,
-                       out: _Found, edges: bool) -> tuple[list[int], list[int], int]:
+    def _forward_row(self, m: int) -> array:
+        """Per navigation state of configuration ``m``: the navigation state ``forward`` leads
+        to, or -1 when blocked. Built on first use; 8 bytes per entry."""
+        while len(self._py_forward) <= m:
+            k = len(self._py_forward)
+            nav = np.arange(self.N, dtype=np.int64)
+            front = self.front
+            ok = (front >= 0) & self.passable[k][front]
+            row = np.where(ok, 4 * front + (nav & 3), -1).astype(np.int64)
+            self._py_forward.append(array("q", row.tobytes()))
+        return self._py_forward[m]
+
+    def _mechanism_moves_scalar(self, m: int, nav: int) -> list[tuple[int, int]]:
+        """(successor id, action) of pickup and toggle where they change something."""
+        out = []
+        f = self._py_front[nav]
+        if f >= 0 and self._py_key_cell[f] >= 0:
+            t = self._mechanism_scalar("pickup_to", self._pickup_result, m, self._py_key_cell[f])
+            if t >= 0:
+                out.append((t * self.N + nav, PICKUP))
+        s = self._py_switch[nav >> 2]
+        if s >= 0:
+            out.append((self._mechanism_scalar("switch_to", self._switch_result, m, s) * self.N + nav, TOGGLE))
+        elif f >= 0 and self._py_door[f] >= 0:
+            t = self._mechanism_scalar("door_to", self._door_result, m, self._py_door[f])
+            if t >= 0:
+                out.append((t * self.N + nav, TOGGLE))
+        return out
+
+    def _expand_scalar(self, f_ids: list[int], f_idx, seen: _SeenIndex, count: int,
+                       out: _Found, edges: bool, parents: bool) -> tuple[list[int], range, int]:
         """One BFS layer state by state: for thin frontiers, where numpy's per-call cost dominates.
 
         Appends what it finds to ``out`` and returns the next frontier (ids, indices) and count.
+        The next frontier is every state found here, goal states included: they are skipped
+        when their turn to be expanded comes.
         """
         N, goal = self.N, self.goal_floor
-        tl, tr, fr = self._py_left, self._py_right, self._py_front
-        kc, dr, sw, pb = self._py_key_cell, self._py_door, self._py_switch, self._py_passable
+        tl, tr, mech, fwd = self._py_left, self._py_right, self._py_mech, self._py_forward
         ids_out, par_out, act_out = out.ids, out.parent, out.action
         es, ed, ea = out.edge_src, out.edge_dst, out.edge_act
-        next_ids: list[int] = []
-        next_idx: list[int] = []
+        first_new, first_count = len(ids_out), count
+        seen.ensure((len(self.configs) + 1) * N)
         rows = seen.view()
         for sid, si in zip(f_ids, f_idx, strict=True):
             m, nav = divmod(sid, N)
+            if nav >> 2 == goal:
+                continue
             base = m * N
-            f = fr[nav]
-            succ = [base + tl[nav], base + tr[nav], -1, -1, -1]
-            if f >= 0:
-                if pb[m][f]:
-                    succ[FORWARD] = base + 4 * f + (nav & 3)
-                elif kc[f] >= 0:
-                    t = self._mechanism_scalar("pickup_to", self._pickup_result, m, kc[f])
-                    if t >= 0:
-                        succ[PICKUP] = t * N + nav
-            if sw[nav >> 2] >= 0:
-                succ[TOGGLE] = self._mechanism_scalar("switch_to", self._switch_result, m, sw[nav >> 2]) * N + nav
-            elif f >= 0 and dr[f] >= 0:
-                t = self._mechanism_scalar("door_to", self._door_result, m, dr[f])
-                if t >= 0:
-                    succ[TOGGLE] = t * N + nav
-            for a in _USEFUL:
-                n = succ[a]
-                if n < 0:
-                    continue
-                if n >= len(rows):
-                    seen.ensure(n)
+            fn = (fwd[m] if m < len(fwd) else self._forward_row(m))[nav]
+            moves = [(base + tl[nav], LEFT), (base + tr[nav], RIGHT)]
+            if fn >= 0:
+                moves.append((base + fn, FORWARD))
+            if mech[nav]:
+                moves += self._mechanism_moves_scalar(m, nav)
+                if len(rows) < (len(self.configs) + 1) * N:
+                    seen.ensure((len(self.configs) + 1) * N)
                     rows = seen.view()
+            for n, a in moves:
                 i = rows[n]
                 if i < 0:
                     i = rows[n] = count
                     count += 1
                     ids_out.append(n)
-                    par_out.append(si)
-                    act_out.append(a)
-                    if (n % N) >> 2 == goal:
-                        if out.goal_index < 0:
-                            out.goal_index = i
-                    else:
-                        next_ids.append(n)
-                        next_idx.append(i)
+                    if parents:
+                        par_out.append(si)
+                        act_out.append(a)
+                    if a == FORWARD and fn >> 2 == goal and out.goal_index < 0:
+                        out.goal_index = i
                 if edges:
                     es.append(si)
                     ed.append(i)
                     ea.append(a)
-        return next_ids, next_idx, count
+        return ids_out[first_new:], range(first_count, count), count
 
     def _expand_numpy(self, f_ids: np.ndarray, f_idx: np.ndarray, seen: _SeenIndex, count: int,
-                      out: _Found, edges: bool) -> tuple[np.ndarray, np.ndarray, int]:
+                      out: _Found, edges: bool, parents: bool) -> tuple[np.ndarray, np.ndarray, int]:
         """One BFS layer over arrays: for wide frontiers."""
         dst_parts, src_parts, act_parts = [], [], []
         for a in _USEFUL:
@@ -384,8 +405,9 @@ class StateSpace:
         seen.add(new_ids, count)
         count += new_ids.size
         out.add_array("ids", new_ids)
-        out.add_array("parent", src[fresh][first])
-        out.add_array("action", act[fresh][first])
+        if parents:
+            out.add_array("parent", src[fresh][first])
+            out.add_array("action", act[fresh][first])
         if edges:
             dst_index[fresh] = seen.get(dst[fresh])
             out.add_array("edge_src", src)
@@ -400,7 +422,8 @@ class StateSpace:
         """Layered BFS from ``starts`` over ids. Goal states are found but not expanded.
 
         Thin layers go state by state into plain lists, wide ones through numpy; ``_Found``
-        keeps both kinds of chunk in discovery order.
+        keeps both kinds of chunk in discovery order. Parent links (for the plan) are kept only
+        when searching for the goal; edges only when ``edges`` is asked for (the full sweep).
         """
         seen = _SeenIndex()
         start_ids = np.unique(np.array(starts, dtype=np.int64))
@@ -424,11 +447,13 @@ class StateSpace:
                 if isinstance(f_ids, np.ndarray):
                     f_ids, f_idx = f_ids.tolist(), f_idx.tolist()
                 found.begin_lists()
-                f_ids, f_idx, count = self._expand_scalar(f_ids, f_idx, seen, count, found, edges)
+                f_ids, f_idx, count = self._expand_scalar(f_ids, f_idx, seen, count, found, edges, stop_at_goal)
             else:
                 f_ids = np.asarray(f_ids, dtype=np.int64)
                 f_idx = np.asarray(f_idx, dtype=np.int64)
-                f_ids, f_idx, count = self._expand_numpy(f_ids, f_idx, seen, count, found, edges)
+                live = ~self.is_goal(f_ids)  # a run of thin layers leaves goal states in
+                f_ids, f_idx, count = self._expand_numpy(f_ids[live], f_idx[live], seen, count, found, edges,
+                                                         stop_at_goal)
             if count >= cap and not (stop_at_goal and found.goal_index >= 0):
                 status = "undecided"
                 break
