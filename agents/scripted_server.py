@@ -9,10 +9,11 @@ Where the replies come from (``mode``):
   a reply text, a fault name (see ``FAULTS``), or a dict with any of ``reply``, ``reasoning``,
   ``finish_reason``, ``fault``, ``retry_after``, ``latency``, ``usage``.
 - ``actions``: ``ACTION: <name>`` for each name of ``actions`` in turn (after a short reasoning).
-- ``oracle``: the optimal action for the state shown in the request. The maze is the server's
-  ``maze`` or the one named by the ``X-Scripted-Maze`` header; the state is read from the last
-  text map in the request, or, with image-only prompts, by matching the last image against
-  frames of the maze's reachable states.
+- ``oracle``: the optimal action for the state shown in the request. The maze is the one named
+  by the ``X-Scripted-Maze`` header, else the server's ``maze``, else the maze among ``mazes``
+  (a set, folder or list; default: every named set) whose walls match the request's last text
+  map or last image. The state is read from the last text map, or, with image-only prompts, by
+  matching the last image against frames of the maze's reachable states (built once per maze).
 - ``garbage``: prose that names no action on its last line.
 
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
@@ -87,6 +88,7 @@ class ScriptedServer:
         mode: str | None = None,
         actions: list[str] | None = None,
         maze: Any = None,
+        mazes: Any = None,
         latency: float = 0.0,
         reasoning: str | None = "I look at the maze and decide.",
         reasoning_tokens: int | None = None,
@@ -103,6 +105,8 @@ class ScriptedServer:
         self.script = list(script or ["ACTION: forward"])
         self.actions = list(actions or [])
         self.maze = maze
+        self.mazes = mazes
+        self._by_walls: dict[tuple[str, ...], list[Any]] | None = None
         self.latency = latency
         self.reasoning = reasoning
         self.reasoning_tokens = reasoning_tokens
@@ -175,25 +179,42 @@ class ScriptedServer:
         from env.state import ACTIONS
 
         spec = headers.get("x-scripted-maze") or self.maze
-        if spec is None:
-            return "I cannot tell which maze this is."
-        maze = resolve_maze(spec)
-        state = _state_from_text(maze, body) or self._state_from_image(maze, body)
+        candidates = [resolve_maze(spec)] if spec is not None else self._candidates(body)
+        state = None
+        for maze in candidates:
+            state = _state_from_text(maze, body) or self._state_from_image(maze, body)
+            if state is not None:
+                break
         if state is None:
             return "I cannot see where I am."
         action = ACTIONS[OracleAgent.choose(maze, state)]
         return f"The shortest way on is {action}.\nACTION: {action}"
 
-    def _state_from_image(self, maze: Any, body: dict) -> Any:
-        uris = RecordedRequest("", {}, body).images()
-        if not uris:
-            return None
-        import numpy as np
-        from PIL import Image
+    def _candidates(self, body: dict) -> list[Any]:
+        """Mazes whose walls match the last text map or image of the request."""
+        with self._lock:
+            if self._by_walls is None:
+                from env.sets import NAMED_SETS, resolve_mazes, set_dir
 
+                spec = self.mazes if self.mazes is not None else [
+                    n for n in NAMED_SETS if set_dir(n).is_dir() and any(set_dir(n).glob("*.json"))]
+                self._by_walls = {}
+                for maze in resolve_mazes(spec):
+                    self._by_walls.setdefault(tuple(maze.grid), []).append(maze)
+        walls = _walls_from_text(body)
+        if walls is not None:
+            return self._by_walls.get(walls, [])
+        pixels = _last_image(body)
+        if pixels is None:
+            return []
+        return [m for grid, ms in self._by_walls.items() for m in ms if _walls_match_image(grid, pixels)]
+
+    def _state_from_image(self, maze: Any, body: dict) -> Any:
         from env.render import render_state
 
-        pixels = np.asarray(Image.open(io.BytesIO(base64.b64decode(uris[-1].split(",", 1)[1]))).convert("RGB"))
+        pixels = _last_image(body)
+        if pixels is None or not _walls_match_image(maze.grid, pixels):
+            return None
         tile = pixels.shape[1] // maze.width
         key = (maze.checksum, tile)
         with self._lock:
@@ -322,6 +343,53 @@ class ScriptedServer:
         }
 
 
+def _last_image(body: dict) -> Any:
+    import numpy as np
+    from PIL import Image
+
+    uris = RecordedRequest("", {}, body).images()
+    if not uris:
+        return None
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(uris[-1].split(",", 1)[1]))).convert("RGB"))
+
+
+WALL_RGB = (100, 100, 100)  # Minigrid's wall grey
+
+
+def _walls_match_image(grid: tuple[str, ...], pixels: Any) -> bool:
+    """Does the frame show exactly these walls? A wall tile is grey at three inner points."""
+    height, width = len(grid), len(grid[0])
+    if pixels.shape[0] % height or pixels.shape[1] % width or pixels.shape[0] // height != pixels.shape[1] // width:
+        return False
+    t = pixels.shape[1] // width
+    for y, row in enumerate(grid):
+        for x, ch in enumerate(row):
+            wall = all(tuple(pixels[y * t + int(f * t), x * t + int(f * t)]) == WALL_RGB for f in (0.25, 0.5, 0.75))
+            if wall != (ch == "#"):
+                return False
+    return True
+
+
+def _walls_from_text(body: dict) -> tuple[str, ...] | None:
+    """The wall layout of the last text map in the request, in maze-file form."""
+    blob = _request_text(body)
+    at = blob.rfind("You are at (")
+    if at < 0:
+        return None
+    rows: list[str] = []
+    for line in reversed(blob[:at].splitlines()):
+        m = _MAP_ROW.match(line)
+        if m:
+            rows.append(m.group(2))
+            if m.group(1) == "0":
+                break
+        elif rows:
+            break
+    if not rows:
+        return None
+    return tuple("".join("#" if ch == "#" else "." for ch in row) for row in reversed(rows))
+
+
 def _reachable_states(maze: Any, cap: int = 200_000) -> list[Any]:
     from env.state import ACTIONS, initial_state, step
 
@@ -437,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--script", help="JSON list of script items, or @file.json")
     ap.add_argument("--actions", help="comma-separated action names, sent in turn")
     ap.add_argument("--maze", help="maze for --mode oracle (file, id or set/id)")
+    ap.add_argument("--mazes", help="for --mode oracle without --maze: a set or folder to recognise mazes from")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     ap.add_argument("--model", default="scripted")
     args = ap.parse_args(argv)
@@ -445,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         text = open(args.script[1:]).read() if args.script.startswith("@") else args.script
         script = json.loads(text)
     actions = args.actions.split(",") if args.actions else None
-    srv = ScriptedServer(script, mode=args.mode, actions=actions, maze=args.maze,
+    srv = ScriptedServer(script, mode=args.mode, actions=actions, maze=args.maze, mazes=args.mazes,
                          latency=args.latency, model=args.model, port=args.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -89,13 +89,14 @@ def test_header_overrides_and_garbage():
                            "context_length"}
 
 
+@pytest.mark.parametrize("which", [{"maze": "example"}, {"mazes": "hand"}, {}], ids=["maze", "mazes", "named-sets"])
 @pytest.mark.parametrize("observation", ["text", "image"])
-def test_oracle_mode_reads_the_state_from_the_prompt(observation, example_maze):
+def test_oracle_mode_reads_the_state_from_the_prompt(observation, which, example_maze):
     protocol = Protocol(observation=observation, icl_example=False, history_frames=1)
     state, history = env.initial_state(example_maze), []
     from agents.types import PastStep
 
-    with ScriptedServer(mode="oracle", maze="example") as srv:
+    with ScriptedServer(mode="oracle", **which) as srv:
         for n in range(1, 30):
             messages = build_messages(Turn(example_maze, protocol, n, state, tuple(history), 57))
             body = json.loads(post(srv.url, {"model": "scripted", "messages": messages})[2])
@@ -128,3 +129,12 @@ def test_preset_prompt_round_trips_through_the_server(example_maze):
         post(srv.url, {"model": "scripted", "messages": messages})
         (req,) = srv.chat_requests
         assert req.body["messages"] == messages and len(req.images()) >= 2
+
+
+def test_latency_delays_each_reply():
+    import time
+
+    with ScriptedServer(script=["ACTION: left"], latency=0.3) as srv:
+        t0 = time.perf_counter()
+        post(srv.url, chat())
+        assert time.perf_counter() - t0 >= 0.3
