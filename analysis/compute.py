@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.failure import _order, _pooled
 from analysis.load import Traces
-from analysis.metrics import with_pooled
+from analysis.metrics import order_arms, with_pooled
 
 
 def tokens(traces: Traces) -> pd.DataFrame:
@@ -32,7 +31,7 @@ def tokens(traces: Traces) -> pd.DataFrame:
             "cost_per_episode_usd": cost / len(g) if len(g) else float("nan"),
             "cost_per_solve_usd": cost / solves if solves else float("nan"),
         })
-    return _order(pd.DataFrame(rows), traces)
+    return order_arms(pd.DataFrame(rows), traces)
 
 
 def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
@@ -49,7 +48,7 @@ def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     s["next_reasoning"] = s["tokens_reasoning"].shift(-1).where(same)
     s = s[same & s["next_reasoning"].notna()]
     rows = []
-    for arm, g in _pooled(s).groupby("arm", sort=False):
+    for arm, g in with_pooled(s).groupby("arm", sort=False):
         groups = {
             "progress": g["outcome"] == "progress",
             "no progress": g["outcome"] != "progress",
@@ -61,4 +60,4 @@ def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
             rows.append({"arm": arm, "after": name, "turns": len(v),
                          "median_reasoning_tokens": float(v.median()) if len(v) else np.nan,
                          "mean_reasoning_tokens": float(v.mean()) if len(v) else np.nan})
-    return _order(pd.DataFrame(rows), traces)
+    return order_arms(pd.DataFrame(rows), traces)

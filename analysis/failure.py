@@ -11,26 +11,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.load import Traces
-from analysis.metrics import ALL
+from analysis.metrics import order_arms, with_pooled
 
 LAST = 30  # the study looks at the last 30 actions of failed episodes
-
-
-def _pooled(st: pd.DataFrame) -> pd.DataFrame:
-    if st["arm"].nunique() <= 1:
-        return st
-    return pd.concat([st, st.assign(arm=ALL)], ignore_index=True)
-
-
-def _order(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
-    order = {a: i for i, a in enumerate([*traces.arms, ALL])}
-    return t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
 def verbs(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     """Pickups issued vs keys taken; toggles issued vs doors opened, doors closed, switches flipped."""
     rows = []
-    for arm, g in _pooled(st).groupby("arm", sort=False):
+    for arm, g in with_pooled(st).groupby("arm", sort=False):
         pick = g[g["action"] == "pickup"]
         tog = g[g["action"] == "toggle"]
         rows.append({
@@ -48,7 +37,7 @@ def verbs(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     if not t.empty:
         t["pickup_efficiency"] = t["keys_picked_up"] / t["pickup_actions"].replace(0, np.nan)
         t["toggle_efficiency"] = (t["toggle_actions"] - t["toggles_nothing"]) / t["toggle_actions"].replace(0, np.nan)
-    return _order(t, traces)
+    return order_arms(t, traces)
 
 
 def live_switch(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
@@ -61,7 +50,7 @@ def live_switch(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     eps["stood"] = eps["stood"].fillna(0) > 0
     unknown = eps.groupby("arm")["has_live"].apply(lambda s: int(s.isna().sum()))
     live = eps[eps["has_live"].fillna(False).astype(bool)]
-    t = _pooled(live).groupby("arm", sort=False).agg(
+    t = with_pooled(live).groupby("arm", sort=False).agg(
         episodes_with_live_switch=("episode_id", "size"),
         stood_on_live_switch=("stood", "sum"),
         solved=("solved", "sum"),
@@ -69,7 +58,7 @@ def live_switch(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     t["episodes_maze_unknown"] = t["arm"].map(unknown).fillna(unknown.sum() if len(unknown) else 0).astype(int)
     for c in ("stood_on_live_switch", "solved"):
         t[c] = t[c].astype(int)
-    return _order(t, traces)
+    return order_arms(t, traces)
 
 
 def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -90,7 +79,7 @@ def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd
     per["wall_bump_share"] = per["wall_bumps"] / per["window"]
     per["wall_bump_majority"] = per["wall_bumps"] > per["window"] / 2
     rows = []
-    for arm, g in _pooled(per).groupby("arm", sort=False):
+    for arm, g in with_pooled(per).groupby("arm", sort=False):
         rows.append({
             "arm": arm, "failed_episodes": len(g), "window_steps": int(g["window"].sum()),
             "bump_share": g["bumps"].sum() / g["window"].sum(),
@@ -98,7 +87,7 @@ def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd
             "episodes_wall_bump_majority": int(g["wall_bump_majority"].sum()),
             "episodes_bump_majority": int((g["bumps"] > g["window"] / 2).sum()),
         })
-    return per, _order(pd.DataFrame(rows), traces)
+    return per, order_arms(pd.DataFrame(rows), traces)
 
 
 QUARTER_KINDS = {"revisit": "revisits", "turn": "turns", "unseen": "unseen cell", "bump": "bumps",
@@ -109,7 +98,7 @@ def quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     """Revisits, turns, steps onto an unseen cell (and bumps, moves) as shares of the steps in each
     quarter of the episode, pooled over the arm's episodes."""
     rows = []
-    for (arm, q), g in _pooled(st).groupby(["arm", "quarter"], sort=False):
+    for (arm, q), g in with_pooled(st).groupby(["arm", "quarter"], sort=False):
         row = {"arm": arm, "quarter": int(q), "steps": len(g), "episodes": g["episode_id"].nunique()}
         for col in QUARTER_KINDS:
             row[f"{col}_share"] = float(g[col].mean())
@@ -117,19 +106,19 @@ def quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     t = pd.DataFrame(rows)
     if t.empty:
         return t
-    return _order(t.sort_values("quarter", kind="stable"), traces)
+    return order_arms(t.sort_values("quarter", kind="stable"), traces)
 
 
 def regret(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     """Share of steps that reduced, kept or increased the oracle's action distance, per arm."""
     rows = []
-    for arm, g in _pooled(st).groupby("arm", sort=False):
+    for arm, g in with_pooled(st).groupby("arm", sort=False):
         c = g["outcome"].value_counts()
         n = len(g)
         rows.append({"arm": arm, "steps": n,
                      **{f"{k}_share": c.get(k, 0) / n for k in ("progress", "neutral", "wasted")},
                      "steps_goal_unreachable": int(g["action_distance"].isna().sum())})
-    return _order(pd.DataFrame(rows), traces)
+    return order_arms(pd.DataFrame(rows), traces)
 
 
 def horizon(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
@@ -162,4 +151,4 @@ def horizon(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
         for t in range(width + 1):
             rows.append({"arm": arm, "step": t, "mean_remaining": float(curves[:, t].mean()),
                          "episodes": len(mat), "running": int((lengths >= t).sum())})
-    return pd.DataFrame(rows)
+    return order_arms(pd.DataFrame(rows), traces)

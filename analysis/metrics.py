@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.load import BANDS, Traces
+from analysis.load import BANDS, GROUP, Traces
 from analysis.stats import cluster_ratio_ci, property_r2
 
 ALL = "all"
@@ -37,9 +37,18 @@ def with_pooled(eps: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([eps, pooled], ignore_index=True)
 
 
-def _arm_order(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
+def order_arms(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
+    """Rows in arm order (pooled last), with the arm's run, model and condition as columns."""
+    if t.empty or "arm" not in t:
+        return t
     order = {a: i for i, a in enumerate([*traces.arms, ALL])}
-    return t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    t = t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    parts = traces.episodes.drop_duplicates("arm").set_index("arm")[GROUP]
+    t = t.drop(columns=[c for c in GROUP if c in t])
+    ids = parts.reindex(t["arm"]).reset_index(drop=True)
+    pooled = (t["arm"] == ALL).to_numpy()
+    ids.loc[pooled, GROUP] = ALL
+    return pd.concat([ids, t], axis=1)
 
 
 def _rates(eps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -72,7 +81,7 @@ def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
         t = t.sort_values("grid", key=lambda g: g.map(_grid_area), kind="stable")
     elif by:
         t = t.sort_values([by], kind="stable")
-    return _arm_order(t, traces)
+    return order_arms(t, traces)
 
 
 def terminations(traces: Traces) -> pd.DataFrame:
@@ -85,7 +94,7 @@ def terminations(traces: Traces) -> pd.DataFrame:
             t[c] = 0
     t = t[[*TERMINATIONS, "error", *[c for c in t if c not in (*TERMINATIONS, "error")]]]
     t["episodes"] = t.sum(axis=1)
-    return _arm_order(t.reset_index(), traces)
+    return order_arms(t.reset_index(), traces)
 
 
 def _error_arms(traces: Traces) -> pd.Series:
@@ -110,7 +119,7 @@ def progress(traces: Traces) -> pd.DataFrame:
         near_unsolved=("near_unsolved", "sum"),
     ).reset_index()
     t["near_unsolved"] = t["near_unsolved"].astype(int)
-    return _arm_order(t, traces)
+    return order_arms(t, traces)
 
 
 def closest_approach(traces: Traces) -> pd.DataFrame:
@@ -135,7 +144,7 @@ def bands(traces: Traces) -> pd.DataFrame:
     if t.empty:
         return t
     t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
-    return _arm_order(t.sort_values("band", kind="stable"), traces)
+    return order_arms(t.sort_values("band", kind="stable"), traces)
 
 
 def difficulty_axes(traces: Traces) -> pd.DataFrame:

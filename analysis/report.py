@@ -340,7 +340,7 @@ def write_report(traces: Traces, out_dir: str | Path,
     return metrics_json
 
 
-def report(run_dirs: list[str | Path], out_dir: str | Path | None = None,
+def build_report(run_dirs: list[str | Path], out_dir: str | Path | None = None,
            progress: Callable[[str], None] | None = None) -> dict:
     """Load runs and write their report (default: ``<run>/report`` for a single run)."""
     dirs = [Path(d) for d in run_dirs]

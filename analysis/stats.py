@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.formula.api as smf
+import statsmodels.api as sm
 from scipy import stats
 
 CONFIDENCE = 0.95
@@ -88,22 +88,25 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
     """
     d = frame[[outcome, prop, group]].dropna()
     out: dict[str, float | int] = {"property": prop, "n": len(d)}
-    if len(d) < 3 or d[outcome].var() == 0:
+    if len(d) < 3 or d[outcome].nunique() < 2:
         return {**out, "r2": float("nan"), "r2_model_only": float("nan"), "r2_increment": float("nan"),
                 "slope": float("nan"), "p_value": float("nan")}
-    d = d.rename(columns={outcome: "y", prop: "x", group: "g"}).astype({"x": float, "y": float})
-    d["g"] = d["g"].astype(str)
-    fixed = " + C(g)" if d["g"].nunique() > 1 else ""
+    y = d[outcome].to_numpy(dtype=float)
+    x = d[prop].to_numpy(dtype=float)
+    # the design matrices of the formula ``y ~ x + C(g)`` (treatment coding), built directly:
+    # patsy's formula parsing costs more than the fits themselves
+    fixed = pd.get_dummies(d[group].astype(str), drop_first=True, dtype=float).to_numpy()
+    base_X = np.column_stack([np.ones(len(d)), fixed])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = smf.ols(f"y ~ x{fixed}", d).fit()
-        base = smf.ols(f"y ~ 1{fixed}", d).fit()
-    constant = d["x"].nunique() < 2
+        full = sm.OLS(y, np.column_stack([base_X, x])).fit()
+        base = sm.OLS(y, base_X).fit()
+    constant = len(np.unique(x)) < 2
     return {
         **out,
         "r2": float(base.rsquared if constant else full.rsquared),
         "r2_model_only": float(base.rsquared),
         "r2_increment": 0.0 if constant else float(full.rsquared - base.rsquared),
-        "slope": float("nan") if constant else float(full.params["x"]),
-        "p_value": float("nan") if constant else float(full.pvalues["x"]),
+        "slope": float("nan") if constant else float(full.params[-1]),
+        "p_value": float("nan") if constant else float(full.pvalues[-1]),
     }

@@ -17,13 +17,15 @@ def report(
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from analysis.load import load_runs
-    from analysis.report import write_report
 
     target = out or (run_dirs[0] / "report" if len(run_dirs) == 1 else Path("report"))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as bar:
         task = bar.add_task("reading traces")
         traces = load_runs(run_dirs)
         bar.update(task, description="computing tables")
+        # matplotlib, scipy and statsmodels load only once the runs have been read
+        from analysis.report import write_report
+
         metrics = write_report(traces, target, progress=lambda what: bar.update(task, description=f"drawing {what}"))
     head = metrics["headline"]
     typer.echo(f"{head['episodes']} episodes, {head['solves']} solved, "

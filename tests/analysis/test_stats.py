@@ -49,6 +49,17 @@ def test_r2_equals_least_squares_with_model_dummies(frame):
         assert got["slope"] < 0 and got["p_value"] < 0.01
 
 
+def test_r2_equals_statsmodels_formula_with_a_categorical_model_term(frame):
+    import statsmodels.formula.api as smf
+
+    for prop in ("optimal_actions", "n_gates"):
+        fit = smf.ols(f"progress_action ~ {prop} + C(arm)", frame).fit()
+        got = property_r2(frame, prop)
+        assert got["r2"] == pytest.approx(fit.rsquared, abs=1e-10)
+        assert got["slope"] == pytest.approx(fit.params[prop], rel=1e-9)
+        assert got["p_value"] == pytest.approx(fit.pvalues[prop], rel=1e-6)
+
+
 def test_r2_of_a_constant_property_is_the_model_term_alone(frame):
     got = property_r2(frame, "constant")
     base = _r2_lstsq(frame["progress_action"].to_numpy(), _dummies(frame["arm"]))

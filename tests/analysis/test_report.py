@@ -1,0 +1,156 @@
+"""`gridbench report` end to end on real runs of the built-in agents.
+
+The fast run plays episodes with ``orchestrator.episode.run_episode`` and writes them with
+``orchestrator.traces.write_episode`` (no Ray); the slow test runs a sweep through
+``gridbench run`` on a real local Ray and reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from agents import Protocol, build_agent
+from env import resolve_mazes
+from orchestrator.episode import run_episode
+from orchestrator.traces import write_episode, write_manifest
+
+MAZES = Path(__file__).resolve().parents[1] / "orchestrator" / "mazes"
+AGENTS = ("oracle", "random", "explorer")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """Built-in agents on the test mazes under two conditions (the random agent's seed differs)."""
+    out = tmp_path_factory.mktemp("results") / "builtin"
+    mazes = resolve_mazes(str(MAZES))
+    protocol = Protocol.preset("final")
+    for condition, seed in (("baseline", 1), ("reseeded", 2)):
+        for m in mazes:
+            for name in AGENTS:
+                agent = build_agent(f"builtin/{name}", protocol, seed=seed)
+                result = asyncio.run(run_episode(
+                    m, agent, protocol, run="builtin", episode_id=f"{name}-{m.id}-{condition}", model_name=name,
+                    model=f"builtin/{name}", condition=condition, repeat=0))
+                write_episode(out, result)
+    write_manifest(out, run="builtin", sweep={"name": "builtin"}, mazes={m.checksum: m.to_dict() for m in mazes},
+                   invocation={"command": ["test"]})
+    return out
+
+
+def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
+    metrics = json.loads((report / "metrics.json").read_text())
+    assert metrics["format"] == "gridbench.report/1"
+    for name in metrics["figures"]:
+        with Image.open(report / name) as im:
+            assert im.format == "PNG" and im.width >= 600 and im.height >= 200
+    for name, rows in metrics["tables"].items():
+        csv = pd.read_csv(report / f"{name}.csv")
+        assert len(csv) == len(rows), name
+    html = (report / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(metrics["figures"])
+    assert "src=\"http" not in html and "src='http" not in html  # self-contained
+    md = (report / "report.md").read_text()
+    for name in metrics["figures"]:
+        assert f"({name})" in md
+    h = metrics["headline"]
+    ok = episodes[episodes["termination"] != "error"]
+    assert h["episodes"] == len(ok) and h["solves"] == int(ok["solved"].sum())
+    return metrics
+
+
+@pytest.mark.slow
+def test_report_of_builtin_agents(run_dir):
+    r = _cli("report", str(run_dir))
+    assert r.returncode == 0, r.stderr
+    report = run_dir / "report"
+    metrics = _check_report_folder(report, pd.read_parquet(run_dir / "episodes"))
+    tables = metrics["tables"]
+    assert {"solves", "bands", "difficulty_axes", "verbs", "live_switch", "quarters", "tokens", "regret",
+            "horizon", "ablation", "terminations"} <= set(tables)
+    assert {"solves.png", "bands.png", "horizon.png", "regret.png", "ablation.png"} <= set(metrics["figures"])
+    by_arm = {row["arm"]: row for row in tables["solves"]}
+    assert by_arm["oracle [baseline]"]["solve_rate"] == 1.0
+    regret = {row["arm"]: row for row in tables["regret"]}
+    assert regret["oracle [baseline]"]["progress_share"] == 1.0  # the oracle never wastes a step
+    verbs = {row["arm"]: row for row in tables["verbs"]}
+    assert verbs["oracle [baseline]"]["pickup_efficiency"] == 1.0
+    assert metrics["headline"]["mazes_unresolved"] == []  # mazes came from the manifest
+    ablation = {(row["model_name"], row["condition"]): row for row in tables["ablation"]}
+    oracle = ablation[("oracle", "reseeded")]
+    assert oracle["mazes"] == 6 and oracle["progress_diff"] == 0.0 and oracle["solve_rate_diff"] == 0.0
+
+    # a folder that is not a report is never replaced (an earlier report is: see the next test)
+    r = _cli("report", str(run_dir), "--out", str(run_dir / "episodes"))
+    assert r.returncode == 2 and "not a gridbench report" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert any((run_dir / "episodes").glob("*.parquet"))
+
+
+@pytest.mark.slow
+def test_several_runs_in_one_report(run_dir, tmp_path):
+    human = tmp_path / "human"
+    for f in ("episodes", "steps"):
+        (human / f).mkdir(parents=True)
+        for p in (run_dir / f).glob("oracle-*baseline.parquet"):
+            t = pd.read_parquet(p)
+            t["run"] = "human"
+            t.to_parquet(human / f / p.name)
+    (tmp_path / "both").mkdir()
+    (tmp_path / "both" / "metrics.json").write_text('{"format": "gridbench.report/1"}')
+    (tmp_path / "both" / "stale.png").write_bytes(b"old")
+    r = _cli("report", str(run_dir), str(human), "--out", str(tmp_path / "both"))
+    assert r.returncode == 0, r.stderr
+    metrics = json.loads((tmp_path / "both" / "metrics.json").read_text())
+    solves = pd.DataFrame(metrics["tables"]["solves"])
+    assert set(solves["run"]) == {"builtin", "human", "all"}
+    assert "human/oracle [baseline]" in set(solves["arm"])
+    assert metrics["headline"]["runs"] == ["builtin", "human"]
+    assert not (tmp_path / "both" / "stale.png").exists()  # an earlier report is replaced whole
+
+
+def test_bad_run_folders_are_one_line_exit_2(tmp_path):
+    r = _cli("report", str(tmp_path / "missing"))
+    assert r.returncode == 2 and "missing" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    (tmp_path / "empty" / "episodes").mkdir(parents=True)
+    r = _cli("report", str(tmp_path / "empty"))
+    assert r.returncode == 2 and "no finished episodes" in r.stderr
+    (tmp_path / "broken" / "episodes").mkdir(parents=True)
+    (tmp_path / "broken" / "episodes" / "x.parquet").write_bytes(b"not parquet")
+    r = _cli("report", str(tmp_path / "broken"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "broken" / "report").exists()
+
+
+@pytest.mark.slow
+def test_gridbench_run_then_report(tmp_path):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(textwrap.dedent(f"""\
+        name: tiny
+        mazes: {MAZES}
+        models:
+          - {{name: oracle, model: builtin/oracle}}
+          - {{name: random, model: builtin/random}}
+        conditions:
+          - {{name: baseline}}
+          - {{name: text, observation: text}}
+        """))
+    r = _cli("run", str(sweep), "--out", str(tmp_path / "results"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    run = tmp_path / "results" / "tiny"
+    r = _cli("report", str(run))
+    assert r.returncode == 0, r.stderr
+    metrics = _check_report_folder(run / "report", pd.read_parquet(run / "episodes"))
+    assert metrics["headline"]["episodes"] == 2 * 2 * 6
+    assert {row["condition"] for row in metrics["tables"]["ablation"]} == {"text"}
