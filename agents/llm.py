@@ -53,6 +53,9 @@ def litellm_module() -> Any:
 
         litellm.suppress_debug_info = True
         litellm.telemetry = False
+        # estimates of reasoning tokens use litellm's bundled tokenizers: offline nodes would
+        # otherwise try (and wait) to download one from the Hugging Face hub
+        litellm.disable_hf_tokenizer_download = True
         _litellm = litellm
     return _litellm
 
