@@ -294,9 +294,15 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
                 title=html.escape(title), data=script_json(data), static="../static"))
             index_rows.append({**{k: ep.get(k) for k in INDEX_COLUMNS}, "href": f"episodes/{name}.html"})
             bar.advance(task)
-    # the index last: a bundle with an index is complete
-    _write(out_dir / "index.html", template("index.html").substitute(
-        title=html.escape(f"gridbench · {run_name}"),
-        data=script_json({"run": run_name, "columns": list(INDEX_COLUMNS), "episodes": index_rows}),
-        static="static"))
+    write_index(out_dir, run_name, index_rows)  # the index last: a bundle with an index is complete
     return summary
+
+
+def write_index(out_dir: Path, run_name: str, rows: list[dict[str, Any]]) -> Path:
+    """The index page: ``rows`` hold the ``INDEX_COLUMNS`` of each episode and its page's ``href``."""
+    path = out_dir / "index.html"
+    _write(path, template("index.html").substitute(
+        title=html.escape(f"gridbench · {run_name}"),
+        data=script_json({"run": run_name, "columns": list(INDEX_COLUMNS), "episodes": rows}),
+        static="static"))
+    return path

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,12 @@ class HostileAgent:
         return None
 
 
+def run_async(coro):
+    """``asyncio.run`` in a thread of its own: Playwright's sync API keeps a loop running in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol: Protocol | None = None) -> Path:
     """Run ``(maze, model, condition, repeat)`` episodes for real and write their traces.
 
@@ -61,7 +68,7 @@ def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol
                 model_name=model.split("/")[-1], model=model, condition=condition, repeat=repeat)
             write_episode(run_dir, result)
 
-    asyncio.run(go())
+    run_async(go())
     mazes = {m.checksum: m.to_dict() for m, *_ in episodes}
     write_manifest(run_dir, run=run_dir.name, sweep={"name": "test"}, mazes=mazes, invocation={"argv": ["test"]})
     return run_dir

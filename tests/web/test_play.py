@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import run_async
 
 from agents import Protocol, Turn, build_messages
 from env import initial_state, load_maze, resolve_maze, save_maze
@@ -88,7 +89,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
         await player()
         return await game
 
-    result = asyncio.run(main())
+    result = run_async(main())
     assert result.stopped and len(result.written) == 1
     episodes, steps = read_run(run_dir)
     assert len(episodes) == 1

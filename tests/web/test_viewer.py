@@ -14,7 +14,7 @@ from PIL import Image
 
 from env.errors import BadInput
 from orchestrator.traces import read_run
-from orchestrator.web.viewer import build_view, script_json
+from orchestrator.web.viewer import build_view, copy_static, script_json, write_index
 
 
 def _page_data(html_text: str) -> dict:
@@ -158,4 +158,30 @@ def test_index_filters_and_links(view, page):
     page.click("#rows tr:not([hidden]) .c-maze_id a")
     page.wait_for_selector("body[data-ready='1']")
     assert "hostile on example" in page.inner_text("#title")
+    assert page.errors == []
+
+
+@pytest.mark.slow
+def test_an_index_of_540_episodes_opens_and_filters(view, page, tmp_path):
+    """The size of the study's ablation run; the speed goal itself lives in bench/viewer_speed.py."""
+    real = _page_data((view / "index.html").read_text())["episodes"]
+    rows = [{**real[i % len(real)], "model_name": f"m{i // 12 % 3}", "condition": f"c{i % 12}", "repeat": i // 36}
+            for i in range(540)]
+    copy_static(tmp_path)
+    index = write_index(tmp_path, "ablation-sized", rows)
+    page.goto(index.as_uri())
+    page.wait_for_selector("body[data-ready='1']")
+    opened_ms = int(page.get_attribute("body", "data-ready-ms"))
+    assert page.inner_text("#count") == "showing 540 of 540"
+    assert page.locator("#rows tr").count() == 200  # drawn a page at a time
+    page.click("#more")
+    assert page.locator("#rows tr").count() == 400
+    page.click("th[data-col='repeat']")
+    page.click("th[data-col='repeat']")  # descending
+    assert page.inner_text("#rows tr:first-child .c-repeat") == "14"
+    page.select_option("#f-condition", "c3")
+    page.select_option("#f-model_name", "m0")
+    assert page.inner_text("#count") == "showing 15 of 540" and page.locator("#rows tr").count() == 15
+    assert not page.is_visible("#more")
+    assert opened_ms < 10_000  # a sanity bound only: bench/viewer_speed.py holds the 2 s goal
     assert page.errors == []

@@ -36,8 +36,14 @@
     head.appendChild(th);
   }
 
+  // Rows are drawn a page at a time: laying out thousands of table rows is what makes a big
+  // index slow to open, and nobody reads past the first screens without filtering.
+  const PAGE = 200;
   const body = document.getElementById("rows");
-  const rows = eps.map((e) => {
+  const rows = eps.map((e) => ({ e, tr: null }));
+  function rowElement(r) {
+    if (r.tr) return r.tr;
+    const e = r.e;
     const tr = document.createElement("tr");
     tr.className = e.solved ? "solved" : "unsolved";
     for (const col of data.columns) {
@@ -54,12 +60,11 @@
       tr.appendChild(td);
     }
     tr.addEventListener("click", (ev) => { if (ev.target.tagName !== "A") location.href = e.href; });
-    return { e, tr };
-  });
-  const frag = document.createDocumentFragment();
-  for (const r of rows) frag.appendChild(r.tr);
-  body.appendChild(frag);
+    r.tr = tr;
+    return tr;
+  }
 
+  let order = rows, matching = rows, limit = PAGE;
   let sortKey = null, sortDir = 1;
   function sortBy(col) {
     sortDir = sortKey === col ? -sortDir : 1;
@@ -71,23 +76,35 @@
       if (y === null || y === undefined) return -1;
       return (x < y ? -1 : 1) * sortDir;
     };
-    const f = document.createDocumentFragment();
-    for (const r of rows.slice().sort(cmp)) f.appendChild(r.tr);
-    body.appendChild(f);
+    order = rows.slice().sort(cmp);
     for (const th of head.children) th.className = th.dataset.col === col ? (sortDir > 0 ? "asc" : "desc") : "";
+    apply();
+  }
+
+  function draw() {
+    const frag = document.createDocumentFragment();
+    for (const r of matching.slice(0, limit)) frag.appendChild(rowElement(r));
+    body.replaceChildren(frag);
+    const more = document.getElementById("more");
+    const left = matching.length - limit;
+    more.hidden = left <= 0;
+    more.textContent = "show " + Math.min(PAGE, left) + " more (" + left + " not shown)";
   }
 
   function apply() {
     const want = {};
     for (const key of FILTERS) want[key] = document.getElementById("f-" + key).value;
-    let shown = 0;
-    for (const r of rows) {
-      const ok = FILTERS.every((k) => want[k] === "" || show(r.e[k]) === want[k]);
-      r.tr.hidden = !ok;
-      if (ok) shown++;
-    }
-    document.getElementById("count").textContent = "showing " + shown + " of " + rows.length;
+    matching = order.filter((r) => FILTERS.every((k) => want[k] === "" || show(r.e[k]) === want[k]));
+    limit = PAGE;
+    document.getElementById("count").textContent = "showing " + matching.length + " of " + rows.length;
+    draw();
   }
+  document.getElementById("more").addEventListener("click", () => { limit += PAGE; draw(); });
   apply();
-  document.body.dataset.ready = "1";
+  // when the first frame with everything drawn has been painted: for the browser tests and
+  // bench/viewer_speed.py
+  requestAnimationFrame(() => setTimeout(() => {
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = "1";
+  }, 0));
 })();
