@@ -15,7 +15,9 @@
     for (const [k, v] of pairs) {
       const dt = document.createElement("dt"); dt.textContent = k;
       const dd = document.createElement("dd"); dd.textContent = fmt(v);
-      dl.append(dt, dd);
+      const pair = document.createElement("div");  // keeps a name and its value on one line
+      pair.append(dt, dd);
+      dl.appendChild(pair);
     }
   }
   function svg(tag, attrs) {
