@@ -20,7 +20,7 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agents.parse import parse_action
@@ -102,7 +102,6 @@ class CallResult:
     latency_s: float = 0.0
     finish_reason: str = ""
     retries: int = 0
-    delays: list[float] = field(default_factory=list)
 
 
 class _Retryable(Exception):
@@ -141,11 +140,15 @@ class LLMAgent:
         self.name = name or model
         self.api_base = api_base
         self.params = dict(params or {})
-        self.timeout_s = float(self.params.pop("timeout", DEFAULT_TIMEOUT_S))
+        self.timeout_s = self.params.pop("timeout", DEFAULT_TIMEOUT_S)
+        if not isinstance(self.timeout_s, int | float) or isinstance(self.timeout_s, bool) or self.timeout_s <= 0:
+            raise BadInput(self.name, "params.timeout", "must be a positive number of seconds")
         retries = self.params.pop("retries", None)
         self.retry = retry or RetryPolicy()
         if retries is not None:
-            self.retry = RetryPolicy(max_retries=int(retries), base_s=self.retry.base_s, cap_s=self.retry.cap_s,
+            if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+                raise BadInput(self.name, "params.retries", "must be a whole number, 0 or more")
+            self.retry = RetryPolicy(max_retries=retries, base_s=self.retry.base_s, cap_s=self.retry.cap_s,
                                      max_retry_after_s=self.retry.max_retry_after_s)
         for forbidden in ("api_key", "num_retries", "max_retries"):
             if forbidden in self.params:
@@ -275,7 +278,6 @@ class LLMAgent:
             kwargs["api_key"] = self._api_key
         lib = litellm_module()
         retries = 0
-        delays: list[float] = []
         while True:
             started = time.perf_counter()
             try:
@@ -287,16 +289,14 @@ class LLMAgent:
                 if not getattr(response, "choices", None):
                     raise _Retryable("EmptyChoices", "the server answered with an empty choices list")
                 result = self._read(response, latency)
-                result.retries, result.delays = retries, delays
+                result.retries = retries
                 return result
             except _Retryable as err:
                 if retries >= self.retry.max_retries:
                     raise InfraError(err.error_class, scrub(
                         f"{self.name}: gave up after {retries + 1} attempts: {err}", self._secrets)) from None
-                delay = self.retry.delay(retries, err.retry_after, self._rng)
-                delays.append(delay)
                 retries += 1
-                await self._sleep(delay)
+                await self._sleep(self.retry.delay(retries - 1, err.retry_after, self._rng))
 
     def _classify(self, err: Exception) -> Exception:
         """A retryable error, or the ``InfraError`` to raise at once."""

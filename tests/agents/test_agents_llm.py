@@ -209,6 +209,10 @@ def test_configuration_errors_are_bad_input(monkeypatch):
         build_agent("openai/x", Protocol(), api_key_env="GRIDBENCH_UNSET_KEY")
     with pytest.raises(BadInput, match="params.api_key"):
         build_agent("openai/x", Protocol(), params={"api_key": "sk-inline-123456789"})
+    with pytest.raises(BadInput, match="params.timeout"):
+        build_agent("openai/x", Protocol(), params={"timeout": "soon"})
+    with pytest.raises(BadInput, match="params.retries"):
+        build_agent("openai/x", Protocol(), params={"retries": -1})
     with pytest.raises(BadInput, match="price.output"):
         build_agent("openai/x", Protocol(), price={"input": 1e-6})
 
