@@ -52,7 +52,8 @@ def run_checks(maze: Maze, cap: int = STATE_CAP) -> list[CheckResult]:
         out.append(CheckResult("reachable", False, None, f"{sol.status}: {why}"))
     out.extend(check_necessity(maze, cap))
     try:
-        table = distance_table(maze) if cap == STATE_CAP else DistanceTable(maze, cap)
+        # not the per-maze cache: the generator checks thousands of candidates it mostly throws away
+        table = DistanceTable(maze, cap)
     except OverflowError:
         for name in CHECKS[2:]:
             out.append(CheckResult(name, False, None, f"not checked: more than {cap} reachable states"))

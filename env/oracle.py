@@ -312,14 +312,14 @@ class StateSpace:
 
     def _forward_row(self, m: int) -> array:
         """Per navigation state of configuration ``m``: the navigation state ``forward`` leads
-        to, or -1 when blocked. Built on first use; 8 bytes per entry."""
+        to, or -1 when blocked. Built on first use; 4 bytes per entry."""
         while len(self._py_forward) <= m:
             k = len(self._py_forward)
             nav = np.arange(self.N, dtype=np.int64)
             front = self.front
             ok = (front >= 0) & self.passable[k][front]
-            row = np.where(ok, 4 * front + (nav & 3), -1).astype(np.int64)
-            self._py_forward.append(array("q", row.tobytes()))
+            row = np.where(ok, 4 * front + (nav & 3), -1).astype(np.int32)
+            self._py_forward.append(array("i", row.tobytes()))
         return self._py_forward[m]
 
     def _mechanism_moves_scalar(self, m: int, nav: int) -> list[tuple[int, int]]:
