@@ -86,12 +86,14 @@ def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd
             "wall_bump_share": g["wall_bumps"].sum(min_count=1) / g["window"].sum(),
             "episodes_wall_bump_majority": int(g["wall_bump_majority"].sum()),
             "episodes_bump_majority": int((g["bumps"] > g["window"] / 2).sum()),
+            "stalled_episodes": int((g["termination"] == "stall").sum()),
+            "stalled_wall_bump_majority": int((g["wall_bump_majority"] & (g["termination"] == "stall")).sum()),
         })
     return per, order_arms(pd.DataFrame(rows), traces)
 
 
 QUARTER_KINDS = {"revisit": "revisits", "turn": "turns", "unseen": "unseen cell", "bump": "bumps",
-                 "moved": "moves"}
+                 "wall_bump": "wall bumps", "moved": "moves"}
 
 
 def quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
@@ -101,7 +103,8 @@ def quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     for (arm, q), g in with_pooled(st).groupby(["arm", "quarter"], sort=False):
         row = {"arm": arm, "quarter": int(q), "steps": len(g), "episodes": g["episode_id"].nunique()}
         for col in QUARTER_KINDS:
-            row[f"{col}_share"] = float(g[col].mean())
+            # wall bumps are unknown (NaN) on steps whose maze was not found: those are left out
+            row[f"{col}_share"] = float(g[col].astype(float).mean())
         rows.append(row)
     t = pd.DataFrame(rows)
     if t.empty:

@@ -247,8 +247,9 @@ def verbs(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
 
 def quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     t = _only_arms(t)
+    bumps = ("wall_bump_share", "wall bumps") if t["wall_bump_share"].notna().any() else ("bump_share", "bumps")
     panels = (("revisit_share", "revisits"), ("turn_share", "turns"), ("unseen_share", "steps onto an unseen cell"),
-              ("bump_share", "bumps"))
+              bumps)
     fig, axes = _fig(h=3.6, ncols=len(panels), w=13)
     for ax, (col, title) in zip(axes, panels, strict=True):
         for arm in dict.fromkeys(t["arm"]):

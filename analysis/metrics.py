@@ -176,6 +176,18 @@ def headline(traces: Traces) -> dict[str, float | int]:
         "episodes_optimal_le_45": int((eps["optimal_actions"] <= SHORT_PATH).sum()),
         "solves_with_switch_gate": int(eps.loc[eps["content"].isin(["switch-gate only", "both"]), "solved"].sum()),
         "episodes_with_switch_gate": int(eps["content"].isin(["switch-gate only", "both"]).sum()),
+        **solved_mazes(eps),
+    }
+
+
+def solved_mazes(eps: pd.DataFrame) -> dict[str, int | None]:
+    """What the solved episodes' mazes had: the study notes all its solves had no switch, no
+    distractor and a short optimal path."""
+    won = eps[eps["solved"]]
+    return {
+        "solves_max_optimal_actions": int(won["optimal_actions"].max()) if len(won) else None,
+        "solves_with_switches": int((won["n_switches"] > 0).sum()),
+        "solves_with_distractors": int((won["n_distractors"] > 0).sum()),
     }
 
 

@@ -246,6 +246,10 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
         f"Episodes with a switch-gate mechanism: {head['episodes_with_switch_gate']}, solved: "
         f"{head['solves_with_switch_gate']}.",
     ]
+    if head["solves"]:
+        lines.append(f"Solved episodes: longest optimal path {head['solves_max_optimal_actions']} actions; "
+                     f"{head['solves_with_switches']} on mazes with a switch, {head['solves_with_distractors']} "
+                     "on mazes with distractors.")
     ax = t.get("difficulty_axes")
     if ax is not None and ax["r2_increment"].notna().any():
         top = ax[ax["subset"] == "all"].sort_values("r2_increment", ascending=False).iloc[0]

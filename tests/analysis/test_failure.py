@@ -93,6 +93,7 @@ def test_wall_bumps_in_the_last_30_steps(data):
     assert a["failed_episodes"] == 3
     assert a["wall_bump_share"] == pytest.approx((30 + 0 + 1) / (30 + 19 + 8))
     assert a["episodes_wall_bump_majority"] == 1
+    assert (a["stalled_episodes"], a["stalled_wall_bump_majority"]) == (3, 1)
 
 
 def test_quarter_shares(data):
@@ -104,6 +105,9 @@ def test_quarter_shares(data):
     assert list(q["turn_share"]) == [0.0, 1.0, 0.0, 0.5]
     assert list(q["revisit_share"]) == [0.0, 0.0, 1.0, 0.0]
     assert list(q["bump_share"]) == [0.0, 0.0, 0.0, 0.5]
+    assert list(q["wall_bump_share"]) == [0.0, 0.0, 0.0, 0.5]
+    k = t[t["arm"] == "keys"]
+    assert k["bump_share"].sum() > 0 and k["wall_bump_share"].sum() == 0  # its one bump hit the key
     w = t[t["arm"] == "walls"].set_index("quarter")
     # 35 steps: quarters of 9, 9, 9, 8 steps; the two moves are in the first
     assert list(w["steps"]) == [9, 9, 9, 8]

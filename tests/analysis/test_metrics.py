@@ -97,6 +97,7 @@ def test_progress_and_closest_approach(traces):
     h = headline(traces)
     assert h["solves"] == 2 and h["near_unsolved"] == 1 and h["mazes"] == 4 and h["mazes_solved_by_none"] == 2
     assert h["episodes_with_switch_gate"] == 4 and h["solves_with_switch_gate"] == 0
+    assert (h["solves_max_optimal_actions"], h["solves_with_switches"], h["solves_with_distractors"]) == (80, 0, 0)
 
 
 def test_bands_counts_means_and_intervals(traces):
