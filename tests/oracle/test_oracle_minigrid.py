@@ -15,7 +15,7 @@ from env.oracle import solve
 CASES = [
     (env_id, seed)
     for env_id in ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-8x8-v0", "MiniGrid-MultiRoom-N2-S4-v0",
-                   "MiniGrid-MultiRoom-N4-S5-v0", "MiniGrid-FourRooms-v0", "MiniGrid-SimpleCrossingS9N2-v0",
+                   "MiniGrid-MultiRoom-N4-S5-v1", "MiniGrid-FourRooms-v0", "MiniGrid-SimpleCrossingS9N2-v0",
                    "MiniGrid-SimpleCrossingS11N5-v0")
     for seed in (0, 1, 2, 5)
 ]
