@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_results import record  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import track  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -116,6 +117,11 @@ def main() -> int:
         console.print(f"explorer steps / optimal when solved: median {statistics.median(ratios):.2f}, "
                       f"max {max(ratios):.2f}")
     console.print(f"random (any of {args.random_seeds} seeds) solved {solved['random']}/{len(mazes)}")
+    record("explorer solves within the step cap", "", f"{solved['explorer']}/{len(mazes)}",
+           solved["explorer"] / max(1, len(mazes)), None)
+    if ratios:
+        record("explorer steps / optimal, median when solved", "", f"{statistics.median(ratios):.2f}",
+               statistics.median(ratios), None)
     return 0
 
 
