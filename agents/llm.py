@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import re
@@ -56,6 +57,8 @@ def litellm_module() -> Any:
         # estimates of reasoning tokens use litellm's bundled tokenizers: offline nodes would
         # otherwise try (and wait) to download one from the Hugging Face hub
         litellm.disable_hf_tokenizer_download = True
+        # failures reach the trace through InfraError; litellm's own warnings are noise there
+        logging.getLogger("LiteLLM").setLevel(logging.ERROR)
         _litellm = litellm
     return _litellm
 
