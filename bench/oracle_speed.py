@@ -139,7 +139,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--naive-cap", type=int, default=100_000, help="states the naive BFS may visit on the capped maze")
     ap.add_argument("--set-size", type=int, default=200)
-    ap.add_argument("--repeats", type=int, default=5, help="oracle runs per maze (the best counts)")
+    ap.add_argument("--repeats", type=int, default=10, help="oracle runs per maze (the best counts)")
     args = ap.parse_args()
 
     speed = Table("maze", "size", "oracle states", "oracle CPU s", "oracle states/s", "naive states",

@@ -353,20 +353,22 @@ class StateSpace:
         es, ed, ea = out.edge_src, out.edge_dst, out.edge_act
         first_new, first_count = len(ids_out), count
         seen.ensure((len(self.configs) + 1) * N)
+        self._forward_row(len(self.configs) - 1)
         rows = seen.view()
         for sid, si in zip(f_ids, f_idx, strict=True):
             m, nav = divmod(sid, N)
             if nav >> 2 == goal:
                 continue
             base = m * N
-            fn = (fwd[m] if m < len(fwd) else self._forward_row(m))[nav]
+            fn = fwd[m][nav]
             moves = [(base + tl[nav], LEFT), (base + tr[nav], RIGHT)]
             if fn >= 0:
                 moves.append((base + fn, FORWARD))
             if mech[nav]:
                 moves += self._mechanism_moves_scalar(m, nav)
-                if len(rows) < (len(self.configs) + 1) * N:
+                if len(fwd) < len(self.configs):  # the move met new configurations
                     seen.ensure((len(self.configs) + 1) * N)
+                    self._forward_row(len(self.configs) - 1)
                     rows = seen.view()
             for n, a in moves:
                 i = rows[n]
