@@ -199,3 +199,13 @@ def test_every_search_path_gives_the_same_answers(monkeypatch, mazes_random, sca
             if d and s.pos != tuple(m.goal):
                 nxt = [table.action_distance(step(m, s, a)[0]) for a in _USEFUL]
                 assert d == 1 + min(x for x in nxt if x is not None)
+
+
+def test_table_distance_equals_reference_search_from_that_state(mazes_random):
+    rng = random.Random(5)
+    compared = 0
+    for m in mazes_random[:30]:
+        for s in _random_reachable(m, rng, 8):
+            assert action_distance(m, s) == reference_solve(m, s).optimal_actions, (m.id, s)
+            compared += 1
+    assert compared > 100
