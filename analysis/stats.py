@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import stats
+from statsmodels.regression.linear_model import OLS
 
 CONFIDENCE = 0.95
 RESAMPLES = 9_999
@@ -99,8 +99,8 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
     base_X = np.column_stack([np.ones(len(d)), fixed])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = sm.OLS(y, np.column_stack([base_X, x])).fit()
-        base = sm.OLS(y, base_X).fit()
+        full = OLS(y, np.column_stack([base_X, x])).fit()
+        base = OLS(y, base_X).fit()
     constant = len(np.unique(x)) < 2
     return {
         **out,
