@@ -281,7 +281,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
         task = bar.add_task("episodes", total=len(episodes))
         for i, (ep, name) in enumerate(zip(episodes, names, strict=True)):
             maze = mazes.get(ep.get("maze_checksum"))
-            if maze is None:
+            if maze is None and ep["steps"]:
                 summary.without_frames.append(ep["episode_id"])
             data, drawn = episode_data(ep, steps.get(ep["episode_id"], []), maze,
                                        mazes.optimal_path(maze) if maze is not None else [],

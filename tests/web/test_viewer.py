@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HOSTILE_REPLIES
+from conftest import HOSTILE_REPLIES, make_run
 from PIL import Image
 
 from env.errors import BadInput
@@ -185,3 +185,23 @@ def test_an_index_of_540_episodes_opens_and_filters(view, page, tmp_path):
     assert not page.is_visible("#more")
     assert opened_ms < 10_000  # a sanity bound only: bench/viewer_speed.py holds the 2 s goal
     assert page.errors == []
+
+
+def test_error_episodes_and_mazes_missing_from_the_manifest_still_get_pages(tmp_path, example_maze):
+    from agents import Protocol
+    from orchestrator.episode import error_result
+    from orchestrator.traces import write_episode
+
+    run = make_run(tmp_path / "run", [(example_maze, "builtin/oracle", "baseline", 0)])
+    fields = {"run": "run", "episode_id": "crashed", "model_name": "m", "model": "builtin/random",
+              "condition": "baseline", "repeat": 0}
+    write_episode(run, error_result(fields, example_maze, Protocol.preset("final"), "ActorDied", "node lost", 3))
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["mazes"] = {}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    summary = build_view(run, progress=False)
+    assert summary.episodes == 2 and summary.without_frames == [f"ep0000-{example_maze.id}-oracle"]
+    data = _page_data((run / "view" / "episodes" / "ep0000-example-oracle.html").read_text())
+    assert data["frames"] is None and len(data["steps"]) == 19 and data["heat"]
+    crashed = _page_data((run / "view" / "episodes" / "crashed.html").read_text())
+    assert crashed["episode"]["termination"] == "error" and crashed["steps"] == []

@@ -39,12 +39,17 @@
   for (const [id, href] of [["prev", data.prev], ["next", data.next]]) {
     if (href) $(id).href = href; else $(id).hidden = true;
   }
+  if (ep.error_class || ep.error_message) {
+    $("error").hidden = false;
+    $("error").textContent = "Infrastructure error (not a model outcome): " + (ep.error_class || "") + ": " + (ep.error_message || "");
+  }
   if (data.mismatch) { $("mismatch").hidden = false; $("mismatch").textContent = "Replay disagrees with the trace: " + data.mismatch; }
   if (!data.frames) {
     $("no-frames").hidden = false;
-    $("no-frames").textContent = "Maze " + ep.maze_id + " was not found with the recorded content, so no frames are shown "
-      + "(pass the maze files with --mazes).";
+    $("no-frames").textContent = "Maze " + ep.maze_id + " (with the recorded checksum) is not in the run's manifest, "
+      + "so no frames are shown.";
     $("stage").hidden = true;
+    $("toggles").hidden = true;
   }
 
   // ---- overlays: heat map and optimal path ----------------------------------------------------
@@ -143,7 +148,7 @@
       const st = data.start;
       facts($("step-facts"), st ? [["position", "(" + st.x + ", " + st.y + ") facing " + DIRS[st.dir]],
         ["action distance", ep.d_start_action], ["tile distance", ep.d_start_tile]] : []);
-      $("reply").textContent = "(the episode starts here; step 1's reply follows)";
+      $("reply").textContent = n ? "(the episode starts here; step 1's reply follows)" : "(no step was taken)";
       $("reasoning").textContent = "";
       $("reasoning-size").textContent = "";
       $("summary").textContent = "";
