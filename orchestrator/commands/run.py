@@ -155,6 +155,7 @@ def run_command(
         return
 
     from orchestrator.driver import Driver, connect
+    from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool, served_models
 
     started = connect(address)
@@ -166,7 +167,12 @@ def run_command(
             # model servers first: episodes of served models get their endpoint and node from the pool
             pool = ServerPool(run_dir, served, history_frames=max(c.protocol.history_frames for c in s.conditions))
             Console(stderr=True).print(f"starting model servers for {', '.join(m.name for m in served)} ...")
-            pool.start()
+            try:
+                pool.start()
+            except ServerStartError as err:
+                # not bad input: the server's own log tail says what went wrong
+                print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
+                raise typer.Exit(1) from None
         driver = Driver(s, run_dir, run=run_name, retry_errors=retry_errors, pool=pool,
                         reporter=RichReporter(Console(stderr=True)), command=["gridbench", "run", *sys.argv[2:]])
         outcome = driver.execute()
