@@ -89,7 +89,7 @@ class ModelServerProcess:
         self.log_path = Path(log_path)
         self.port_offset = port_offset
         self.model_path = model_path
-        self.state = "new"  # new | starting | ready | restarting | failed | stopped
+        self.state = "new"  # new | starting | ready | down | restarting | failed | stopped
         self.generation = 0
         self.restarts = 0
         self.start_s: list[float] = []
@@ -125,8 +125,11 @@ class ModelServerProcess:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
+            state = self.state
+            if state == "ready" and self.proc is not None and self.proc.poll() is not None:
+                state = "down"  # died since the supervisor's last look: it restarts it shortly
             return {
-                "name": self.name, "replica": self.replica, "state": self.state,
+                "name": self.name, "replica": self.replica, "state": state,
                 "generation": self.generation, "restarts": self.restarts, "url": self.url,
                 "host": self.host, "port": self.port, "pid": self.proc.pid if self.proc else None,
                 "start_s": list(self.start_s), "last_error": self.last_error,
@@ -265,11 +268,14 @@ class ModelServerProcess:
     def _command(self) -> list[str]:
         if self.spec.engine == "vllm":
             return vllm_command(self.model, self.spec, host=self.host, port=self.port)
-        if self.model_path is None:
-            from orchestrator.serving.bundled import bundled_model_path
+        from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, bundled_model_path
 
+        if self.model_path is None:
             self.model_path = self.spec.model or str(bundled_model_path())
-        return llama_cpp_command(self.model, self.spec, model_path=self.model_path, host=self.host, port=self.port)
+        return llama_cpp_command(
+            self.model, self.spec, model_path=self.model_path, host=self.host, port=self.port,
+            chat_format=None if self.spec.model else BUNDLED_CHAT_FORMAT,
+        )
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

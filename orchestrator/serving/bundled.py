@@ -16,6 +16,8 @@ from pathlib import Path
 BUNDLED_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 # the litellm string sweeps use for it; llama.cpp serves it under the part after "openai/"
 BUNDLED_MODEL = "openai/gemma-3-270m"
+# the GGUF holds no chat template, and llama-cpp-python's fallback (llama-2) makes Gemma stop at once
+BUNDLED_CHAT_FORMAT = "gemma"
 
 
 class BundledModelError(RuntimeError):
@@ -52,6 +54,7 @@ def bundled_model_path(cache_dir: str | Path | None = None) -> Path:
         gemma.assemble(output_path=tmp, overwrite=True)  # checks the package's own sha256 too
         if sha256_file(Path(tmp)) != BUNDLED_SHA256:
             raise BundledModelError(f"assembled {target.name} does not match its pinned sha256")
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the model is no secret
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

@@ -56,8 +56,12 @@ def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executabl
 
 def llama_cpp_command(
     model: str, spec: ServeSpec, *, model_path: str, host: str, port: int, python: str | None = None,
+    chat_format: str | None = None,
 ) -> list[str]:
-    """llama-cpp-python's OpenAI-compatible server for one replica."""
+    """llama-cpp-python's OpenAI-compatible server for one replica.
+
+    ``chat_format`` is used when the spec names none (the bundled model needs one).
+    """
     if spec.engine != "llama_cpp":
         raise ValueError(f"llama_cpp_command needs engine llama_cpp, got {spec.engine}")
     cmd = [
@@ -65,11 +69,12 @@ def llama_cpp_command(
         "--model", model_path,
         "--model_alias", served_name(model),
         "--n_ctx", str(spec.n_ctx),
+        "--seed", str(spec.seed),
         "--host", host,
         "--port", str(port),
     ]
     if spec.n_threads is not None:
         cmd += ["--n_threads", str(spec.n_threads)]
-    if spec.chat_format:
-        cmd += ["--chat_format", spec.chat_format]
+    if spec.chat_format or chat_format:
+        cmd += ["--chat_format", spec.chat_format or chat_format]
     return cmd

