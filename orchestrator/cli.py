@@ -10,6 +10,14 @@ import typer
 
 from env.errors import BadInput
 
+try:  # typer >= 0.29 parses with its own copy of click, whose errors are not click's
+    from typer._click import exceptions as _typer_click
+except ImportError:  # older typer uses click itself
+    _typer_click = click.exceptions
+USAGE_ERRORS = (click.exceptions.UsageError, _typer_click.UsageError)
+CLICK_ERRORS = (click.exceptions.ClickException, _typer_click.ClickException)
+ABORTS = (click.exceptions.Abort, typer.Abort, getattr(_typer_click, "Abort", click.exceptions.Abort))
+
 COMMAND_MODULES = (
     "orchestrator.commands.maze",
     "orchestrator.commands.pool",
@@ -46,11 +54,11 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(code)
     except BadInput as e:
         fail(str(e))
-    except click.exceptions.Abort:
+    except ABORTS:
         fail("aborted", 130)
-    except click.exceptions.UsageError as e:
+    except USAGE_ERRORS as e:
         fail(e.format_message().splitlines()[0] if e.format_message() else "bad usage")
-    except click.exceptions.ClickException as e:
+    except CLICK_ERRORS as e:
         fail(e.format_message(), e.exit_code)
     except click.exceptions.Exit as e:
         raise SystemExit(e.exit_code) from None
