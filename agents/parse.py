@@ -43,10 +43,13 @@ def _strip_reasoning(reply: str) -> str:
     return text[: m.start()] if m else text
 
 
+_ONLY_TAGS = re.compile(r"^\s*(</?[A-Za-z_][\w-]*>\s*)+$")
+
+
 def _last_line(text: str) -> str:
-    """The last line carrying any letter or digit: closing code fences and rules are skipped."""
+    """The last line with a letter or digit; closing code fences, rules and bare tags are skipped."""
     for line in reversed(text.splitlines()):
-        if any(ch.isalnum() for ch in line):
+        if any(ch.isalnum() for ch in line) and not _ONLY_TAGS.match(line):
             return line.strip()
     return ""
 
