@@ -744,6 +744,9 @@ class DistanceTable:
             sid = self.space.encode(state)
         except Unencodable:
             return -1
+        rows = self.sweep.seen.rows
+        if rows is not None:  # the common, dense case without building an array
+            return int(rows[sid]) if sid < rows.size else -1
         return int(self.sweep.seen.get(np.array([sid], dtype=np.int64))[0])
 
     def action_distance(self, state: MazeState) -> int | None:
