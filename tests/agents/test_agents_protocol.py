@@ -81,3 +81,12 @@ def test_docs_describe_every_field_and_show_the_minimal_prompt():
     assert (root / "agents" / "prompts" / "minimal.txt").read_text().strip() in doc
     for preset in PRESETS.values():
         assert preset.hash in doc
+
+
+def test_agents_never_import_ray():
+    import subprocess
+    import sys
+
+    code = ("import sys, agents, agents.llm, agents.scripted_server, agents.builtin; "
+            "sys.exit(1 if 'ray' in sys.modules else 0)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
