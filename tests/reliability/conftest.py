@@ -1,0 +1,91 @@
+"""Shared pieces of the reliability suite: the orchestrator's small test mazes, sweep files,
+a finished run built without Ray, and helpers to run the real command line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+MAZES = ROOT / "tests" / "orchestrator" / "mazes"
+BUILTINS = [{"name": "oracle", "model": "builtin/oracle"}, {"name": "random", "model": "builtin/random"},
+            {"name": "explorer", "model": "builtin/explorer"}]
+
+
+def sweep_file(path: Path, **fields) -> Path:
+    """A sweep file over the test mazes with the built-in agents, fields replaced by ``fields``."""
+    data = {"name": path.stem, "mazes": str(MAZES), "models": BUILTINS, **fields}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def gridbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300,
+              **popen) -> subprocess.CompletedProcess:
+    """The real ``gridbench`` command in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=cwd or ROOT,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+                          **popen)
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*")}
+
+
+@pytest.fixture(scope="session")
+def maze_dir() -> Path:
+    return MAZES
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> Path:
+    """A small run (oracle and random on two mazes) written by the episode runner, no Ray."""
+    from agents import Protocol
+    from agents.builtin import make_builtin
+    from env import load_maze
+    from orchestrator.episode import run_episode
+    from orchestrator.traces import write_episode, write_manifest
+
+    run_dir = tmp_path_factory.mktemp("runs") / "done"
+    mazes = [load_maze(MAZES / "scale-8.json"), load_maze(MAZES / "keydoor-8.json")]
+    protocol = Protocol.preset("final")
+
+    async def go() -> None:
+        for i, maze in enumerate(mazes):
+            for model in ("oracle", "random"):
+                result = await run_episode(maze, make_builtin(model, seed=i), protocol, run="done",
+                                           episode_id=f"ep{i}-{model}", model_name=model, model=f"builtin/{model}",
+                                           condition="default", repeat=0)
+                write_episode(run_dir, result)
+
+    asyncio.run(go())
+    write_manifest(run_dir, run="done", sweep={"name": "done"}, mazes={m.checksum: m.to_dict() for m in mazes},
+                   invocation={"command": ["test"]})
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A real two-CPU local Ray for one module, shut down after it."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False,
+             logging_level="ERROR")
+    yield ray
+    ray.shutdown()
+
+
+def copy_mazes(dest: Path, names: list[str]) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        shutil.copy(MAZES / f"{n}.json", dest / f"{n}.json")
+    return dest
