@@ -145,21 +145,20 @@ def closest(ep: pd.DataFrame, colors: dict[str, str], near: int) -> Figure:
         jitter = rng.uniform(-0.18, 0.18, len(g))
         solved = g["solved"].to_numpy()
         ax.scatter(g["closest_action"][~solved], (i + jitter)[~solved], s=14, alpha=0.7, color=colors[arm],
-                   edgecolors="none", label="unsolved" if i == 0 else None)
-        ax.scatter(g["closest_action"][solved], (i + jitter)[solved], s=40, marker="*", color="black",
-                   label="solved" if i == 0 else None)
+                   edgecolors="none")
+        ax.scatter(g["closest_action"][solved], (i + jitter)[solved], s=40, marker="*", color="black")
         med = g["closest_action"].median()
         ax.plot([med, med], [i - 0.3, i + 0.3], color="black", lw=2)
-        ax.text(g["closest_action"].max() + 1, i,
-                f" median {med:g}, n={len(g)}", va="center", fontsize=8)
     ax.axvline(near, color="grey", ls="--", lw=1)
     ax.text(near, -0.6, f" {near} actions", color="grey", fontsize=8, va="bottom")
-    ax.set_yticks(np.arange(len(arms)), arms)
+    labels = [f"{a}\nmedian {ep.loc[ep['arm'] == a, 'closest_action'].median():g}, n={int((ep['arm'] == a).sum())}"
+              for a in arms]
+    ax.set_yticks(np.arange(len(arms)), labels)
     ax.set_ylim(len(arms) - 0.5, -0.8)
     ax.set_xlabel("closest approach: least action distance to the goal reached (actions)")
-    ax.set_title("Closest approach per episode (star: solved; bar: median)")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    ax.set_title("Closest approach per episode (dot: unsolved episode; star: solved; bar: median)")
     ax.margins(x=0.15)
+    ax.set_xlim(left=-1)
     return fig
 
 
@@ -174,8 +173,10 @@ def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
             x = np.arange(len(BANDS)) + off
             lo = (g[col] - g[f"{col}_ci_low"]).clip(lower=0)
             hi = (g[f"{col}_ci_high"] - g[col]).clip(lower=0)
+            counts = "/".join(str(int(n)) if pd.notna(n) else "0" for n in g["episodes"])
             ax.errorbar(x, g[col], yerr=[lo.fillna(0), hi.fillna(0)], marker="o", capsize=3,
-                        color=colors.get(arm, "black"), label=arm, lw=2.2 if arm == ALL else 1.2,
+                        color=colors.get(arm, "black"), label=f"{arm} (n per band {counts})",
+                        lw=2.2 if arm == ALL else 1.2,
                         ls="-" if arm == ALL else "--")
             if arm == ALL or len(arms) == 1:
                 for xi, v, n, s in zip(x, g[col], g["episodes"], g["solves"], strict=True):
@@ -188,7 +189,7 @@ def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
         ax.set_ylim(bottom=0)
     axes[0].set_title("Action progress by optimal path (95% CI, mazes resampled)")
     axes[1].set_title("Solve rate by optimal path (95% CI)")
-    axes[1].legend(frameon=False)
+    axes[1].legend(frameon=False, fontsize=8)
     return fig
 
 
