@@ -38,7 +38,7 @@ from agents.types import Decision, Turn
 from env import ACTIONS, BadInput, Maze
 from orchestrator.episode import EpisodeResult, run_episode
 from orchestrator.sweep import ModelEntry, episode_id
-from orchestrator.traces import completed_ids, write_episode, write_manifest
+from orchestrator.traces import completed_ids, read_manifest, write_episode, write_manifest
 from orchestrator.web.viewer import script_json, template
 
 HOST = "127.0.0.1"
@@ -267,23 +267,30 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
                on_ready: Callable[[str], None] | None = None, linger_s: float = 1.5) -> PlayResult:
     """Serve the game on 127.0.0.1 and play ``mazes`` in a row; each finished one is written at once."""
     check_name(name)
-    run = run_dir.name
+    earlier = read_manifest(run_dir) or {}
+    run = earlier.get("run", run_dir.name)
     model = ModelEntry(name=name, model=f"human/{name}")
     board = Board(asyncio.get_running_loop(), len(mazes))
     token = secrets.token_urlsafe(24)
     page = template("play.html").substitute(
         token=html.escape(token), keys=script_json(KEYS), title=html.escape(f"gridbench play · {name}"))
-    server = ThreadingHTTPServer((HOST, port), make_handler(board, token, page.encode()))
+    try:
+        server = ThreadingHTTPServer((HOST, port), make_handler(board, token, page.encode()))
+    except OSError as err:
+        raise BadInput("--port", "", f"cannot listen on {HOST}:{port}: {err.strerror or err}") from None
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="gridbench-play-http", daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, name="gridbench-play-http", daemon=True).start()
     url = f"http://{HOST}:{server.server_address[1]}/"
-    write_manifest(run_dir, run=run, sweep={
-        "name": "play", "mazes": [m.id for m in mazes], "protocol": protocol.to_dict(),
-        "models": [{"name": name, "model": model.model}], "conditions": [{"name": "baseline"}],
-    }, mazes={m.checksum: m.to_dict() for m in mazes}, invocation={"command": "play", "argv": sys.argv[1:]})
     result = PlayResult(run_dir)
     try:
+        # playing into an existing run (say, the models' run, to sit next to them in one report)
+        # keeps that run's sweep; the play is recorded as one more invocation
+        sweep = earlier.get("sweep") or {
+            "name": "play", "mazes": [m.id for m in mazes], "protocol": protocol.to_dict(),
+            "models": [{"name": name, "model": model.model}], "conditions": [{"name": "baseline"}],
+        }
+        write_manifest(run_dir, run=run, sweep=sweep, mazes={m.checksum: m.to_dict() for m in mazes},
+                       invocation={"command": "play", "player": model.model, "argv": sys.argv[1:]})
         if on_ready is not None:
             on_ready(url)
         done = completed_ids(run_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -104,10 +105,18 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
     assert corridor.checksum in manifest["mazes"]
 
 
-def test_a_bad_player_name_is_bad_input_before_anything_is_served(tmp_path):
+def test_a_bad_name_or_a_busy_port_is_bad_input_and_writes_nothing(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "play", "example", "--name", "../x",
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--name" in bad.stderr
+    assert list(tmp_path.iterdir()) == []
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        busy = subprocess.run([sys.executable, "-m", "orchestrator.cli", "play", "example", "--port", port,
+                               "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert busy.returncode == 2 and len(busy.stderr.strip().splitlines()) == 1 and "--port" in busy.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -189,3 +198,34 @@ def test_stop_midway_keeps_the_finished_maze(page, tmp_path, corridor_file):
     assert "stopped: wrote 1 episode(s)" in game.out
     episodes, steps = read_run(tmp_path / "q")
     assert episodes.maze_id.tolist() == ["corridor"] and set(steps.maze_id) == {"corridor"}
+
+
+def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, corridor_file):
+    """So one ``gridbench report`` holds the person and the models side by side."""
+    from conftest import make_run
+
+    corridor = load_maze(corridor_file)
+    run_dir = make_run(tmp_path / "models", [(corridor, "builtin/oracle", "baseline", 0)])
+    ready: asyncio.Queue = asyncio.Queue()
+
+    async def player() -> None:
+        url = await ready.get()
+        page = (await asyncio.to_thread(urllib.request.urlopen, url, None, 10)).read().decode()
+        token = re.search(r'name="play-token" content="([^"]+)"', page).group(1)
+        version = 0
+        for action in solve(corridor).plan_names:
+            _, view = await asyncio.to_thread(_call, f"{url}api/state?after={version}", token)
+            version = view["version"]
+            await asyncio.to_thread(_call, url + "api/act", token, {"action": action, "version": version})
+
+    async def main():
+        game = asyncio.create_task(play([corridor], name="ada", protocol=Protocol.preset("final"), run_dir=run_dir,
+                                        on_ready=ready.put_nowait, linger_s=0.1))
+        await player()
+        return await game
+
+    run_async(main())
+    manifest = read_manifest(run_dir)
+    assert manifest["sweep"] == {"name": "test"} and manifest["invocations"][-1]["player"] == "human/ada"
+    episodes, _ = read_run(run_dir)
+    assert sorted(episodes.model) == ["builtin/oracle", "human/ada"] and set(episodes.run) == {"models"}
