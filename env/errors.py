@@ -11,8 +11,8 @@ class BadInput(ValueError):
     """Input that breaks a documented rule: one line naming where and what."""
 
     def __init__(self, source: str, field: str, message: str):
-        self.source = str(source)
-        self.field = field
+        self.source = _printable(str(source))
+        self.field = _printable(str(field)) if field else field
         self.message = " ".join(str(message).split())
         super().__init__(self.line())
 
@@ -23,6 +23,11 @@ class BadInput(ValueError):
 
     def __str__(self) -> str:
         return self.line()
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: a key or path holding a newline stays one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def pydantic_field(loc: tuple) -> str:
