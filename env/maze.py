@@ -175,14 +175,26 @@ class Maze(BaseModel):
         return d
 
     def to_json(self) -> str:
-        """Canonical text: the grid one row per line, everything else compact and stable."""
+        """Canonical text: one grid row, one object, one meta field per line; leaves compact."""
         d = self.to_dict()
-        grid = d.pop("grid")
-        body = json.dumps(d, indent=2, sort_keys=False)
-        rows = ",\n           ".join(json.dumps(r) for r in grid)
-        # place the grid right after "id" so files read top-down like the design example
-        head, rest = body.split('\n  "start"', 1)
-        return f'{head}\n  "grid": [{rows}],\n  "start"{rest}\n'
+
+        def compact(v: Any) -> str:
+            return json.dumps(v, separators=(", ", ": "))
+
+        rows = ",\n           ".join(json.dumps(r) for r in d["grid"])
+        lines = [
+            f'  "format": {compact(d["format"])}',
+            f'  "id": {compact(d["id"])}',
+            f'  "grid": [{rows}]',
+            f'  "start": {compact(d["start"])}',
+            f'  "goal": {compact(d["goal"])}',
+        ]
+        objs = ",\n".join(f"    {compact(o)}" for o in d["objects"])
+        lines.append(f'  "objects": [\n{objs}\n  ]' if objs else '  "objects": []')
+        if "meta" in d:
+            meta = ",\n".join(f"    {compact(k)}: {compact(v)}" for k, v in d["meta"].items())
+            lines.append(f'  "meta": {{\n{meta}\n  }}')
+        return "{\n" + ",\n".join(lines) + "\n}\n"
 
     def __hash__(self) -> int:
         return hash(self.checksum)
