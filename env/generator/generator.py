@@ -1,0 +1,493 @@
+"""The maze generator: parameters in, a checked ``gridbench.maze/1`` maze out.
+
+``generate(params, seed)`` draws candidates from sub-seeds ``(seed, 0), (seed, 1), ...``; each
+candidate is fully determined by ``(params, seed, attempt, id)``, goes through the oracle and
+the four checks, and the first that passes (with its optimal plan inside the target band) is
+returned. ``meta.generator`` records exactly those four things, so ``regenerate(meta)`` rebuilds
+the same maze without searching again.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from env.errors import BadInput
+from env.generator.chains import (
+    PATTERNS,
+    carve_deadend,
+    chain_kinds,
+    cut_cells,
+    key_cells_ok,
+    natural_deadend,
+    regions,
+)
+from env.generator.topology import (
+    TOPOLOGIES,
+    Cell,
+    bfs_dist,
+    connected,
+    grid_rows,
+    layout,
+    neighbours,
+    shortest_path,
+)
+from env.maze import COLORS, FORMAT, Maze, maze_from_dict
+
+GENERATOR_VERSION = 1
+_STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
+PLACEMENT_TRIES = 80
+
+
+@dataclass(frozen=True)
+class GenParams:
+    """Everything that shapes a generated maze except the seed."""
+
+    width: int = 10
+    height: int = 10
+    topology: str = "perfect"
+    chain: str = "key_door"
+    mechanisms: int = 2  # steps in a *_sequence chain; fixed patterns ignore it
+    decoy_keys: int = 0
+    decoy_switches: int = 0
+    deadends: int = 0
+    band: tuple[int, int] = (1, 1000)  # accepted optimal action counts, both ends included
+
+    def __post_init__(self) -> None:
+        where = "generator parameters"
+        if self.topology not in TOPOLOGIES:
+            raise BadInput(where, "topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGIES)}")
+        if self.chain not in PATTERNS:
+            raise BadInput(where, "chain", f"{self.chain!r} is not one of {', '.join(PATTERNS)}")
+        if not (7 <= self.width <= 40 and 7 <= self.height <= 40):
+            raise BadInput(where, "width/height", f"{self.width}x{self.height}: sides from 7 to 40")
+        if not 1 <= self.mechanisms <= 4:
+            raise BadInput(where, "mechanisms", "from 1 to 4 chain steps")
+        for name in ("decoy_keys", "decoy_switches", "deadends"):
+            if not 0 <= getattr(self, name) <= 3:
+                raise BadInput(where, name, "from 0 to 3")
+        if self.chain == "none" and self.distractor_count:
+            raise BadInput(where, "chain", "distractors sit on top of mechanisms: a 'none' chain takes none")
+        lo, hi = self.band
+        if not 1 <= lo <= hi:
+            raise BadInput(where, "band", f"{list(self.band)} is not [low, high] with 1 <= low <= high")
+
+    @property
+    def distractor_count(self) -> int:
+        return self.decoy_keys + self.decoy_switches + self.deadends
+
+    @property
+    def category(self) -> str:
+        if self.chain == "none":
+            return "scale"
+        return "distractor" if self.distractor_count else "mechanism"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["band"] = list(self.band)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GenParams:
+        d = dict(d)
+        if "band" in d:
+            d["band"] = tuple(d["band"])
+        return cls(**d)
+
+
+@dataclass
+class GenStats:
+    """How many candidates a generation took: the acceptance rate is accepted / candidates."""
+
+    candidates: int = 0  # went through the oracle and the checks
+    accepted: int = 0
+    unplaced: int = 0  # the layout had no placement in the band; nothing to check
+    rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
+
+    def add(self, other: GenStats) -> None:
+        self.candidates += other.candidates
+        self.accepted += other.accepted
+        self.unplaced += other.unplaced
+        for k, v in other.rejected.items():
+            self.rejected[k] = self.rejected.get(k, 0) + v
+
+    @property
+    def acceptance(self) -> float:
+        return self.accepted / self.candidates if self.candidates else 0.0
+
+
+class GenerationError(RuntimeError):
+    def __init__(self, message: str, stats: GenStats):
+        super().__init__(message)
+        self.stats = stats
+
+
+@dataclass
+class Generated:
+    maze: Maze
+    optimal_actions: int
+    stats: GenStats
+
+
+# ---- estimating a plan's length without the oracle ----------------------------------------
+
+
+def _nav(state: tuple[int, int, int], passable: set[Cell], done) -> tuple[int, tuple[int, int, int]] | None:
+    """Fewest turn/forward actions from ``state`` (x, y, dir) to a state where ``done`` holds."""
+    if done(state):
+        return 0, state
+    dist = {state: 0}
+    q = deque([state])
+    while q:
+        s = q.popleft()
+        x, y, d = s
+        dx, dy = _STEPS[d]
+        nexts = [(x, y, (d - 1) % 4), (x, y, (d + 1) % 4)]
+        if (x + dx, y + dy) in passable:
+            nexts.append((x + dx, y + dy, d))
+        for n in nexts:
+            if n not in dist:
+                dist[n] = dist[s] + 1
+                if done(n):
+                    return dist[n], n
+                q.append(n)
+    return None
+
+
+def _facing(target: Cell):
+    def done(s):
+        dx, dy = _STEPS[s[2]]
+        return (s[0] + dx, s[1] + dy) == target
+    return done
+
+
+def _standing(target: Cell):
+    return lambda s: (s[0], s[1]) == target
+
+
+def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, steps: list[dict],
+                     key_cells: set[Cell]) -> int | None:
+    """Actions for the intended route: each step's enabler, then its barrier, then the goal.
+
+    The oracle has the last word; this only keeps candidates far outside the band from it.
+    """
+    barriers = {s["barrier"] for s in steps}
+    passable = floor - barriers - key_cells
+    total, state = 0, start
+    carrying = False
+    for s in steps:
+        if s["kind"] == "key":
+            r = _nav(state, passable, _facing(s["enabler"]))
+            if r is None:
+                return None
+            total, state = total + r[0] + 1, r[1]
+            if not carrying:  # a swap leaves the carried key where this one lay
+                passable.add(s["enabler"])
+            carrying = True
+            r = _nav(state, passable, _facing(s["barrier"]))
+            if r is None:
+                return None
+            total, state = total + r[0] + 1, r[1]
+        else:
+            r = _nav(state, passable, _standing(s["enabler"]))
+            if r is None:
+                return None
+            total, state = total + r[0] + 1, r[1]
+        passable.add(s["barrier"])
+    r = _nav(state, passable, _standing(goal))
+    if r is None:
+        return None
+    return total + r[0]
+
+
+# ---- one candidate ---------------------------------------------------------------------------
+
+
+def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) -> Maze | None:
+    """The maze for one sub-seed, or None when this layout has no placement in the band."""
+    rng = random.Random(f"gridbench-generator/{GENERATOR_VERSION}:{seed}:{attempt}")
+    floor = layout(params.topology, params.width, params.height, rng)
+    kinds = chain_kinds(params.chain, params.mechanisms, rng)
+    lo, hi = params.band
+    cells = sorted(floor)
+    if len(cells) < 4 + 2 * len(kinds):
+        return None
+    # cells a key may hold: taking one out of the floor leaves the rest connected
+    key_safe = {c for c in cells if connected(floor - {c})}
+    # how hard to stretch the route: nudged up after a plan too short, down after one too long
+    stretch = min(0.9, lo / (hi + 1) * 0.8)
+    for _ in range(PLACEMENT_TRIES):
+        placed = _place(floor, cells, key_safe, kinds, params, rng, stretch)
+        if placed is None:
+            continue
+        est = estimate_actions(floor, placed["start"], placed["goal"], placed["steps"], placed["key_cells"])
+        if est is None:
+            continue
+        if est < lo:
+            stretch = min(1.0, stretch + 0.1)
+        elif est > hi:
+            stretch = max(0.0, stretch - 0.1)
+        else:
+            return _assemble(params, seed, attempt, maze_id, floor, kinds, placed, rng)
+    return None
+
+
+def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tuple[str, ...],
+           params: GenParams, rng: random.Random, stretch: float) -> dict | None:
+    if rng.random() < stretch:
+        # near one end of the layout's longest walks
+        d0 = bfs_dist(rng.choice(cells), floor)
+        rim = sorted(cells, key=lambda c: -d0[c])
+        start = rng.choice(rim[: max(3, len(rim) // 8)])
+    else:
+        start = rng.choice(cells)
+    dist = bfs_dist(start, floor)
+    lo, hi = params.band
+    reach = [c for c, d in dist.items() if 2 <= d <= hi]
+    if not reach:
+        return None
+    reach.sort(key=lambda c: dist[c])
+    far = reach[int(len(reach) * min(0.95, stretch)):] or reach
+    goal = rng.choice(far)
+    path = shortest_path(start, goal, floor)
+    n = len(kinds)
+    barrier_idx: list[int] = []
+    regs: list[set[Cell]] = [floor]
+    if n:
+        cuts = cut_cells(path, floor)
+        # doors and gates look like doors: a cell with floor on two opposite sides
+        good = [i for i in cuts if _doorlike(path[i], floor)] or cuts
+        if len(good) < n:
+            return None
+        barrier_idx = sorted(rng.sample(good, n))
+        if any(b - a < 2 for a, b in zip(barrier_idx, barrier_idx[1:], strict=False)):
+            return None
+        got = regions(path, barrier_idx, floor)
+        if got is None:
+            return None
+        regs = got
+    used = {start, goal} | {path[i] for i in barrier_idx}
+    off_route = _distance_from(path, floor) if n else {}
+    steps = []
+    key_cells: set[Cell] = set()
+    for i, kind in enumerate(kinds):
+        region = sorted(c for c in regs[i] if c not in used)
+        if kind == "key":
+            region = [c for c in region if c in key_safe]
+        if not region:
+            return None
+        if rng.random() < stretch:
+            # far off the route: the detour is what makes a long plan
+            region.sort(key=lambda c: -off_route.get(c, 0))
+            region = region[: max(1, len(region) // 4)]
+        cell = rng.choice(region)
+        used.add(cell)
+        if kind == "key":
+            key_cells.add(cell)
+        steps.append({"kind": kind, "enabler": cell, "barrier": path[barrier_idx[i]]})
+    decoy_keys, decoy_switches = [], []
+    for _ in range(params.decoy_keys):
+        real = [s["enabler"] for s in steps if s["kind"] == "key"]
+        free = [c for c in cells if c not in used and c in key_safe]
+        near = [c for r in real for c in _ring(r, 2) if c in free]
+        # half the time next to a real key: the look-alike the agent meets first
+        options = near if near and rng.random() < 0.5 else free
+        if not options:
+            return None
+        c = rng.choice(sorted(set(options)))
+        used.add(c)
+        key_cells.add(c)
+        decoy_keys.append(c)
+    for _ in range(params.decoy_switches):
+        options = [c for c in cells if c not in used]
+        if not options:
+            return None
+        c = rng.choice(options)
+        used.add(c)
+        decoy_switches.append(c)
+    if key_cells and not key_cells_ok(floor, key_cells):
+        return None
+    start_dir = rng.randrange(4)
+    return {
+        "start": (start[0], start[1], start_dir), "goal": goal, "path": path, "steps": steps,
+        "key_cells": key_cells, "decoy_keys": decoy_keys, "decoy_switches": decoy_switches, "used": used,
+    }
+
+
+def _distance_from(path: list[Cell], floor: set[Cell]) -> dict[Cell, int]:
+    """Moves from the nearest cell of ``path``."""
+    dist = {c: 0 for c in path}
+    q = deque(path)
+    while q:
+        c = q.popleft()
+        for nb in neighbours(c, floor):
+            if nb not in dist:
+                dist[nb] = dist[c] + 1
+                q.append(nb)
+    return dist
+
+
+def _doorlike(c: Cell, floor: set[Cell]) -> bool:
+    x, y = c
+    horiz = (x - 1, y) in floor and (x + 1, y) in floor and (x, y - 1) not in floor and (x, y + 1) not in floor
+    vert = (x, y - 1) in floor and (x, y + 1) in floor and (x - 1, y) not in floor and (x + 1, y) not in floor
+    return horiz or vert
+
+
+def _ring(c: Cell, r: int) -> list[Cell]:
+    return [(c[0] + dx, c[1] + dy) for dx in range(-r, r + 1) for dy in range(-r, r + 1)
+            if (dx, dy) != (0, 0) and abs(dx) + abs(dy) <= r]
+
+
+def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: set[Cell],
+              kinds: tuple[str, ...], placed: dict, rng: random.Random) -> Maze | None:
+    floor = set(floor)
+    colors = rng.sample(COLORS, len(kinds))
+    door_colors = {colors[i] for i, k in enumerate(kinds) if k == "key"}
+    keys: list[dict] = []
+    switches: list[dict] = []
+    doors: list[dict] = []
+    gates: list[dict] = []
+    chain_refs: list[tuple[dict, dict]] = []
+    for i, (kind, st) in enumerate(zip(kinds, placed["steps"], strict=True)):
+        c = colors[i]
+        if kind == "key":
+            en = {"kind": "key", "color": c, "pos": list(st["enabler"])}
+            bar = {"kind": "door", "color": c, "pos": list(st["barrier"]), "state": "locked"}
+            keys.append(en)
+            doors.append(bar)
+        else:
+            bar = {"kind": "gate", "color": c, "pos": list(st["barrier"])}
+            en = {"kind": "switch", "color": c, "pos": list(st["enabler"]), "on": False, "controls": [bar]}
+            if kind == "switch2":
+                en["controls"].append(chain_refs[-1][1])  # also holds the previous gate open
+            switches.append(en)
+            gates.append(bar)
+        chain_refs.append((en, bar))
+    spare = [c for c in COLORS if c not in door_colors]
+    decoys: list[dict] = []
+    for cell in placed["decoy_keys"]:
+        d = {"kind": "key", "color": rng.choice(spare), "pos": list(cell)}
+        keys.append(d)
+        decoys.append(d)
+    for cell in placed["decoy_switches"]:
+        d = {"kind": "switch", "color": rng.choice(COLORS), "pos": list(cell), "on": False, "controls": []}
+        switches.append(d)
+        decoys.append(d)
+    deadends: list[list[Cell]] = []
+    route = set(placed["path"])
+    for _ in range(params.deadends):
+        anchors = sorted(c for c in floor if c not in placed["used"] and c != placed["goal"])
+        spur = carve_deadend(floor, params.width, params.height, anchors, rng, rng.randint(2, 5))
+        if spur is None:
+            occupied = set(placed["used"]) | {c for d in deadends for c in d}
+            spur = natural_deadend(floor, occupied, route)
+        if spur is None:
+            return None
+        floor |= set(spur)
+        deadends.append(spur)
+    # ids say nothing of a role: keys and switches are numbered in a shuffled order
+    rng.shuffle(keys)
+    rng.shuffle(switches)
+    for prefix, group in (("k", keys), ("d", doors), ("s", switches), ("g", gates)):
+        for j, o in enumerate(group, 1):
+            o["id"] = f"{prefix}{j}"
+    objects = []
+    for o in keys + doors + switches + gates:
+        out = {"id": o["id"], **{k: v for k, v in o.items() if k != "id"}}
+        if o["kind"] == "switch":
+            out["controls"] = [g["id"] for g in o["controls"]]
+        objects.append(out)
+    start = placed["start"]
+    doc = {
+        "format": FORMAT,
+        "id": maze_id,
+        "grid": grid_rows(params.width, params.height, floor),
+        "start": {"pos": [start[0], start[1]], "dir": ("east", "south", "west", "north")[start[2]]},
+        "goal": list(placed["goal"]),
+        "objects": objects,
+        "meta": {
+            "category": params.category,
+            "topology": params.topology,
+            "chain": [[en["id"], bar["id"]] for en, bar in chain_refs],
+            "distractors": [d["id"] for d in decoys] + [f"deadend:{j}" for j in range(1, len(deadends) + 1)],
+            "source": "generated",
+            "generator": {
+                "version": GENERATOR_VERSION,
+                "seed": seed,
+                "attempt": attempt,
+                "id": maze_id,
+                "params": params.to_json(),
+                "chain_kinds": list(kinds),
+                "deadends": [[list(c) for c in d] for d in deadends],
+            },
+        },
+    }
+    return maze_from_dict(doc, f"<generated {maze_id}>")
+
+
+# ---- checking and the retry loop ----------------------------------------------------------
+
+
+def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None, str | None]:
+    """(optimal actions, None) when the maze passes the oracle, the band and the four checks,
+    else (optimal actions or None, the first reason it fails)."""
+    from env.oracle import solve
+
+    sol = solve(maze)
+    if sol.status != "solved":
+        return None, f"oracle: {sol.status}"
+    opt = sol.optimal_actions
+    if band is not None and not band[0] <= opt <= band[1]:
+        return opt, "band"
+    for r in _run_checks(maze):
+        if not r.passed:
+            return opt, f"{r.check}"
+    return opt, None
+
+
+def _run_checks(maze: Maze) -> list:
+    try:
+        from env.checks import run_checks
+    except ImportError:  # the checks module is optional while it is being built
+        return []
+    return run_checks(maze)
+
+
+def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attempts: int = 200,
+             first_attempt: int = 0) -> Generated:
+    """The first candidate from sub-seeds ``first_attempt, first_attempt + 1, ...`` that passes."""
+    stats = GenStats()
+    for attempt in range(first_attempt, first_attempt + max_attempts):
+        maze = build_candidate(params, seed, attempt, maze_id)
+        if maze is None:
+            stats.unplaced += 1
+            continue
+        stats.candidates += 1
+        opt, why = verify(maze, params.band)
+        if why is None:
+            stats.accepted += 1
+            return Generated(maze, opt, stats)
+        stats.rejected[why] = stats.rejected.get(why, 0) + 1
+    raise GenerationError(
+        f"no maze for {params.to_json()} seed {seed} in {max_attempts} attempts "
+        f"({stats.candidates} checked, rejected: {stats.rejected or 'none'}, {stats.unplaced} unplaced)",
+        stats,
+    )
+
+
+def regenerate(meta: Any) -> Maze:
+    """Rebuild a generated maze from its ``meta`` (a ``Meta`` record or a dict)."""
+    gen = meta.generator if hasattr(meta, "generator") else dict(meta).get("generator", {})
+    if not gen or "params" not in gen:
+        raise BadInput("meta", "generator", "has no generator parameters: not a generated maze")
+    if gen.get("version") != GENERATOR_VERSION:
+        raise BadInput("meta", "generator.version",
+                       f"{gen.get('version')!r}: this generator is version {GENERATOR_VERSION}")
+    params = GenParams.from_json(gen["params"])
+    maze = build_candidate(params, int(gen["seed"]), int(gen["attempt"]), str(gen["id"]))
+    if maze is None:
+        raise BadInput("meta", "generator", "these parameters do not give a maze with this generator")
+    return maze

@@ -1,0 +1,137 @@
+"""``gridbench pool ...``: build the generated maze pool, draw the stratified eval and held-out sets."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from env.errors import BadInput
+
+pool_app = typer.Typer(help="Build the maze pool and draw the stratified eval and held-out sets.",
+                       no_args_is_help=True)
+
+
+@pool_app.command("build")
+def build(
+    count: int = typer.Option(214, "--count", min=1, max=5000, help="mazes in the pool"),
+    seed: int = typer.Option(..., "--seed", help="pool seed: the same seed gives the same pool"),
+    out: Path = typer.Option(..., "--out", help="folder to write (replaced whole when done)"),
+    workers: int = typer.Option(0, "--workers", min=0, help="processes (0: one per core)"),
+) -> None:
+    """Generate COUNT checked, pairwise distinct mazes with a manifest."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from env.generator.generator import GENERATOR_VERSION
+    from env.generator.pool import build_pool, write_set
+
+    console = Console(stderr=True)
+    t0 = time.perf_counter()
+    with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as bar:
+        task = bar.add_task("pool", total=count)
+        built = build_pool(count, seed, workers, on_done=lambda n: bar.advance(task, n))
+    seconds = time.perf_counter() - t0
+    st = built.stats
+    if built.errors:
+        for e in built.errors[:5]:
+            console.print(f"[red]{e}[/red]")
+        typer.echo(f"gridbench: {len(built.errors)} of {count} mazes could not be generated; nothing written",
+                   err=True)
+        raise typer.Exit(1)
+    provenance = {
+        "command": f"gridbench pool build --count {count} --seed {seed}",
+        "generator_version": GENERATOR_VERSION,
+        "candidates": st.candidates, "accepted": st.accepted, "unplaced": st.unplaced,
+        "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,
+    }
+    write_set(out, "pool", built.mazes, built.entries, provenance)
+    opts = [e["optimal_actions"] for e in built.entries]
+    typer.echo(
+        f"wrote {len(built.mazes)} mazes to {out} in {seconds:.0f} s: optimal actions {min(opts)}..{max(opts)}; "
+        f"acceptance {st.accepted}/{st.candidates} = {st.acceptance:.0%} of candidates checked "
+        f"({st.unplaced} layouts without a placement in the band, {built.duplicates_redrawn} duplicates redrawn)"
+    )
+
+
+@pool_app.command("select")
+def select(
+    pool: str = typer.Argument(..., help="pool folder (or the named set 'pool')"),
+    n_eval: int = typer.Option(50, "--eval", min=1, help="eval set size (strata scaled from the study's 50)"),
+    n_heldout: int = typer.Option(15, "--heldout", min=0, help="held-out set size, disjoint from eval"),
+    seed: int = typer.Option(..., "--seed", help="draw seed"),
+    out: Path = typer.Option(..., "--out", help="folder that receives eval/ and heldout/"),
+) -> None:
+    """Draw the stratified eval set and a disjoint held-out set; exit 1 if the pool cannot meet
+    the strata (nothing is written then)."""
+    from rich.console import Console
+
+    from env.generator.pool import contact_sheet, read_set, select_sets, write_set
+    from env.sets import set_dir
+
+    folder = Path(pool)
+    if not folder.is_dir() and pool == "pool":
+        folder = set_dir("pool")
+    if not (folder / "manifest.json").is_file():
+        raise BadInput(pool, "", "not a pool folder (no manifest.json)")
+    manifest, mazes = read_set(folder)
+    entries = manifest["mazes"]
+    for e, m in zip(entries, mazes, strict=True):
+        if m.checksum != e["checksum"]:
+            raise BadInput(str(folder / e["file"]), "checksum", "differs from the manifest: rebuild the pool")
+    try:
+        sel = select_sets(entries, n_eval, n_heldout, seed)
+    except ValueError as e:
+        raise BadInput(pool, "", str(e)) from None
+    console = Console()
+    console.print(strata_table(sel))
+    if not sel.met:
+        typer.echo("gridbench: the pool cannot meet the strata; nothing written", err=True)
+        raise typer.Exit(1)
+    by_id = {m.id: m for m in mazes}
+    entry_of = {e["id"]: e for e in entries}
+    src = manifest.get("provenance", {}).get("command", str(folder))
+    for name, ids, targets, achieved in (("eval", sel.eval_ids, sel.eval_targets, sel.achieved_eval),
+                                         ("heldout", sel.heldout_ids, sel.heldout_targets, sel.achieved_heldout)):
+        if not ids:
+            continue
+        chosen = [by_id[i] for i in ids]
+        chosen_entries = [entry_of[i] for i in ids]
+        provenance = {
+            "command": f"gridbench pool select POOL --eval {n_eval} --heldout {n_heldout} --seed {seed}",
+            "pool": src, "targets": targets, "achieved": achieved,
+        }
+
+        def sheet(tmp: Path, chosen=chosen, chosen_entries=chosen_entries) -> None:
+            (tmp / "contact_sheet.png").write_bytes(contact_sheet(chosen, chosen_entries))
+
+        write_set(out / name, name, chosen, chosen_entries, provenance, extra=sheet)
+        typer.echo(f"wrote {len(chosen)} mazes to {out / name}")
+
+
+def strata_table(sel):
+    from rich.table import Table
+
+    t = Table(title="strata: achieved / target")
+    t.add_column("axis")
+    t.add_column("stratum")
+    t.add_column("eval", justify="right")
+    t.add_column("held-out", justify="right")
+    for axis, want in sel.eval_targets.items():
+        for k, v in want.items():
+            hv = sel.heldout_targets[axis].get(k, 0)
+            ge = ">=" if axis == "at_least" else ""
+            t.add_row(axis, k, _cell(sel.achieved_eval[axis][k], v, ge), _cell(sel.achieved_heldout[axis][k], hv, ge))
+    return t
+
+
+def _cell(got: int, want: int, ge: str) -> str:
+    ok = got >= want if ge else got == want
+    text = f"{got} / {ge}{want}"
+    return text if ok else f"[red]{text}[/red]"
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(pool_app, name="pool")
