@@ -109,6 +109,10 @@ def _figures(**specs: tuple[pd.DataFrame, Callable[[], plt.Figure]]) -> dict[str
 
 def sections(traces: Traces) -> tuple[list[Section], dict]:
     """Compute every table and figure; the headline numbers for metrics.json."""
+    if traces.episodes.empty:
+        where = ", ".join(str(d) for d in traces.run_dirs) or "runs"
+        raise BadInput(where, "episodes", f"all {len(traces.errors)} episodes ended in error: nothing to report "
+                                          "(rerun them with `gridbench run --retry-errors`)")
     colors = figures.arm_colors(traces.arms)
     st = steps_mod.annotate(traces)
     out: list[Section] = []
@@ -271,7 +275,7 @@ def _png(fig: plt.Figure) -> bytes:
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;
 text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%}
-code{background:#f3f3f3;padding:0 3px}"""
+code{background:#f3f3f3;padding:0 3px}table{display:block;overflow-x:auto;max-width:100%}"""
 
 
 def _check_replaceable(out_dir: Path) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from PIL import Image
+from tracefab import episode_row, write_run
 
 from agents import Protocol, build_agent
 from env import resolve_mazes
@@ -131,6 +132,10 @@ def test_bad_run_folders_are_one_line_exit_2(tmp_path):
     r = _cli("report", str(tmp_path / "broken"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "broken" / "report").exists()
+    write_run(tmp_path / "errors", [episode_row(termination="error", error_class="RateLimitError")], [])
+    r = _cli("report", str(tmp_path / "errors"))
+    assert r.returncode == 2 and "ended in error" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "errors" / "report").exists()
 
 
 @pytest.mark.slow
