@@ -29,7 +29,7 @@ def ablation(traces: Traces) -> pd.DataFrame:
         base = per.loc[(model, BASELINE)]
         for cond in sorted(set(eps.loc[eps["model_name"] == model, "condition"]) - {BASELINE}):
             c = per.loc[(model, cond)]
-            both = base.join(c, lsuffix="_base", rsuffix="_cond", how="inner")
+            both = base.merge(c, left_index=True, right_index=True, suffixes=("_base", "_cond"))
             if both.empty:
                 continue
             row = {"model_name": model, "condition": cond, "mazes": len(both),

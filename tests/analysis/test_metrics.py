@@ -118,3 +118,27 @@ def test_difficulty_axes_subsets(traces):
     assert set(t[t["subset"] == "optimal<=45"]["n"]) == {4}
     opt = _row(t, subset="all", property="optimal_actions")
     assert 0 <= opt["r2_model_only"] <= opt["r2"] <= 1
+
+
+def test_ablation_pairs_by_maze_and_matches_scipy(tmp_path):
+    from scipy import stats as sps
+
+    from analysis.ablation import ablation
+    from analysis.stats import RESAMPLES, SEED
+
+    base = {"a": 0.1, "b": 0.2, "c": 0.3, "d": 0.5}
+    cond = {"a": [0.2, 0.4], "b": [0.4, 0.4], "c": [0.3, 0.3]}  # two repeats each; "d" never ran
+    rows = [episode_row(model_name="m", maze_id=k, condition="baseline", progress_action=v) for k, v in base.items()]
+    rows += [episode_row(model_name="m", maze_id=k, condition="more-history", repeat=r, progress_action=v,
+                         solved=v >= 0.4, termination="solved" if v >= 0.4 else "stall")
+             for k, vs in cond.items() for r, v in enumerate(vs)]
+    t = ablation(load_runs([write_run(tmp_path / "abl", rows, [])]))
+    row = t.iloc[0]
+    assert (row["model_name"], row["condition"], row["mazes"]) == ("m", "more-history", 3)
+    diffs = np.array([0.3 - 0.1, 0.4 - 0.2, 0.3 - 0.3])  # repeats averaged first, then paired
+    assert row["progress_diff"] == pytest.approx(diffs.mean())
+    ci = sps.bootstrap((diffs,), np.mean, n_resamples=RESAMPLES, method="percentile",
+                       rng=np.random.default_rng(SEED)).confidence_interval
+    assert (row["progress_diff_ci_low"], row["progress_diff_ci_high"]) == pytest.approx((ci.low, ci.high))
+    assert row["solve_rate_diff"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert row["baseline_progress"] == pytest.approx(0.2)  # the unpaired maze "d" is left out
