@@ -31,7 +31,6 @@ from env.generator.topology import (
     connected,
     grid_rows,
     layout,
-    neighbours,
     shortest_path,
 )
 from env.maze import COLORS, FORMAT, Maze, maze_from_dict
@@ -269,7 +268,7 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
             return None
         regs = got
     used = {start, goal} | {path[i] for i in barrier_idx}
-    off_route = _distance_from(path, floor) if n else {}
+    off_route = bfs_dist(list(path), floor) if n else {}
     steps = []
     key_cells: set[Cell] = set()
     for i, kind in enumerate(kinds):
@@ -314,19 +313,6 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
         "start": (start[0], start[1], start_dir), "goal": goal, "path": path, "steps": steps,
         "key_cells": key_cells, "decoy_keys": decoy_keys, "decoy_switches": decoy_switches, "used": used,
     }
-
-
-def _distance_from(path: list[Cell], floor: set[Cell]) -> dict[Cell, int]:
-    """Moves from the nearest cell of ``path``."""
-    dist = {c: 0 for c in path}
-    q = deque(path)
-    while q:
-        c = q.popleft()
-        for nb in neighbours(c, floor):
-            if nb not in dist:
-                dist[nb] = dist[c] + 1
-                q.append(nb)
-    return dist
 
 
 def _doorlike(c: Cell, floor: set[Cell]) -> bool:

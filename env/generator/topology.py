@@ -18,13 +18,13 @@ def neighbours(c: Cell, floor: set[Cell] | frozenset[Cell]) -> list[Cell]:
     return [(c[0] + dx, c[1] + dy) for dx, dy in STEPS if (c[0] + dx, c[1] + dy) in floor]
 
 
-def bfs_dist(src: Cell, floor: Iterable[Cell], blocked: Iterable[Cell] = ()) -> dict[Cell, int]:
-    """Move counts from ``src`` over ``floor`` minus ``blocked``."""
+def bfs_dist(src: Cell | list[Cell], floor: Iterable[Cell], blocked: Iterable[Cell] = ()) -> dict[Cell, int]:
+    """Move counts from ``src`` (a cell, or a list of cells: from the nearest) over ``floor``
+    minus ``blocked``."""
     fl = set(floor) - set(blocked)
-    if src not in fl:
-        return {}
-    dist = {src: 0}
-    q = deque([src])
+    sources = [c for c in (src if isinstance(src, list) else [src]) if c in fl]
+    dist = {c: 0 for c in sources}
+    q = deque(sources)
     while q:
         c = q.popleft()
         for n in neighbours(c, fl):
@@ -185,33 +185,26 @@ def _block_nbrs(b: tuple[int, int], nx: int, ny: int) -> list[tuple[int, int]]:
 
 def _corridor(ra: tuple[int, int, int, int], rb: tuple[int, int, int, int], rng: random.Random) -> set[Cell]:
     """A one-cell corridor between two rooms: straight where they overlap, else an L."""
-    ax0, ay0, ax1, ay1 = ra
-    bx0, by0, bx1, by1 = rb
+    if ra[2] < rb[0] or rb[2] < ra[0]:  # side by side
+        return _corridor_across(ra, rb, rng)
+    # one above the other: the same corridor with x and y swapped
+    def flip(r):
+        return (r[1], r[0], r[3], r[2])
+    return {(y, x) for x, y in _corridor_across(flip(ra), flip(rb), rng)}
+
+
+def _corridor_across(ra: tuple[int, int, int, int], rb: tuple[int, int, int, int], rng: random.Random) -> set[Cell]:
+    left, right = (ra, rb) if ra[2] < rb[0] else (rb, ra)
     cells: set[Cell] = set()
-    if ax1 < bx0 or bx1 < ax0:  # side by side
-        left, right = (ra, rb) if ax1 < bx0 else (rb, ra)
-        lo, hi = max(left[1], right[1]), min(left[3], right[3])
-        if lo <= hi:
-            y = rng.randint(lo, hi)
-            cells |= {(x, y) for x in range(left[2] + 1, right[0])}
-        else:
-            ya, yb = rng.randint(left[1], left[3]), rng.randint(right[1], right[3])
-            xm = rng.randint(left[2] + 1, right[0] - 1) if right[0] - 1 >= left[2] + 1 else left[2] + 1
-            cells |= {(x, ya) for x in range(left[2] + 1, xm + 1)}
-            cells |= {(xm, y) for y in range(min(ya, yb), max(ya, yb) + 1)}
-            cells |= {(x, yb) for x in range(xm, right[0])}
-    else:  # one above the other
-        top, bottom = (ra, rb) if ay1 < by0 else (rb, ra)
-        lo, hi = max(top[0], bottom[0]), min(top[2], bottom[2])
-        if lo <= hi:
-            x = rng.randint(lo, hi)
-            cells |= {(x, y) for y in range(top[3] + 1, bottom[1])}
-        else:
-            xa, xb = rng.randint(top[0], top[2]), rng.randint(bottom[0], bottom[2])
-            ym = rng.randint(top[3] + 1, bottom[1] - 1) if bottom[1] - 1 >= top[3] + 1 else top[3] + 1
-            cells |= {(xa, y) for y in range(top[3] + 1, ym + 1)}
-            cells |= {(x, ym) for x in range(min(xa, xb), max(xa, xb) + 1)}
-            cells |= {(xb, y) for y in range(ym, bottom[1])}
+    lo, hi = max(left[1], right[1]), min(left[3], right[3])
+    if lo <= hi:
+        y = rng.randint(lo, hi)
+        return {(x, y) for x in range(left[2] + 1, right[0])}
+    ya, yb = rng.randint(left[1], left[3]), rng.randint(right[1], right[3])
+    xm = rng.randint(left[2] + 1, right[0] - 1) if right[0] - 1 >= left[2] + 1 else left[2] + 1
+    cells |= {(x, ya) for x in range(left[2] + 1, xm + 1)}
+    cells |= {(xm, y) for y in range(min(ya, yb), max(ya, yb) + 1)}
+    cells |= {(x, yb) for x in range(xm, right[0])}
     return cells
 
 
