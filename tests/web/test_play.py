@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import run_async
+from web_runs import run_async
 
 from agents import Protocol, Turn, build_messages
 from env import initial_state, load_maze, resolve_maze, save_maze
@@ -202,7 +202,7 @@ def test_stop_midway_keeps_the_finished_maze(page, tmp_path, corridor_file):
 
 def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, corridor_file):
     """So one ``gridbench report`` holds the person and the models side by side."""
-    from conftest import make_run
+    from web_runs import make_run
 
     corridor = load_maze(corridor_file)
     run_dir = make_run(tmp_path / "models", [(corridor, "builtin/oracle", "baseline", 0)])

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HOSTILE_REPLIES, make_run
 from PIL import Image
+from web_runs import HOSTILE_REPLIES, make_run
 
 from env.errors import BadInput
 from orchestrator.traces import read_run
