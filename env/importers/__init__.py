@@ -10,11 +10,13 @@ from collections.abc import Callable
 
 from env.errors import BadInput
 from env.importers.minigrid import import_minigrid
+from env.importers.multinet import import_multinet
 from env.maze import Maze
 
 # prefix -> (converter of the text after "prefix:", how the spec is written)
 IMPORTERS: dict[str, tuple[Callable[[str], Maze], str]] = {
     "minigrid": (import_minigrid, "minigrid:<EnvId>[@seed]"),
+    "multinet": (import_multinet, "multinet:<task file>"),
 }
 
 
