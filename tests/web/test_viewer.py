@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from PIL import Image
 from web_runs import HOSTILE_REPLIES, make_run
@@ -205,3 +206,17 @@ def test_error_episodes_and_mazes_missing_from_the_manifest_still_get_pages(tmp_
     assert data["frames"] is None and len(data["steps"]) == 19 and data["heat"]
     crashed = _page_data((run / "view" / "episodes" / "crashed.html").read_text())
     assert crashed["episode"]["termination"] == "error" and crashed["steps"] == []
+
+
+def test_a_trace_that_does_not_replay_is_flagged_on_its_page(tmp_path, example_maze):
+    import pyarrow.parquet as pq
+
+    run = make_run(tmp_path / "run", [(example_maze, "builtin/oracle", "baseline", 0)])
+    path = next((run / "steps").glob("*.parquet"))
+    table = pq.read_table(path)
+    xs = table.column("x").to_pylist()
+    xs[2] += 1  # step 3 now claims a cell the recorded actions never reach
+    pq.write_table(table.set_column(table.schema.get_field_index("x"), "x", pa.array(xs, pa.int32())), path)
+    build_view(run, progress=False)
+    data = _page_data(next((run / "view" / "episodes").glob("*.html")).read_text())
+    assert data["mismatch"].startswith("step 3:")
