@@ -8,8 +8,10 @@ rule that a model is not told. A key press is the reply. ``HumanAgent`` is an or
 and is written by ``write_episode`` like any other: model ``human/<name>`` in the same schema,
 side by side with models in ``gridbench report``.
 
-The server listens on 127.0.0.1 only. Every API call must carry the session token that the page
-was served with, so no other web page open in the same browser can play, read or stop a game.
+The server listens on 127.0.0.1 only and answers only requests addressed to 127.0.0.1 or
+localhost (so a DNS-rebinding page cannot pose as it). Every API call must carry the session
+token that the page was served with, so no other web page open in the same browser can play,
+read or stop a game.
 """
 
 from __future__ import annotations
@@ -199,8 +201,19 @@ def make_handler(board: Board, token: str, page: bytes) -> type[BaseHTTPRequestH
                 return False
             return True
 
+        def _local_host(self) -> bool:
+            # a DNS-rebinding page reaches 127.0.0.1 under its own host name: refuse it, or it
+            # could read the page (and its token) as if it were this site
+            host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+            if host in ("127.0.0.1", "localhost"):
+                return True
+            self._json(HTTPStatus.FORBIDDEN, {"error": "wrong host"})
+            return False
+
         def do_GET(self) -> None:
             url = urlsplit(self.path)
+            if not self._local_host():
+                return
             if url.path == "/":
                 self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
             elif url.path in static:
@@ -220,7 +233,7 @@ def make_handler(board: Board, token: str, page: bytes) -> type[BaseHTTPRequestH
 
         def do_POST(self) -> None:
             url = urlsplit(self.path)
-            if not self._authorised():
+            if not self._local_host() or not self._authorised():
                 return
             length = min(int(self.headers.get("Content-Length") or 0), 4096)
             try:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import re
 import socket
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -49,6 +51,15 @@ def _call(url: str, token: str | None, body: dict | None = None) -> tuple[int, d
         return e.code, json.loads(e.read())
 
 
+def _foreign_host(url: str) -> int:
+    host, port = urllib.parse.urlsplit(url).netloc.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request("GET", "/", headers={"Host": f"attacker.example:{port}"})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
 def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_path, corridor_file):
     """Plays the corridor, then stops during the example: the finished game alone is kept."""
     corridor, example = load_maze(corridor_file), resolve_maze("example")
@@ -61,6 +72,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
         page = (await asyncio.to_thread(urllib.request.urlopen, url, None, 10)).read().decode()
         token = re.search(r'name="play-token" content="([^"]+)"', page).group(1)
         assert (await asyncio.to_thread(_call, url + "api/state", None))[0] == 403  # no token, no game
+        assert (await asyncio.to_thread(_foreign_host, url)) == 403  # a DNS-rebinding page is refused
         version = 0
         for i, action in enumerate(plan):
             status, view = await asyncio.to_thread(_call, f"{url}api/state?after={version}", token)
