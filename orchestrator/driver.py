@@ -27,6 +27,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import ray
 from ray import exceptions as rex
 
 from orchestrator.episode import EpisodeResult, error_result
+from orchestrator.serving.actor import ServerStartError
 from orchestrator.sweep import EpisodeSpec, Sweep
 from orchestrator.traces import clean_partial, completed_ids, read_episodes, write_episode, write_manifest
 
@@ -43,6 +45,7 @@ MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
 MODEL_ACTOR_CPUS = 0.25
 CPU_QUEUE = 1  # episodes per CPU actor: a second one queued would die with the first
 MAX_IN_FLIGHT = 512
+WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
 ENV_SLOT = "env_slot"  # optional custom resource: concurrent episodes a node may host
 EMBEDDED_OBJECT_STORE = 512 * 1024**2
 # Ray's ways of saying "the process or node that held this task is gone"
@@ -195,6 +198,8 @@ class Driver:
         self.model_pending: dict[str, deque[Task]] = {}
         self.ran = 0
         self.replaced_actors = 0
+        self.writer = ThreadPoolExecutor(1, thread_name_prefix="gridbench-writer")
+        self.writes: deque[Future] = deque()
 
     # ---- public ----------------------------------------------------------------------------
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
@@ -206,6 +211,8 @@ class Driver:
     def execute(self) -> RunOutcome:
         clean_partial(self.run_dir)
         specs, todo = self.plan()
+        self._enqueue(todo)
+        self._start_cpu_workers()  # actors import and pre-warm while the manifest is written
         write_manifest(
             self.run_dir, run=self.run, sweep=self.sweep.resolved(),
             mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes},
@@ -223,8 +230,9 @@ class Driver:
         self.reporter.start(self.sweep, planned, already)
         try:
             if todo:
-                self._run(todo)
+                self._run()
         finally:
+            self.writer.shutdown(wait=True)  # whatever was handed over is written, even on Ctrl-C
             self._release_actors()
             self.reporter.finish()
         episodes = read_episodes(self.run_dir)
@@ -234,14 +242,15 @@ class Driver:
         return RunOutcome(self.run_dir, len(specs), len(specs) - len(todo), self.ran, errors, episodes)
 
     # ---- the loop --------------------------------------------------------------------------
-    def _run(self, todo: list[EpisodeSpec]) -> None:
+    def _enqueue(self, todo: list[EpisodeSpec]) -> None:
         for spec in todo:
             task = Task(spec)
             if task.builtin:
                 self.cpu_pending.setdefault(spec.maze.checksum, deque()).append(task)
             else:
                 self.model_pending.setdefault(spec.model.name, deque()).append(task)
-        self._start_cpu_workers()
+
+    def _run(self) -> None:
         while self.cpu_pending or self.model_pending or self.in_flight:
             self._dispatch()
             if not self.in_flight:
@@ -253,7 +262,25 @@ class Driver:
                 more, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
                 ready = list({*ready, *more})
             for ref in ready:
-                self._collect(ref)
+                result = self._collect(ref)
+                if result is not None:
+                    self._write(result)
+        self._drain_writes(0)
+
+    def _write(self, result: EpisodeResult) -> None:
+        """Hand a finished episode to the writer thread, so the loop refills actors while files
+        are fsynced; at most ``WRITE_BACKLOG`` results wait in memory."""
+        self.writes.append(self.writer.submit(self._write_now, result))
+        self._drain_writes(WRITE_BACKLOG)
+
+    def _write_now(self, result: EpisodeResult) -> None:
+        write_episode(self.run_dir, result)
+        self.ran += 1
+        self.reporter.episode_done(result.episode)
+
+    def _drain_writes(self, keep: int) -> None:
+        while len(self.writes) > keep:
+            self.writes.popleft().result()  # a failed write (disk full) stops the driver here
 
     def _cluster(self) -> tuple[float, bool]:
         res = ray.cluster_resources()
@@ -338,7 +365,13 @@ class Driver:
                 lease = strategy = node = None
                 if self.pool is not None and self.pool.serves(name):
                     # the model-server hook: a leased replica gives the endpoint and the node
-                    lease = self.pool.acquire(name)
+                    try:
+                        lease = self.pool.acquire(name)
+                    except ServerStartError as err:  # every replica failed for good: its episodes end in error
+                        for t in self.model_pending.pop(name):
+                            self._write(self._error(t, "ServerFailed", str(err).splitlines()[0]))
+                        progressed = True
+                        continue
                     if lease is None:
                         continue
                     node, strategy = lease.node_id, lease.scheduling_strategy()
@@ -371,7 +404,8 @@ class Driver:
             else self.model_pending.setdefault(task.spec.model.name, deque())
         queue.appendleft(task)
 
-    def _collect(self, ref: Any) -> None:
+    def _collect(self, ref: Any) -> EpisodeResult | None:
+        """The finished episode to write, or None when it was put back in the queue."""
         task = self.in_flight.pop(ref)
         self._finish_task(task)
         try:
@@ -382,7 +416,7 @@ class Driver:
             if task.attempts < self.max_attempts:
                 self.reporter.retrying(task.spec, task.attempts, reason)
                 self._requeue(task)
-                return
+                return None
             result = self._error(task, reason, f"its actor or node died on each of {task.attempts} attempts")
         except rex.RayTaskError as err:  # the actor code itself raised: a bug, recorded as error
             cause = err.cause if getattr(err, "cause", None) is not None else err
@@ -393,10 +427,8 @@ class Driver:
                     and self._server_lost(task.lease)):
                 self.reporter.retrying(task.spec, task.attempts, "model server restarted")
                 self._requeue(task)
-                return
-        write_episode(self.run_dir, result)
-        self.ran += 1
-        self.reporter.episode_done(result.episode)
+                return None
+        return result
 
     def _server_lost(self, lease: Any) -> bool:
         try:

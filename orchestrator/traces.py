@@ -23,14 +23,16 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from orchestrator.episode import EpisodeResult
 from orchestrator.schema import EPISODES, STEPS
+
+if TYPE_CHECKING:  # pandas only for readers: the actors that build tables never load it
+    import pandas as pd
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gridbench.run/1"

@@ -1,0 +1,201 @@
+"""What does the orchestrator cost, and what does it buy? Three measurements side by side.
+
+    python bench/orchestrator_overhead.py [--mazes SET_OR_DIR] [--skip a,b,c]
+
+(a) Parallel speed-up: the study's 150-episode matrix (3 agents x 50 mazes) with instant
+    built-in agents (oracle, random, explorer), once through the full orchestrator (embedded
+    Ray, actors, Parquet traces written by the driver) and once as a plain single-process loop
+    over the same episodes writing the same traces. Goal on a 2-core machine: >= 1.6x.
+(b) Latency-bound: 32 concurrent episodes of an LLM agent (litellm) against the scripted
+    OpenAI-compatible server answering every request after 200 ms. Wall time of the episodes
+    against the ideal, calls x latency / concurrency. Goal: <= 1.15x.
+(c) Scale: 540 episodes with built-in agents (3 agents x 15 mazes x the ablation's 12
+    conditions): the driver's peak memory (max RSS, and the growth over the run) and the trace
+    size on disk per 1,000 steps.
+
+Ray start-up is excluded everywhere (it is paid once per sweep); actor start-up is included in
+(a) and (c) and reported separately in (b). Without ``--mazes`` the eval set is used when it
+exists, else 50 mazes are generated into a temporary folder (8x8 to 14x14, every chain kind).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pandas as pd  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from agents import build_agent  # noqa: E402
+from env.sets import set_dir  # noqa: E402
+from orchestrator.driver import Driver, connect  # noqa: E402
+from orchestrator.episode import run_episode  # noqa: E402
+from orchestrator.sweep import parse_sweep  # noqa: E402
+from orchestrator.traces import write_episode  # noqa: E402
+
+console = Console(stderr=True)
+BUILTINS = [{"name": n, "model": f"builtin/{n}"} for n in ("oracle", "random", "explorer")]
+ABLATION = [
+    {"name": "baseline"}, {"name": "prompt-minimal", "prompt": "minimal"},
+    {"name": "prompt-detailed", "prompt": "detailed"}, {"name": "image-only", "observation": "image"},
+    {"name": "text-only", "observation": "text"}, {"name": "history-0", "history_frames": 0},
+    {"name": "history-1", "history_frames": 1}, {"name": "history-8", "history_frames": 8},
+    {"name": "no-locations", "mechanism_locations": False}, {"name": "no-example", "icl_example": False},
+    {"name": "no-thinking", "thinking": False}, {"name": "multi-turn", "conversation": "multi"},
+]
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def maze_folder(spec: str | None, work: Path) -> str:
+    if spec:
+        return spec
+    if set_dir("eval").is_dir() and any(set_dir("eval").glob("*.json")):
+        return "eval"
+    from env.generator.generator import GenParams, generate
+    from env.maze import save_maze
+
+    out = work / "mazes"
+    kinds = [("none", 0), ("key_door", 0), ("switch_gate", 0), ("key_door", 1), ("switch_gate", 1)]
+    with console.status("generating 50 mazes"):
+        for i in range(50):
+            size = (8, 10, 14)[i % 3]
+            chain, decoys = kinds[i % len(kinds)]
+            params = GenParams(size, size, chain=chain, decoy_keys=decoys)
+            save_maze(generate(params, seed=1000 + i, maze_id=f"bench-{i:02d}").maze, out / f"bench-{i:02d}.json")
+    return str(out)
+
+
+def plain_loop(sweep, out: Path) -> float:
+    """The same episodes, one after another in this process, writing the same traces."""
+    t0 = time.perf_counter()
+    for spec in sweep.episodes():
+        m, protocol = spec.model, spec.condition.protocol
+        agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name)
+        result = asyncio.run(run_episode(spec.maze, agent, protocol, run="plain", episode_id=spec.episode_id,
+                                         model_name=m.name, model=m.model, condition=spec.condition.name,
+                                         repeat=spec.repeat))
+        write_episode(out, result)
+    return time.perf_counter() - t0
+
+
+def orchestrated(sweep, out: Path) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    outcome = Driver(sweep, out).execute()
+    return time.perf_counter() - t0, outcome
+
+
+def bench_a(mazes: str, work: Path, rows: list) -> None:
+    sweep = parse_sweep({"name": "a", "mazes": mazes, "models": BUILTINS}, "bench-a")
+    n = len(sweep.episodes())
+    console.print(f"(a) {n} episodes: plain loop ...")
+    plain = plain_loop(sweep, work / "a-plain")
+    console.print(f"(a) plain {plain:.1f} s; orchestrator ...")
+    orch, outcome = orchestrated(sweep, work / "a-orch")
+    assert outcome.ran == n, outcome
+    rows.append((f"(a) speed-up, {n} built-in episodes", f"{orch:.1f} s (Ray)", f"{plain:.1f} s (1 process)",
+                 f"{plain / orch:.2f}x", ">= 1.6x"))
+
+
+def bench_b(work: Path, rows: list, latency: float = 0.2, concurrency: int = 32) -> None:
+    from agents.scripted_server import ScriptedServer
+
+    with ScriptedServer(mode="actions", actions=["forward", "left", "forward", "right"], latency=latency) as srv:
+        sweep = parse_sweep({
+            "name": "b", "mazes": "hand", "repeats": concurrency,
+            # text observation, no frames: the bench measures waiting, not drawing
+            "protocol": {"observation": "text", "history_frames": 0, "thinking": False, "stall_window": 60,
+                         "step_cap_factor": 3},
+            "models": [{"name": "scripted", "model": "openai/scripted", "api_base": srv.url,
+                        "max_concurrency": concurrency, "price": {"input": 0.0, "output": 0.0}}],
+        }, "bench-b")
+        os.environ.setdefault("OPENAI_API_KEY", "scripted-no-key")
+        console.print(f"(b) {concurrency} concurrent episodes at {latency * 1000:.0f} ms per call ...")
+        wall, outcome = orchestrated(sweep, work / "b")
+    eps = outcome.episodes
+    assert (eps["termination"] != "error").all(), eps[["termination", "error_class", "error_message"]]
+    steps = pd.read_parquet(work / "b" / "steps")
+    calls = len(steps) + int(steps["retries"].sum()) + int(steps["reasks"].sum())
+    ideal = calls * latency / concurrency
+    span = (eps["finished_at"].max() - eps["started_at"].min()).total_seconds()
+    rows.append((f"(b) latency-bound, {concurrency} episodes, {calls} calls", f"{span:.1f} s episodes",
+                 f"{ideal:.1f} s ideal", f"{span / ideal:.2f}x", "<= 1.15x"))
+    rows.append(("    same, with actor start-up", f"{wall:.1f} s", f"{ideal:.1f} s ideal", f"{wall / ideal:.2f}x", ""))
+
+
+def bench_c(mazes: str, work: Path, rows: list) -> None:
+    """The ablation's shape: 15 held-out mazes (or the first 15 of (a)'s) x 3 agents x 12 conditions."""
+    heldout = set_dir("heldout").is_dir() and any(set_dir("heldout").glob("*.json"))
+    sweep = parse_sweep({"name": "c", "mazes": "heldout" if heldout else mazes, "protocol": {"preset": "baseline"},
+                         "models": BUILTINS, "conditions": ABLATION}, "bench-c")
+    sweep.mazes = sweep.mazes[:15]
+    n = len(sweep.episodes())
+    before = current_rss_mb()
+    console.print(f"(c) {n} episodes ...")
+    wall, outcome = orchestrated(sweep, work / "c")
+    peak = rss_mb()
+    size = sum(p.stat().st_size for sub in ("episodes", "steps") for p in (work / "c" / sub).glob("*.parquet"))
+    total_steps = int(outcome.episodes["steps"].sum())
+    rows.append((f"(c) driver memory, {n} episodes in {wall:.0f} s", f"{peak:.0f} MB peak RSS",
+                 f"{before:.0f} MB before the run", f"+{peak - before:.0f} MB", "flat"))
+    rows.append((f"(c) trace size, {total_steps} steps", f"{size / 1e6:.2f} MB",
+                 f"{size / total_steps * 1000 / 1e3:.1f} kB", "per 1,000 steps", ""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mazes", help="maze set or folder for (a) (default: eval, else 50 generated mazes)")
+    ap.add_argument("--skip", default="", help="comma-separated parts to skip: a,b,c")
+    ap.add_argument("--keep", action="store_true", help="keep the bench's run folders")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    work = Path(tempfile.mkdtemp(prefix="gridbench-bench-"))
+    rows: list = []
+    try:
+        mazes = maze_folder(args.mazes, work)
+        with console.status("starting Ray"):
+            connect()
+        if "a" not in skip:
+            bench_a(mazes, work, rows)
+        if "b" not in skip:
+            bench_b(work, rows)
+        if "c" not in skip:
+            bench_c(mazes, work, rows)
+    finally:
+        import ray
+
+        ray.shutdown()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            console.print(f"kept {work}")
+    table = Table(title=f"orchestrator overhead ({os.cpu_count()} cores)")
+    for col in ("measure", "orchestrator", "reference", "ratio", "goal"):
+        table.add_column(col, justify="left" if col == "measure" else "right")
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    main()
