@@ -89,3 +89,48 @@ def copy_mazes(dest: Path, names: list[str]) -> Path:
     for n in names:
         shutil.copy(MAZES / f"{n}.json", dest / f"{n}.json")
     return dest
+
+
+# A made-up key: the security tests search every output for it
+FAKE_KEY = "sk-fake-gridbench-0123456789abcdefSECRET"
+KEY_ENV = "GRIDBENCH_TEST_KEY"
+# what LLM episodes look like in these tests: short, text only, no frames to draw
+FAST_PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_example": False,
+                 "stall_window": 10, "step_cap_factor": 1}
+
+
+def actor_pid(actor, timeout: float = 60.0) -> int:
+    """The process id of a live actor, from Ray's own actor table (waits while it starts)."""
+    import time
+
+    from ray._private import state
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = state.actors(actor._actor_id.hex())
+        if row and row.get("State") == "ALIVE" and row.get("Pid"):
+            return int(row["Pid"])
+        time.sleep(0.05)
+    raise TimeoutError("actor never came alive")
+
+
+def actor_node(actor) -> str:
+    from ray._private import state
+
+    return state.actors(actor._actor_id.hex())["Address"]["NodeID"]
+
+
+@pytest.fixture(scope="module")
+def ray_with_key():
+    """A real two-CPU local Ray whose workers see the fake key (workers inherit the environment
+    of the process that starts Ray, as on a real node)."""
+    import ray
+
+    os.environ[KEY_ENV] = FAKE_KEY
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False,
+             logging_level="ERROR")
+    yield ray
+    ray.shutdown()
