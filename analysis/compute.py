@@ -31,7 +31,12 @@ def tokens(traces: Traces) -> pd.DataFrame:
             "cost_per_episode_usd": cost / len(g) if len(g) else float("nan"),
             "cost_per_solve_usd": cost / solves if solves else float("nan"),
         })
-    return order_arms(pd.DataFrame(rows), traces)
+    t = pd.DataFrame(rows)
+    # the study compares spend as a multiple of the most frugal model's
+    arms = t[t["arm"] != "all"]
+    least = arms["mean_tokens_out_per_episode"].min() if len(arms) else float("nan")
+    t["tokens_out_vs_least"] = t["mean_tokens_out_per_episode"] / least if least and least > 0 else float("nan")
+    return order_arms(t, traces)
 
 
 def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:

@@ -63,7 +63,10 @@ def solves_per_arm(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
 
 def solves_by(tables: dict[str, pd.DataFrame], colors: dict[str, str]) -> Figure:
     """One panel per maze grouping (grid, category, mechanism content), bars per arm."""
-    fig, axes = _fig(h=4.2, ncols=len(tables), w=4.2 * len(tables))
+    groups_per_panel = [max(2, _only_arms(t)[col].nunique()) for col, t in tables.items()]
+    fig, axes = plt.subplots(1, len(tables), figsize=(max(12.0, 1.2 * sum(groups_per_panel)), 4.2), squeeze=False,
+                             layout="constrained", width_ratios=groups_per_panel)
+    axes = axes[0]
     for ax, (col, t) in zip(axes, tables.items(), strict=True):
         t = _only_arms(t)
         groups = list(dict.fromkeys(t[col]))

@@ -144,6 +144,8 @@ def test_tokens_and_cost_per_solve(data):
     t = compute.tokens(traces)
     q = _arm(t, "quarters")
     assert q["tokens_reasoning"] == sum(THINK) and q["tokens_out"] == 8 * 10
+    # 10 output tokens a step: 8 steps is the least spend; the 35-step episode spent 35/8 of it
+    assert q["tokens_out_vs_least"] == 1.0 and _arm(t, "walls")["tokens_out_vs_least"] == pytest.approx(35 / 8)
     assert q["cost_per_solve_usd"] != q["cost_per_solve_usd"]  # no solve: no cost per solve
     o = _arm(t, "oracle")
     assert o["solves"] == 1 and o["cost_per_solve_usd"] == pytest.approx(o["cost_usd"])
