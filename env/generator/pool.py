@@ -126,7 +126,7 @@ def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str
         save_maze(m, tmp / f"{m.id}.json")
     manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
                 "mazes": entries}
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    (tmp / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
     if extra is not None:
         extra(tmp)
     old = folder.with_name(f".{folder.name}.old{os.getpid()}")
@@ -135,6 +135,14 @@ def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str
     os.replace(tmp, folder)
     if old.exists():
         shutil.rmtree(old)
+
+
+def manifest_text(manifest: dict[str, Any]) -> str:
+    """The header fields indented, then one line per maze: diffs show which maze changed."""
+    head = {k: v for k, v in manifest.items() if k != "mazes"}
+    body = json.dumps(head, indent=1)[:-2]
+    lines = ",\n  ".join(json.dumps(e) for e in manifest["mazes"])
+    return f'{body},\n "mazes": [\n  {lines}\n ]\n}}\n'
 
 
 def read_set(folder: Path) -> tuple[dict[str, Any], list[Maze]]:
@@ -464,3 +472,25 @@ def build_pool(count: int, seed: int, workers: int = 0,
             entries.append(manifest_entry(m, r["optimal"]))
     return PoolBuild(mazes, entries, stats, errors, redrawn)
 
+
+
+def refresh_manifest(folder: str | os.PathLike, name: str, provenance: dict[str, Any]) -> Path:
+    """Rewrite ``manifest.json`` of a hand-kept set from its maze files (the oracle gives each
+    maze's optimal actions)."""
+    from env.oracle import solve
+
+    folder = Path(folder)
+    mazes = [load_maze(p) for p in sorted(folder.glob("*.json")) if p.name != "manifest.json"]
+    entries = []
+    for m in mazes:
+        sol = solve(m)
+        if sol.status != "solved":
+            raise ValueError(f"{m.id}: {sol.status}")
+        entries.append(manifest_entry(m, sol.optimal_actions))
+    manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
+                "mazes": entries}
+    path = folder / "manifest.json"
+    tmp = folder / f".manifest.json.tmp{os.getpid()}"
+    tmp.write_text(manifest_text(manifest), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

@@ -83,8 +83,9 @@ def select(
             raise BadInput(str(folder / e["file"]), "checksum", "differs from the manifest: rebuild the pool")
     try:
         sel = select_sets(entries, n_eval, n_heldout, seed)
-    except ValueError as e:
-        raise BadInput(pool, "", str(e)) from None
+    except ValueError as e:  # fewer mazes than the two sets together: no draw at all
+        typer.echo(f"gridbench: {e}; nothing written", err=True)
+        raise typer.Exit(1) from None
     console = Console()
     console.print(strata_table(sel))
     if not sel.met:

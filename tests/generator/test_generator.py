@@ -1,0 +1,160 @@
+import pytest
+
+from env.checks import run_checks
+from env.errors import BadInput
+from env.generator import PATTERNS, TOPOLOGIES, GenParams, generate, regenerate
+from env.generator.chains import cut_cells
+from env.generator.topology import bfs_dist, layout, shortest_path
+from env.oracle import solve
+
+
+def _passes(maze):
+    return [r for r in run_checks(maze) if not r.passed]
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+def test_every_layout_is_one_connected_region_inside_a_wall_ring(topology):
+    import random
+
+    for size in (8, 10, 14, 11):
+        floor = layout(topology, size, size, random.Random(size))
+        assert floor and all(0 < x < size - 1 and 0 < y < size - 1 for x, y in floor)
+        assert len(bfs_dist(next(iter(floor)), floor)) == len(floor)
+
+
+def test_same_seed_same_maze_other_seed_other_maze():
+    p = GenParams(width=10, height=10, topology="rooms", chain="gate_behind_door", band=(20, 60))
+    a = generate(p, seed=11, maze_id="x").maze
+    b = generate(p, seed=11, maze_id="x").maze
+    c = generate(p, seed=12, maze_id="x").maze
+    assert a.checksum == b.checksum
+    assert a.grid != c.grid or a.objects != c.objects
+
+
+@pytest.mark.parametrize("topology", sorted(TOPOLOGIES))
+@pytest.mark.parametrize("chain", ["none", "key_door", "door_behind_gate", "two_switches_one_gate", "mixed_sequence"])
+def test_regenerate_from_meta_rebuilds_the_exact_maze(topology, chain):
+    p = GenParams(width=10, height=10, topology=topology, chain=chain, mechanisms=2,
+                  decoy_keys=int(chain != "none"), deadends=int(chain == "key_door"), band=(10, 80))
+    g = generate(p, seed=3, maze_id="again")
+    again = regenerate(g.maze.meta)
+    assert again.checksum == g.maze.checksum
+    assert again.to_json() == g.maze.to_json()
+
+
+def test_meta_records_what_made_the_maze():
+    p = GenParams(width=14, height=14, topology="perfect", chain="gate_behind_door", decoy_switches=1, band=(40, 90))
+    m = generate(p, seed=5, maze_id="m").maze
+    meta = m.meta
+    assert meta.source == "generated" and meta.category == "distractor" and meta.topology == "perfect"
+    assert meta.generator["seed"] == 5 and meta.generator["params"]["chain"] == "gate_behind_door"
+    assert [m.by_id[step[0]].kind for step in meta.chain] == ["key", "switch"]
+    assert len(meta.distractors) == 1 and m.by_id[meta.distractors[0]].controls == ()
+
+
+@pytest.mark.parametrize("chain", sorted(PATTERNS))
+def test_every_chain_pattern_passes_the_oracle_and_the_four_checks(chain):
+    p = GenParams(width=12, height=12, topology="perfect", chain=chain, mechanisms=3, band=(15, 150))
+    g = generate(p, seed=8, maze_id=chain.replace("_", "-"))
+    m = g.maze
+    assert _passes(m) == []
+    kinds = [m.by_id[step[0]].kind for step in m.meta.chain]
+    expected = {"none": [], "key_door": ["key"], "switch_gate": ["switch"], "gate_behind_door": ["key", "switch"],
+                "door_behind_gate": ["switch", "key"], "two_switches_one_gate": ["switch", "switch"],
+                "key_sequence": ["key"] * 3, "switch_sequence": ["switch"] * 3}
+    if chain in expected:
+        assert kinds == expected[chain]
+    else:
+        assert len(kinds) == 3 and {"key", "switch"} <= set(kinds)
+    if chain == "two_switches_one_gate":
+        first_gate = m.meta.chain[0][1]
+        assert sum(first_gate in s.controls for s in m.switches) == 2
+
+
+def test_removing_any_enabler_makes_the_maze_unsolvable():
+    p = GenParams(width=14, height=14, topology="winding", chain="mixed_sequence", mechanisms=3, band=(30, 150))
+    m = generate(p, seed=21, maze_id="nec").maze
+    for step in m.meta.chain:
+        d = m.to_dict()
+        d.pop("meta")
+        d["objects"] = [o for o in d["objects"] if o["id"] != step[0]]
+        for o in d["objects"]:
+            if o["kind"] == "switch":
+                o["controls"] = [g for g in o["controls"] if g != step[0]]
+        from env.maze import maze_from_dict
+
+        assert solve(maze_from_dict(d)).status == "unsolvable"
+
+
+@pytest.mark.parametrize("band", [(20, 25), (40, 59), (80, 110)])
+def test_the_optimal_plan_lands_in_the_target_band(band):
+    side = 8 if band[1] <= 25 else 14
+    p = GenParams(width=side, height=side, topology="perfect", chain="gate_behind_door", band=band)
+    g = generate(p, seed=2, maze_id="band")
+    assert band[0] <= g.optimal_actions <= band[1]
+    assert solve(g.maze).optimal_actions == g.optimal_actions
+
+
+def test_distractors_are_decoys_that_open_nothing_and_dead_ends_that_lead_nowhere():
+    p = GenParams(width=14, height=14, topology="winding", chain="key_door", decoy_keys=2, decoy_switches=1,
+                  deadends=2, band=(20, 150))
+    m = generate(p, seed=4, maze_id="d").maze
+    door_colors = {d.color for d in m.doors}
+    decoys = [m.by_id[d] for d in m.meta.distractors if not d.startswith("deadend:")]
+    assert sorted(o.kind for o in decoys) == ["key", "key", "switch"]
+    assert all(o.color not in door_colors for o in decoys if o.kind == "key")
+    assert all(o.controls == () for o in decoys if o.kind == "switch")
+    deadends = m.meta.generator["deadends"]
+    assert len(deadends) == 2 and [d for d in m.meta.distractors if d.startswith("deadend:")] == ["deadend:1", "deadend:2"]
+    floor = {(x, y) for y, row in enumerate(m.grid) for x, c in enumerate(row) if c == "."}
+    route = set(shortest_path(tuple(m.start.pos), tuple(m.goal), floor))
+    for cells in deadends:
+        assert all(tuple(c) in floor for c in cells)
+        assert not route & {tuple(c) for c in cells}
+    assert _passes(m) == []
+
+
+def test_any_grid_size_works():
+    g = generate(GenParams(width=12, height=9, topology="rooms", chain="switch_gate", band=(5, 80)), seed=1)
+    assert (g.maze.width, g.maze.height) == (12, 9)
+
+
+def test_acceptance_is_reported():
+    g = generate(GenParams(width=10, height=10, topology="open", chain="door_behind_gate", band=(20, 60)), seed=9)
+    assert g.stats.accepted == 1 and g.stats.candidates >= 1 and 0 < g.stats.acceptance <= 1
+
+
+def test_an_impossible_band_fails_with_the_count_of_tries():
+    from env.generator import GenerationError
+
+    with pytest.raises(GenerationError, match="in 3 attempts"):
+        generate(GenParams(width=8, height=8, topology="open", chain="key_door", band=(300, 400)), seed=1,
+                 max_attempts=3)
+
+
+@pytest.mark.parametrize("bad,field", [
+    ({"topology": "spiral"}, "topology"), ({"chain": "loop"}, "chain"), ({"width": 3}, "width"),
+    ({"chain": "none", "decoy_keys": 1}, "chain"), ({"band": (30, 10)}, "band"),
+])
+def test_bad_parameters_are_one_line_naming_the_field(bad, field):
+    with pytest.raises(BadInput) as e:
+        GenParams(**bad)
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_regenerate_refuses_a_hand_maze():
+    from env.sets import resolve_maze
+
+    with pytest.raises(BadInput, match="generator"):
+        regenerate(resolve_maze("hand/h01-key-far-from-door").meta)
+
+
+def test_cut_cells_are_exactly_the_separating_cells_of_the_path():
+    import random
+
+    floor = layout("rooms", 14, 14, random.Random(7))
+    cells = sorted(floor)
+    a, b = cells[0], cells[-1]
+    path = shortest_path(a, b, floor)
+    brute = [i for i in range(1, len(path) - 1) if b not in bfs_dist(a, floor, blocked=(path[i],))]
+    assert cut_cells(path, floor) == brute
