@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -94,9 +95,16 @@ def test_cli_view_writes_the_bundle_and_bad_input_is_one_line(small_run, tmp_pat
 
 
 # ---- in the browser ---------------------------------------------------------------------------
-def _frame(page) -> tuple[str, int]:
-    page.wait_for_function("document.getElementById('frame').complete")
-    return page.eval_on_selector("#frame", "img => [img.getAttribute('src'), img.naturalWidth]")
+def _frame(page) -> list:
+    """The shown frame's file and its width, once loaded. Polled from here: ``wait_for_function``
+    compiles its predicate inside the page, which the page's CSP (rightly) refuses."""
+    deadline = time.monotonic() + 30
+    while True:
+        src, width, done = page.eval_on_selector(
+            "#frame", "img => [img.getAttribute('src'), img.naturalWidth, img.complete]")
+        if done or time.monotonic() > deadline:
+            return [src, width]
+        time.sleep(0.02)
 
 
 @pytest.mark.slow
