@@ -64,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(e.exit_code) from None
     except KeyboardInterrupt:
         fail("interrupted", 130)
+    except OSError as e:
+        # a disk that fills up or turns read-only mid-run: one line; every file written before stays whole
+        fail(f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e), 1)
 
 
 if __name__ == "__main__":
