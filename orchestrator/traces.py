@@ -66,8 +66,13 @@ def _atomic_write(path: Path, write) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as err:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass  # a disk turned read-only cannot take the temporary file back: the original error counts
+        if isinstance(err, OSError) and not err.filename:
+            err.filename = str(path)  # a full disk fails a write(), which names no file: name the one written
         raise
     _fsync_dir(path.parent)
 
