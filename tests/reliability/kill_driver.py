@@ -2,15 +2,30 @@
 
 WHEN is ``parquet:N`` (killed after the Nth trace file was written to its temporary name, just
 before its rename: the window a crash mid-write hits) or ``manifest:N`` (killed right after the
-Nth manifest is in place: before the first episode). The rest is ``gridbench``'s command line.
-Timing-free: the kill lands exactly in the window every time.
+Nth manifest is in place: before the first episode). ``readonly:N`` and ``full:N`` do not kill:
+right after the Nth trace file is in place, the file system mounted at ``$GB_MOUNT`` is
+remounted read-only, or filled to the last byte. The rest is ``gridbench``'s command line.
+Timing-free: the fault lands exactly in its window every time.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+from pathlib import Path
+
+
+def fill(mount: str) -> None:
+    """Write one file until the file system has no byte left."""
+    with open(Path(mount) / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
 
 
 def main() -> None:
@@ -26,6 +41,12 @@ def main() -> None:
             if seen[0] == target:
                 os.kill(os.getpid(), signal.SIGKILL)  # the temporary file is complete, not renamed
         result = real_replace(src, dst, *args, **kwargs)
+        if kind in ("readonly", "full") and name.endswith(".parquet"):
+            seen[0] += 1
+            if seen[0] == target and kind == "readonly":
+                subprocess.run(["mount", "-o", "remount,ro", os.environ["GB_MOUNT"]], check=True)
+            elif seen[0] == target:
+                fill(os.environ["GB_MOUNT"])
         if kind == "manifest" and name.endswith("manifest.json"):
             seen[0] += 1
             if seen[0] == target:

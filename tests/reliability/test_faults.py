@@ -215,3 +215,48 @@ def test_endpoint_faults_end_as_errors_of_their_class_and_are_retried(ray_with_k
     rerun = {r.episode_id for r in again.itertuples() if r.finished_at != before[r.episode_id]}
     assert rerun == set(errors["episode_id"])
     assert json.loads(json.dumps(read_manifest(run)["invocations"][-1]))["retry_errors"] is True
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 16 MiB tmpfs of its own: root ignores file modes, but not a read-only or full mount."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN): {r.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.parametrize("fault,message", [("readonly", "Read-only file system"),
+                                           ("full", "No space left on device")])
+def test_output_becoming_unwritable_mid_run_is_one_line_and_keeps_what_finished(
+        ray_with_key, small_disk, tmp_path, fault, message):
+    address = ray_with_key.get_runtime_context().gcs_address
+    path = sweep_file(tmp_path / "disk.yaml")
+    expected = {s.episode_id for s in load_sweep(path).episodes()}
+    out = small_disk / "results"
+    r = subprocess.run([sys.executable, str(KILL_DRIVER), f"{fault}:4", "run", str(path), "--out", str(out),
+                        "--address", address], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "GB_MOUNT": str(small_disk)})
+    last = r.stderr.strip().splitlines()[-1]
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert last.startswith("gridbench: ") and message in last and str(out / "disk") in last, last
+    # the two episodes written before the fault are whole and readable, and so is the manifest
+    run = out / "disk"
+    episodes = pd.read_parquet(run / "episodes")
+    assert len(episodes) == 2 and int(episodes["steps"].sum()) == len(pd.read_parquet(run / "steps"))
+    assert read_manifest(run)["sweep"]["episodes"] == 18
+
+    # room again: the same command finishes the run
+    if fault == "readonly":
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+    else:
+        (small_disk / "filler").unlink()
+    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+                        "--address", address], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert_each_episode_once(run, expected)
