@@ -52,8 +52,7 @@ def scripts(only: list[str] | None) -> list[Path]:
 
 
 def machine() -> str:
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.node()}: {os.cpu_count()} CPUs, {platform.machine()}, load {load:.1f}"
+    return f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()} {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds each script may take")
     ap.add_argument("--quiet", action="store_true", help="hide the scripts' own output")
     args = ap.parse_args(argv)
-    console = Console()
+    # piped output keeps whole rows instead of rich's 80-column fallback
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     gpu = has_gpu()
     rows: list[tuple[str, dict]] = []
     failed = 0
@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    table = Table(title=f"gridbench performance figures ({machine()}; load {load_before:.1f} at start)")
+    # other work on the machine slows wall-clock figures: the load says how far to trust them
+    table = Table(title=f"gridbench performance figures ({machine()}; load average {load_before:.1f} at the "
+                        f"start, {os.getloadavg()[0]:.1f} at the end)")
     for col, justify in (("script", "left"), ("figure", "left"), ("goal", "right"), ("measured", "right"),
                          ("ratio", "right"), ("met", "center")):
         table.add_column(col, justify=justify)
