@@ -31,6 +31,7 @@ from env.generator.topology import (
     connected,
     grid_rows,
     layout,
+    neighbours,
     shortest_path,
 )
 from env.maze import COLORS, FORMAT, Maze, maze_from_dict
@@ -268,6 +269,9 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
             return None
         regs = got
     used = {start, goal} | {path[i] for i in barrier_idx}
+    # toggling while standing on a switch flips the switch, never the door in front: a switch
+    # on a door's doorstep would make that door impossible to open from there
+    doorsteps = {c for i, k in zip(barrier_idx, kinds, strict=True) if k == "key" for c in neighbours(path[i], floor)}
     off_route = bfs_dist(list(path), floor) if n else {}
     steps = []
     key_cells: set[Cell] = set()
@@ -275,6 +279,8 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
         region = sorted(c for c in regs[i] if c not in used)
         if kind == "key":
             region = [c for c in region if c in key_safe]
+        else:
+            region = [c for c in region if c not in doorsteps]
         if not region:
             return None
         if rng.random() < stretch:
@@ -300,7 +306,7 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
         key_cells.add(c)
         decoy_keys.append(c)
     for _ in range(params.decoy_switches):
-        options = [c for c in cells if c not in used]
+        options = [c for c in cells if c not in used and c not in doorsteps]
         if not options:
             return None
         c = rng.choice(options)

@@ -158,3 +158,21 @@ def test_cut_cells_are_exactly_the_separating_cells_of_the_path():
     path = shortest_path(a, b, floor)
     brute = [i for i in range(1, len(path) - 1) if b not in bfs_dist(a, floor, blocked=(path[i],))]
     assert cut_cells(path, floor) == brute
+
+
+def test_no_switch_on_a_doorstep_and_every_candidate_is_solvable():
+    # toggling on a switch flips it, never the door ahead: a switch in front of a door seals it
+    from env.generator import build_candidate
+
+    p = GenParams(width=8, height=8, topology="perfect", chain="door_behind_gate", decoy_switches=3, band=(10, 80))
+    built = 0
+    for attempt in range(25):
+        m = build_candidate(p, 129, attempt, "step")
+        if m is None:
+            continue
+        built += 1
+        for d in m.doors:
+            for s in m.switches:
+                assert abs(d.pos[0] - s.pos[0]) + abs(d.pos[1] - s.pos[1]) > 1, (attempt, s.id, d.id)
+        assert solve(m).status == "solved", attempt
+    assert built >= 10
