@@ -440,6 +440,13 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
             raise BadInput(source, f"models[{i}]", f"the same model as models[{seen_identity[ident]}] (same model, params and serve)")
         seen_identity[ident] = i
     conditions = _parse_conditions(source, data.get("conditions"), protocol)
+    for i, m in enumerate(models):
+        if m.serve is not None and m.serve.engine == "llama_cpp":
+            for c in model_conditions(m, conditions):
+                if c.protocol.uses_image:
+                    raise BadInput(source, f"models[{i}].protocol.observation",
+                                   f"{m.name} is served by llama_cpp, which reads text only "
+                                   f"(condition {c.name!r} sends images): use observation: text")
     if mazes is None:
         mazes_spec, resolved = data.get("mazes"), _resolve_maze_spec(data.get("mazes"), source, "mazes", base_dir)
     else:
