@@ -16,8 +16,9 @@ from pathlib import Path
 BUNDLED_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 # the litellm string sweeps use for it; llama.cpp serves it under the part after "openai/"
 BUNDLED_MODEL = "openai/gemma-3-270m"
-# the GGUF holds no chat template, and llama-cpp-python's fallback (llama-2) makes Gemma stop at once
-BUNDLED_CHAT_FORMAT = "gemma"
+# the GGUF holds no chat template (llama-cpp-python's llama-2 fallback makes Gemma stop at once);
+# gemma-text is Gemma's turn format for gridbench's content-list prompts (see llama_server.py)
+BUNDLED_CHAT_FORMAT = "gemma-text"
 
 
 class BundledModelError(RuntimeError):

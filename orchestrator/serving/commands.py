@@ -58,14 +58,15 @@ def llama_cpp_command(
     model: str, spec: ServeSpec, *, model_path: str, host: str, port: int, python: str | None = None,
     chat_format: str | None = None,
 ) -> list[str]:
-    """llama-cpp-python's OpenAI-compatible server for one replica.
+    """llama-cpp-python's OpenAI-compatible server for one replica (through
+    ``orchestrator.serving.llama_server``, which adds the ``gemma-text`` chat format).
 
     ``chat_format`` is used when the spec names none (the bundled model needs one).
     """
     if spec.engine != "llama_cpp":
         raise ValueError(f"llama_cpp_command needs engine llama_cpp, got {spec.engine}")
     cmd = [
-        python or sys.executable, "-m", "llama_cpp.server",
+        python or sys.executable, "-m", "orchestrator.serving.llama_server",
         "--model", model_path,
         "--model_alias", served_name(model),
         "--n_ctx", str(spec.n_ctx),

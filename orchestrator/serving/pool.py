@@ -24,6 +24,7 @@ from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_r
 from orchestrator.serving.spec import ServeSpec, parse_serve
 
 STATUS_TIMEOUT_S = 30.0
+RECHECK_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class ServerPool:
         self.nodes: dict[str, list[str]] = {}
         self.balancers: dict[str, ReplicaBalancer] = {}
         self.healthy: dict[str, list[bool]] = {}
+        self.checked: dict[tuple[str, int], float] = {}
 
     def __bool__(self) -> bool:
         return bool(self.models)
@@ -116,10 +118,11 @@ class ServerPool:
             self.nodes[m.name] = placed
             self.actors[m.name] = []
             for replica, node_id in enumerate(placed):
-                resources = (
-                    {"num_gpus": m.spec.tensor_parallel_size, "num_cpus": 1}
-                    if m.spec.engine == "vllm" else {"num_cpus": 1}
-                )
+                # no CPU request: the actor only supervises, and the server's threads are outside
+                # Ray's accounting anyway; holding a CPU here could starve the episodes' actors
+                resources = {"num_cpus": 0}
+                if m.spec.engine == "vllm":
+                    resources["num_gpus"] = m.spec.tensor_parallel_size
                 actor = ModelServer.options(
                     name=None, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
                     **resources,
@@ -181,12 +184,32 @@ class ServerPool:
         return self.balancers[model_name].capacity
 
     def acquire(self, model_name: str) -> Lease | None:
-        """The least-loaded healthy replica with room, or None when all are full."""
+        """The least-loaded healthy replica with room, or None when all are full or restarting.
+
+        Raises ``ServerStartError`` when every replica of the model has failed for good.
+        """
+        self._recheck(model_name)
         replica = self.balancers[model_name].acquire(self.healthy[model_name])
         if replica is None:
             return None
         info = self.info[model_name][replica]
         return Lease(model_name, replica, info["url"], self.nodes[model_name][replica], info["generation"])
+
+    def _recheck(self, model_name: str) -> None:
+        """Ask replicas marked unhealthy how they are, at most once a second each."""
+        now = time.monotonic()
+        states = []
+        for replica, ok in enumerate(self.healthy[model_name]):
+            if not ok and now - self.checked.get((model_name, replica), 0.0) >= RECHECK_S:
+                self.checked[(model_name, replica)] = now
+                try:
+                    self.status(model_name, replica)
+                except Exception:  # noqa: BLE001 - an actor that cannot answer is a failed replica
+                    self.info[model_name][replica] = {**self.info[model_name][replica], "state": "failed"}
+            states.append(self.info[model_name][replica].get("state"))
+        if states and all(st in ("failed", "stopped") for st in states):
+            errors = [self.info[model_name][r].get("last_error") or "" for r in range(len(states))]
+            raise ServerStartError(next((e for e in errors if e), f"every replica of {model_name} failed"))
 
     def release(self, lease: Lease) -> None:
         self.balancers[lease.model_name].release(lease.replica)

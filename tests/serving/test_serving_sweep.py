@@ -64,8 +64,19 @@ def test_bad_model_entry_names_the_field(entry, field):
 
 def test_serving_settings_that_cannot_change_answers_keep_episode_ids():
     def ids(serve):
-        data = {"name": "t", "mazes": ["example"], "models": [{"name": "m", "model": "openai/x", "serve": serve}]}
+        data = {"name": "t", "mazes": ["example"], "protocol": {"observation": "text"},
+                "models": [{"name": "m", "model": "openai/x", "serve": serve}]}
         return [e.episode_id for e in parse_sweep(data, "t.yaml").episodes()]
 
     assert ids({"engine": "llama_cpp"}) == ids({"engine": "llama_cpp", "replicas": 2, "startup_timeout_s": 30})
     assert ids({"engine": "llama_cpp"}) != ids({"engine": "llama_cpp", "n_ctx": 4096})
+
+
+def test_a_llama_cpp_model_must_take_the_text_observation():
+    data = {"name": "t", "mazes": ["example"], "protocol": {"observation": "image+text"},
+            "models": [{"name": "g", "model": "openai/g", "serve": {"engine": "llama_cpp"}}]}
+    with pytest.raises(BadInput, match="reads text only") as err:
+        parse_sweep(data, "t.yaml")
+    assert str(err.value).startswith("t.yaml: models[0].protocol.observation:")
+    data["models"][0]["protocol"] = {"observation": "text"}
+    assert parse_sweep(data, "t.yaml").episodes()[0].condition.protocol.observation == "text"

@@ -1,0 +1,111 @@
+"""The bundled local model on this CPU: server start time, speed, and what serving costs.
+
+The same first-turn prompt of the example maze (the quickstart's text protocol for the bundled
+Gemma 3 270M) is answered K times three ways, one after the other so they never share the CPU:
+
+  in-process   llama_cpp.Llama in this process: no server, no HTTP (the floor)
+  HTTP         a plain POST to the llama.cpp server started by the ModelServer actor
+  agent        the LLM agent (litellm) against that server: the path every episode takes
+
+and a table prints latency per turn, output tokens/s and each path's ratio to in-process.
+Greedy decoding with a pinned seed makes the three paths produce the same tokens.
+
+Usage: .venv/bin/python bench/serving_local.py [--turns K]     (about 1-3 minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+
+import httpx
+import ray
+
+from agents import build_agent, build_messages, resolve_protocol
+from agents.types import Turn
+from env import initial_state, resolve_maze
+from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, bundled_model_path
+from orchestrator.serving.pool import ServedModel, ServerPool
+from orchestrator.serving.spec import parse_serve
+
+PROTOCOL = {"observation": "text", "thinking": False, "max_output_tokens": 32, "temperature": 0.0,
+            "history_frames": 0, "icl_example": False, "step_cap_factor": 1}
+N_CTX = 8192
+
+
+def first_turn() -> Turn:
+    maze = resolve_maze("example")
+    return Turn(maze=maze, protocol=resolve_protocol(PROTOCOL), step=1, state=initial_state(maze),
+                history=(), step_cap=19)
+
+
+def row(name: str, lat: list[float], out_tokens: list[int], base: float | None) -> tuple[str, ...]:
+    median = statistics.median(lat)
+    tps = sum(out_tokens) / sum(lat)
+    return (name, f"{median:.2f} s", f"{tps:.1f}", f"{median / base:.2f}x" if base else "1.00x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=5)
+    args = ap.parse_args()
+    turn = first_turn()
+    messages = build_messages(turn)
+    model_path = str(bundled_model_path())
+
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
+    spec = parse_serve({"engine": "llama_cpp", "n_ctx": N_CTX})
+    served = ServedModel("gemma", BUNDLED_MODEL, spec, max_concurrency=1)
+    http_lat, http_out, agent_lat, agent_out = [], [], [], []
+    with tempfile.TemporaryDirectory() as run_dir:
+        t0 = time.perf_counter()
+        pool = ServerPool(run_dir, [served])
+        with pool:
+            start_wall = time.perf_counter() - t0
+            status = pool.info["gemma"][0]
+            url = status["url"]
+            body = {"model": "gemma-3-270m", "messages": messages, "max_tokens": PROTOCOL["max_output_tokens"],
+                    "temperature": 0.0, "seed": 0}
+            prompt_tokens = 0
+            for _ in range(args.turns):
+                t = time.perf_counter()
+                r = httpx.post(f"{url}/chat/completions", json=body, timeout=300).json()
+                http_lat.append(time.perf_counter() - t)
+                http_out.append(r["usage"]["completion_tokens"])
+                prompt_tokens = r["usage"]["prompt_tokens"]
+            agent = build_agent(BUNDLED_MODEL, turn.protocol, api_base=url)
+            for _ in range(args.turns):
+                d = asyncio.run(agent.act(turn))
+                agent_lat.append(d.latency_s)
+                agent_out.append(d.tokens_out)
+    ray.shutdown()
+
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=model_path, n_ctx=N_CTX, chat_format=BUNDLED_CHAT_FORMAT, seed=0, verbose=False)
+    local_lat, local_out = [], []
+    for _ in range(args.turns):
+        t = time.perf_counter()
+        r = llm.create_chat_completion(messages=messages, max_tokens=PROTOCOL["max_output_tokens"],
+                                       temperature=0.0, seed=0)
+        local_lat.append(time.perf_counter() - t)
+        local_out.append(r["usage"]["completion_tokens"])
+
+    base = statistics.median(local_lat)
+    rows = [("path", "latency/turn (median)", "output tok/s", "vs in-process"),
+            row("in-process", local_lat, local_out, None),
+            row("HTTP", http_lat, http_out, base),
+            row("agent (litellm)", agent_lat, agent_out, base)]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print(f"bundled Gemma 3 270M Q4_K_M, {prompt_tokens} prompt tokens, {args.turns} turns per path")
+    print(f"server start through the ModelServer actor: {status['start_s'][0]:.1f} s to ready "
+          f"({start_wall:.1f} s including the actor)")
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()
