@@ -104,7 +104,7 @@ def main() -> None:
     print(f"server start through the ModelServer actor: {status['start_s'][0]:.1f} s to ready "
           f"({start_wall:.1f} s including the actor)")
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 if __name__ == "__main__":
