@@ -478,8 +478,12 @@ def regenerate(meta: Any) -> Maze:
     if gen.get("version") != GENERATOR_VERSION:
         raise BadInput("meta", "generator.version",
                        f"{gen.get('version')!r}: this generator is version {GENERATOR_VERSION}")
-    params = GenParams.from_json(gen["params"])
-    maze = build_candidate(params, int(gen["seed"]), int(gen["attempt"]), str(gen["id"]))
+    try:
+        params = GenParams.from_json(gen["params"])
+        seed, attempt, maze_id = int(gen["seed"]), int(gen["attempt"]), str(gen["id"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadInput("meta", "generator", f"not a generator record: {e}") from None
+    maze = build_candidate(params, seed, attempt, maze_id)
     if maze is None:
         raise BadInput("meta", "generator", "these parameters do not give a maze with this generator")
     return maze

@@ -157,12 +157,12 @@ def read_set(folder: Path) -> tuple[dict[str, Any], list[Maze]]:
 # (grid side, band low, band high, share of the pool): the study's pool ran from 9 to 106
 # optimal actions; every eval stratum gets at least twice what the eval and held-out sets need
 POOL_CELLS: tuple[tuple[int, int, int, int], ...] = (
-    (8, 9, 19, 16), (8, 20, 25, 14), (8, 26, 39, 30), (8, 40, 59, 4),
+    (8, 9, 14, 6), (8, 15, 19, 10), (8, 20, 25, 14), (8, 26, 39, 30), (8, 40, 59, 4),
     (10, 20, 25, 6), (10, 26, 39, 16), (10, 40, 59, 40), (10, 60, 79, 8),
     (14, 40, 59, 10), (14, 60, 79, 26), (14, 80, 110, 44),
 )
 # where a walk alone can fill the band (navigation-only mazes): 8x8 up to 25, 10x10 up to 39
-SCALE_CELLS = {(8, 9), (8, 20), (10, 20), (10, 26), (14, 40), (14, 60)}
+SCALE_CELLS = {(8, 9), (8, 15), (8, 20), (10, 20), (10, 26), (14, 40), (14, 60)}
 SHORT_CHAINS = ("key_door", "switch_gate", "gate_behind_door", "door_behind_gate", "two_switches_one_gate")
 # a single step cannot stretch a small grid's plan this far
 LONG_CHAINS = ("gate_behind_door", "door_behind_gate", "two_switches_one_gate", "mixed_sequence",
@@ -230,7 +230,9 @@ def _spec_params(rng: random.Random, side: int, lo: int, hi: int, category: str)
         topology = _weighted(rng, {"winding": 3, "perfect": 1 if hi <= 39 else 0, "rooms": 1 if hi <= 25 else 0})
         return GenParams(width=side, height=side, topology=topology, chain="none", band=(lo, hi))
     long_for_grid = (side == 8 and lo >= 40) or (side == 10 and lo >= 60)
-    chain = _weighted(rng, CHAIN_WEIGHTS, SHORT_CHAINS if hi <= 25 else LONG_CHAINS if long_for_grid else None)
+    allowed = (("key_door", "switch_gate") if hi <= 14 else SHORT_CHAINS if hi <= 25
+               else LONG_CHAINS if long_for_grid else None)
+    chain = _weighted(rng, CHAIN_WEIGHTS, allowed)
     mechanisms = 3 if (lo >= 60 and chain.endswith("sequence") and (side < 14 or rng.random() < 0.5)) else 2
     topology = _weighted(rng, TOPOLOGY_WEIGHTS_BY_CELL.get((side, lo), TOPOLOGY_WEIGHTS))
     dk = ds = de = 0
