@@ -51,7 +51,7 @@ def convert_file(path: Path) -> tuple[Maze, list[str]]:
         raise BadInput(source, "", f"cannot read: {e.__class__.__name__}") from None
     except json.JSONDecodeError as e:
         raise BadInput(source, "(file)", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    return convert(doc, source, _maze_id(doc, path))
+    return convert(doc, source, _maze_id(doc, path), origin=path.name)
 
 
 def _maze_id(doc: Any, path: Path) -> str:
@@ -63,8 +63,9 @@ def _maze_id(doc: Any, path: Path) -> str:
     return stem
 
 
-def convert(doc: Any, source: str, maze_id: str) -> tuple[Maze, list[str]]:
-    """(maze, warnings) for a parsed task file; BadInput for anything gridbench cannot express."""
+def convert(doc: Any, source: str, maze_id: str, origin: str = "") -> tuple[Maze, list[str]]:
+    """(maze, warnings) for a parsed task file; BadInput for anything gridbench cannot express.
+    ``origin`` (the file's name, never its path) goes into ``meta.source``."""
     if not isinstance(doc, dict):
         raise BadInput(source, "(file)", "a MultiNet task file is a JSON object")
     maze = _section(doc, "maze", source)
@@ -182,7 +183,7 @@ def convert(doc: Any, source: str, maze_id: str) -> tuple[Maze, list[str]]:
             "topology": "multinet",
             "chain": [],
             "distractors": [],
-            "source": "imported:multinet",
+            "source": f"imported:multinet:{origin}" if origin else "imported:multinet",
             "generator": {},
             "multinet": {"key_consumption": consumed,
                          "note": "keys are never consumed in gridbench" if consumed else ""},

@@ -21,7 +21,7 @@ def test_key_door_file_converts_with_the_border_and_the_consumption_warning():
     assert "key_consumption" in str(caught[0].message)
     assert (m.width, m.height) == (7, 6) and m.grid[0] == "#######" and m.grid[1] == "#..#..#"
     assert m.start.dir == "east" and tuple(m.goal) == (5, 4)
-    assert m.meta.source == "imported:multinet" and m.meta.multinet["key_consumption"] is True
+    assert m.meta.source == "imported:multinet:multinet_key_door.json" and m.meta.multinet["key_consumption"] is True
     assert [list(s) for s in m.meta.chain] == [["key_a", "door_a"]]
     assert m.doors[0].state == "locked" and m.doors[0].color == m.keys[0].color == "yellow"
     assert solve(m).status == "solved"
