@@ -99,19 +99,23 @@ FAST_PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, 
                  "stall_window": 10, "step_cap_factor": 1}
 
 
-def actor_pid(actor, timeout: float = 60.0) -> int:
-    """The process id of a live actor, from Ray's own actor table (waits while it starts)."""
+def actor_pid(actor, timeout: float = 60.0) -> int | None:
+    """The process id of a live actor, from Ray's own actor table (waits while it starts);
+    None when it died before it ever ran."""
     import time
 
     from ray._private import state
 
     deadline = time.monotonic() + timeout
+    row = None
     while time.monotonic() < deadline:
         row = state.actors(actor._actor_id.hex())
         if row and row.get("State") == "ALIVE" and row.get("Pid"):
             return int(row["Pid"])
+        if row and row.get("State") == "DEAD":
+            return None
         time.sleep(0.05)
-    raise TimeoutError("actor never came alive")
+    raise TimeoutError(f"actor never came alive: {row}")
 
 
 def actor_node(actor) -> str:

@@ -1,0 +1,122 @@
+"""A multi-node cluster simulated on this machine (``ray.cluster_utils.Cluster``: a head and
+three worker nodes, each its own raylet, with the ``env_slot`` resource real clusters declare).
+
+- Episodes of a served model (the bundled llama.cpp model, served through the ``ServerPool``)
+  run on the node that hosts its server: read from Ray's actor table, not assumed.
+- A whole node removed mid-sweep: its episodes are rescheduled on the remaining nodes and each
+  finishes exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pandas as pd
+import pytest
+from conftest import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, actor_pid, copy_mazes, sweep_file
+
+from agents.scripted_server import ScriptedServer
+from orchestrator.driver import ENV_SLOT, Driver
+from orchestrator.serving.pool import ServerPool, served_models
+from orchestrator.sweep import load_sweep
+
+pytestmark = pytest.mark.slow
+STORE = 80 * 1024**2
+
+
+@pytest.fixture(scope="module")
+def cluster(request):
+    import ray
+    from ray.cluster_utils import Cluster
+
+    os.environ[KEY_ENV] = FAKE_KEY
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if ray.is_initialized():
+        ray.shutdown()
+    # the head hosts the driver only: no CPU and no env slot, so every episode runs on a worker node
+    # a node killed outright is noticed by missed health checks: check every second, not every three
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "object_store_memory": STORE, "include_dashboard": False,
+        "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 10}})
+    nodes = {
+        "serverhost": c.add_node(num_cpus=3, resources={ENV_SLOT: 32, "serverhost": 1}, object_store_memory=STORE),
+        "a": c.add_node(num_cpus=2, resources={ENV_SLOT: 32, "a": 1}, object_store_memory=STORE),
+        "b": c.add_node(num_cpus=2, resources={ENV_SLOT: 32, "b": 1}, object_store_memory=STORE),
+    }
+    c.wait_for_nodes()
+    ray.init(address=c.address, log_to_driver=False, logging_level="ERROR")
+    yield c, nodes
+    ray.shutdown()
+    c.shutdown()
+
+
+def live_node(actor) -> str | None:
+    """The node an actor runs on, once it runs (a new actor has no node yet); None when it died
+    first (placed on a node that was gone before Ray noticed)."""
+    return actor_node(actor) if actor_pid(actor) is not None else None
+
+
+def node_ids(c) -> dict:
+    return {n.node_id: n for n in c.list_all_nodes()}
+
+
+def test_served_model_episodes_run_on_the_server_node(cluster, tmp_path):
+    c, nodes = cluster
+    path = sweep_file(tmp_path / "served.yaml", mazes=str(copy_mazes(tmp_path / "mazes", ["scale-8"])), repeats=3,
+                      protocol={**FAST_PROTOCOL, "max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15},
+                      models=[{"name": "gemma", "model": "openai/gemma-3-270m", "max_concurrency": 3,
+                               "serve": {"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300}}])
+    sweep = load_sweep(path)
+    placed: list[tuple[str, str]] = []
+    pool = ServerPool(tmp_path / "run", served_models(sweep.models))
+    with pool:
+        server_node = pool.nodes["gemma"][0]
+        actor = pool.actors["gemma"][0]
+        assert actor_node(actor) == server_node  # the server actor really is where the plan put it
+        outcome = Driver(sweep, tmp_path / "run", pool=pool,
+                         on_dispatch=lambda spec, a, n: placed.append((spec.episode_id, live_node(a)))).execute()
+    # the node with the most CPUs hosts the llama.cpp replica; two other nodes had room for episodes
+    assert server_node == nodes["serverhost"].node_id
+    assert len(placed) == 3 and {n for _, n in placed} == {server_node}
+    episodes = pd.read_parquet(tmp_path / "run" / "episodes")
+    assert outcome.errors == 0 and len(episodes) == 3 and (episodes["steps"] > 0).all()
+
+
+def test_a_lost_node_costs_no_episode(cluster, tmp_path):
+    c, nodes = cluster
+    with ScriptedServer(mode="oracle", mazes=str(MAZES), latency=0.1) as srv:
+        sweep = load_sweep(sweep_file(tmp_path / "nodes.yaml", protocol=FAST_PROTOCOL, repeats=2, models=[{
+            "name": "scripted", "model": "openai/scripted", "api_base": srv.url, "api_key_env": KEY_ENV,
+            "price": {"input": 0.0, "output": 0.0}, "max_concurrency": 6}]))
+        lost: dict = {}
+        placed: list[tuple[str, str, int]] = []
+
+        def remove_node_later(node_id: str) -> None:
+            time.sleep(1.0)
+            lost["node"] = node_id
+            c.remove_node(node_ids(c)[node_id], allow_graceful=False)
+
+        def on_dispatch(spec, actor, attempts):
+            node = live_node(actor) if attempts > 1 else None
+            placed.append((spec.episode_id, node, attempts))
+            if len(placed) == 4 and not lost:
+                # the first model actor holds four episodes in flight: take its whole node away
+                threading.Thread(target=remove_node_later, args=(live_node(actor),), daemon=True).start()
+
+        outcome = Driver(sweep, tmp_path / "run", on_dispatch=on_dispatch).execute()
+    episodes = pd.read_parquet(tmp_path / "run" / "episodes")
+    steps = pd.read_parquet(tmp_path / "run" / "steps")
+    assert lost["node"] not in {n.node_id for n in c.list_all_nodes()}
+    assert set(episodes["episode_id"]) == {s.episode_id for s in sweep.episodes()} and episodes["episode_id"].is_unique
+    assert outcome.errors == 0 and episodes["solved"].all()
+    assert not steps.duplicated(["episode_id", "step"]).any() and int(episodes["steps"].sum()) == len(steps)
+    # each rescheduled episode finished where it was last sent: a node that is still there
+    last: dict[str, tuple[str | None, int]] = {}
+    for eid, node, attempts in placed:
+        last[eid] = (node, attempts)
+    retried = {eid: node for eid, (node, attempts) in last.items() if attempts > 1}
+    assert retried and set(episodes.loc[episodes["attempts"] > 1, "episode_id"]) == set(retried)
+    alive = {n.node_id for n in c.list_all_nodes()}
+    assert all(node in alive and node != lost["node"] for node in retried.values()), retried
