@@ -68,7 +68,11 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or None, **quiet)
     else:
-        ray.init(num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE, **quiet)
+        # Ray runs its workers at niceness 15, so on a busy machine any other process starves the
+        # episodes; an embedded instance exists only for this run, so its workers run at 0
+        # address="local": always a fresh instance, never a cluster someone `ray start`ed here
+        ray.init(address="local", num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE,
+                 _system_config={"worker_niceness": 0}, **quiet)
     return True
 
 

@@ -123,6 +123,16 @@ def _summary_table(outcome: Any, sweep: Any) -> Table:
     return table
 
 
+def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: Path, name: str | None,
+                  address: str | None, retry_errors: bool) -> list[str]:
+    """The invocation as the manifest records it: rebuilt from the options, never from raw argv."""
+    cmd = ["gridbench", "run", sweep, *(a for m in model or [] for a in ("--model", m))]
+    for flag, value in (("--mazes", mazes), ("--out", str(out)), ("--name", name), ("--address", address)):
+        if value is not None:
+            cmd += [flag, value]
+    return [*cmd, "--retry-errors"] if retry_errors else cmd
+
+
 def run_command(
     sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, quickstart)"),
     model: list[str] = typer.Option(None, "--model", help="run only these models (name or model string); repeatable"),
@@ -174,7 +184,7 @@ def run_command(
                 print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
                 raise typer.Exit(1) from None
         driver = Driver(s, run_dir, run=run_name, retry_errors=retry_errors, pool=pool,
-                        reporter=RichReporter(Console(stderr=True)), command=["gridbench", "run", *sys.argv[2:]])
+                        reporter=RichReporter(Console(stderr=True)), command=_command_line(sweep, model, mazes, out, name, address, retry_errors))
         outcome = driver.execute()
     finally:
         if pool is not None:

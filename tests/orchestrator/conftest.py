@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 MAZES = Path(__file__).resolve().parent / "mazes"
+TEST_KEY_ENV, TEST_KEY = "GRIDBENCH_TEST_SCRIPTED_KEY", "sk-scripted-secret-value-0001"
 
 
 @pytest.fixture(scope="session")
@@ -21,10 +22,14 @@ def ray_cluster():
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's workers inherit the environment of the moment Ray starts (as on a real node), so a
+    # key variable for the tests' scripted servers must exist before ray.init
+    os.environ.setdefault(TEST_KEY_ENV, TEST_KEY)
     if ray.is_initialized():  # another module's instance: never share one across modules
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False,
-             logging_level="ERROR")
+    # address="local": a fresh instance even when someone has `ray start`ed one on this machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
+             log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
 

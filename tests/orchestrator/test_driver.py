@@ -113,3 +113,37 @@ def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsy
     out = capsys.readouterr().out
     assert "oracle" in out and "6 episodes in the matrix, 0 ended in error" in out
     assert len(list((tmp_path / "qs" / "episodes").glob("*.parquet"))) == 6
+
+
+def test_model_episodes_run_on_model_actors_and_a_failing_model_never_stops_the_sweep(
+        ray_cluster, maze_dir, sweep_dict, tmp_path):
+    from agents.scripted_server import ScriptedServer
+
+    key_env, key = "GRIDBENCH_TEST_SCRIPTED_KEY", os.environ["GRIDBENCH_TEST_SCRIPTED_KEY"]  # set by the fixture
+    with ScriptedServer(mode="actions", actions=["forward", "left"]) as good, \
+            ScriptedServer(script=["401"]) as bad:
+        sweep = parse_sweep(sweep_dict(
+            maze_dir, name="llm",
+            protocol={"observation": "text", "history_frames": 0, "thinking": False, "stall_window": 8},
+            models=[
+                {"name": "oracle", "model": "builtin/oracle"},
+                {"name": "good", "model": "openai/scripted", "api_base": good.url, "api_key_env": key_env,
+                 "max_concurrency": 4, "price": {"input": 1e-6, "output": 2e-6}},
+                {"name": "bad", "model": "openai/scripted", "api_base": bad.url, "api_key_env": key_env,
+                 "params": {"top_p": 0.5}, "max_concurrency": 2},
+            ]), "llm.yaml")
+        outcome = Driver(sweep, tmp_path / "llm").execute()
+        assert len(good.chat_requests) > 0 and len(bad.chat_requests) > 0, (
+            len(good.chat_requests), len(bad.chat_requests), outcome.episodes[["model_name", "termination", "error_message"]].to_string())
+    episodes = pd.read_parquet(tmp_path / "llm" / "episodes").set_index("model_name")
+    assert len(episodes) == 18 and outcome.exit_code == 1 and outcome.errors == 6
+    assert (episodes.loc["oracle", "termination"] == "solved").all()
+    good_rows = episodes.loc["good"]
+    assert (good_rows["termination"] != "error").all() and (good_rows["tokens_in"] > 0).all()
+    bad_rows = episodes.loc["bad"]
+    assert (bad_rows["termination"] == "error").all() and bad_rows["error_class"].notna().all()
+    steps = pd.read_parquet(tmp_path / "llm" / "steps")
+    assert set(steps[steps["model_name"] == "good"]["parse"]) <= {"exact", "lenient"}
+    for path in (tmp_path / "llm").rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
