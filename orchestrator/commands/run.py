@@ -80,20 +80,22 @@ class RichReporter:
 
 
 def _matrix_table(sweep: Any, todo_ids: set[str]) -> Table:
+    """Episodes per condition (rows) and model (columns), with what is left to run."""
     specs = sweep.episodes()
-    conds = [c.name for c in sweep.conditions]
-    table = Table(title=f"{sweep.name}: {len(sweep.mazes)} mazes x {len(sweep.models)} models x "
-                        f"{len(conds)} conditions x {sweep.repeats} repeats")
-    table.add_column("model")
-    for c in conds:
-        table.add_column(c, justify="right")
+    table = Table(title=f"{sweep.name}: {len(sweep.all_mazes)} mazes, {len(sweep.models)} models, "
+                        f"{len(sweep.conditions)} conditions, {sweep.repeats} repeats")
+    table.add_column("condition")
+    table.add_column("changes")
+    for m in sweep.models:
+        table.add_column(m.name, justify="right")
     table.add_column("total", justify="right")
     table.add_column("to run", justify="right")
-    for m in sweep.models:
-        mine = [s for s in specs if s.model.name == m.name]
-        row = [str(sum(1 for s in mine if s.condition.name == c)) for c in conds]
-        table.add_row(m.name, *row, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
-    table.add_row("all", *[str(sum(1 for s in specs if s.condition.name == c)) for c in conds],
+    for c in sweep.conditions:
+        mine = [s for s in specs if s.condition.name == c.name]
+        changed = f"{c.changed}: {c.protocol.to_dict()[c.changed]}" if c.changed else ""
+        counts = [str(sum(1 for s in mine if s.model.name == m.name)) for m in sweep.models]
+        table.add_row(c.name, changed, *counts, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
+    table.add_row("all", "", *[str(sum(1 for s in specs if s.model.name == m.name)) for m in sweep.models],
                   str(len(specs)), str(len(todo_ids)), style="bold")
     return table
 

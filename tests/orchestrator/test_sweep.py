@@ -73,7 +73,8 @@ def test_dry_run_prints_the_matrix(tmp_path, maze_dir, sweep_dict):
     r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--dry-run", "--model", "oracle",
                         "--model", "random", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "6 mazes x 2 models x 2 conditions" in r.stdout and "explorer" not in r.stdout
+    assert "6 mazes, 2 models, 2 conditions" in r.stdout and "explorer" not in r.stdout
+    assert "temperature: 2.0" in r.stdout
     assert "24" in r.stdout and not (tmp_path / "t").exists()
 
 
@@ -118,3 +119,10 @@ def test_shipped_sweeps_resolve_by_name_and_have_the_study_shape(maze_dir):
     with pytest.raises(BadInput, match="no such sweep"):
         load_sweep("no-such-sweep")
     assert find_sweep("ablation") == SWEEPS_DIR / "ablation.yaml"  # names resolve without a path
+
+
+def test_shipped_main_and_ablation_are_150_and_540_episodes_on_the_shipped_sets():
+    main, ablation = load_sweep("main"), load_sweep("ablation")
+    assert len(main.mazes) == 50 and len(main.episodes()) == 150
+    assert len(ablation.mazes) == 15 and len(ablation.episodes()) == 540
+    assert len({e.episode_id for e in ablation.episodes()}) == 540
