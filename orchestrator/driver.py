@@ -287,8 +287,16 @@ class Driver:
             self.writes.popleft().result()  # a failed write (disk full) stops the driver here
 
     def _cluster(self) -> tuple[float, bool]:
-        res = ray.cluster_resources()
-        return float(res.get("CPU", 1.0)), ENV_SLOT in res
+        """(CPUs free now, whether the cluster declares env slots). Free, not total: model
+        servers started before the episodes already hold theirs. Actors killed a moment ago
+        (a previous run in this process) give theirs back within a second."""
+        total = ray.cluster_resources()
+        free = float(ray.available_resources().get("CPU", 0.0))
+        deadline = time.monotonic() + 1.0
+        while free < total.get("CPU", 0.0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            free = float(ray.available_resources().get("CPU", 0.0))
+        return free, ENV_SLOT in total
 
     def _actor_options(self, cpus: float, slots: int, env_slots: int, strategy: Any = None) -> dict[str, Any]:
         _, has_slots = self._cluster()
@@ -307,6 +315,7 @@ class Driver:
             math.ceil((m.max_concurrency or 1) / MODEL_SLOTS) for m in self.sweep.models if not m.builtin
         )
         room = int(cpus - model_actors * MODEL_ACTOR_CPUS + 1e-9)
+        # at least one, even on a full cluster: Ray places it when a CPU frees up
         n = self.requested_cpu_actors or max(1, min(room, len(self.cpu_pending) * 4))
         for _ in range(n):
             self.cpu_workers.append(self._new_cpu_worker())
@@ -351,6 +360,13 @@ class Driver:
         return None
 
     def _dispatch(self) -> None:
+        if not self.cpu_pending:
+            # no built-in episode left to start: idle CPU actors give their CPU to model actors
+            for w in [w for w in self.cpu_workers if w.busy == 0]:
+                self.cpu_workers.remove(w)
+                ray.kill(w.handle, no_restart=True)
+        elif not self.cpu_workers:  # episodes came back (their actor died) after the others left
+            self.cpu_workers.append(self._new_cpu_worker())
         for w in self.cpu_workers:
             while w.free > 0 and self.cpu_pending and len(self.in_flight) < MAX_IN_FLIGHT:
                 task = self._pick_cpu_task(w)
