@@ -1,7 +1,7 @@
 """The bundled local model on this CPU: server start time, speed, and what serving costs.
 
-The same first-turn prompt of the example maze (the quickstart's text protocol for the bundled
-Gemma 3 270M) is answered K times three ways, one after the other so they never share the CPU:
+The same K turns of the example maze (the quickstart's text protocol for the bundled Gemma 3
+270M) are answered three ways, one after the other so they never share the CPU:
 
   in-process   llama_cpp.Llama in this process: no server, no HTTP (the floor)
   HTTP         a plain POST to the llama.cpp server started by the ModelServer actor
@@ -11,6 +11,7 @@ and a table prints latency per turn, output tokens/s and each path's ratio to in
 Greedy decoding with a pinned seed makes the three paths produce the same tokens.
 
 Usage: .venv/bin/python bench/serving_local.py [--turns K]     (about 1-3 minutes)
+(K distinct prompts: the first K turns along the oracle's path through the example maze)
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import ray
 
 from agents import build_agent, build_messages, resolve_protocol
 from agents.types import Turn
-from env import initial_state, resolve_maze
+from env import initial_state, resolve_maze, step
+from env.oracle import solve
 from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, bundled_model_path
 from orchestrator.serving.pool import ServedModel, ServerPool
 from orchestrator.serving.spec import parse_serve
@@ -36,27 +38,35 @@ PROTOCOL = {"observation": "text", "thinking": False, "max_output_tokens": 32, "
 N_CTX = 8192
 
 
-def first_turn() -> Turn:
+def oracle_turns(k: int) -> list[Turn]:
+    """The first ``k`` turns of the oracle's path through the example maze: each prompt differs
+    from the last where the map changes, as in a real episode (so prefix caching helps as much
+    as it would there, and no more)."""
     maze = resolve_maze("example")
-    return Turn(maze=maze, protocol=resolve_protocol(PROTOCOL), step=1, state=initial_state(maze),
-                history=(), step_cap=19)
+    protocol = resolve_protocol(PROTOCOL)
+    state, turns = initial_state(maze), []
+    for i, action in enumerate(solve(maze).plan[:k]):
+        turns.append(Turn(maze=maze, protocol=protocol, step=i + 1, state=state, history=(), step_cap=19))
+        state = step(maze, state, action)[0]
+    return turns
 
 
 def row(name: str, lat: list[float], out_tokens: list[int], base: float | None) -> tuple[str, ...]:
     median = statistics.median(lat)
     tps = sum(out_tokens) / sum(lat)
-    return (name, f"{median:.2f} s", f"{tps:.1f}", f"{median / base:.2f}x" if base else "1.00x")
+    return (name, f"{lat[0]:.2f} s", f"{median:.2f} s", f"{statistics.mean(out_tokens):.1f}", f"{tps:.1f}",
+            f"{median / base:.2f}x" if base else "1.00x")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=5)
     args = ap.parse_args()
-    turn = first_turn()
-    messages = build_messages(turn)
+    turns = oracle_turns(args.turns)
+    conversations = [build_messages(t) for t in turns]
     model_path = str(bundled_model_path())
 
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
     spec = parse_serve({"engine": "llama_cpp", "n_ctx": N_CTX})
     served = ServedModel("gemma", BUNDLED_MODEL, spec, max_concurrency=1)
     http_lat, http_out, agent_lat, agent_out = [], [], [], []
@@ -67,17 +77,17 @@ def main() -> None:
             start_wall = time.perf_counter() - t0
             status = pool.info["gemma"][0]
             url = status["url"]
-            body = {"model": "gemma-3-270m", "messages": messages, "max_tokens": PROTOCOL["max_output_tokens"],
-                    "temperature": 0.0, "seed": 0}
-            prompt_tokens = 0
-            for _ in range(args.turns):
+            prompt_tokens = []
+            for messages in conversations:
+                body = {"model": "gemma-3-270m", "messages": messages, "temperature": 0.0, "seed": 0,
+                        "max_tokens": PROTOCOL["max_output_tokens"]}
                 t = time.perf_counter()
                 r = httpx.post(f"{url}/chat/completions", json=body, timeout=300).json()
                 http_lat.append(time.perf_counter() - t)
                 http_out.append(r["usage"]["completion_tokens"])
-                prompt_tokens = r["usage"]["prompt_tokens"]
-            agent = build_agent(BUNDLED_MODEL, turn.protocol, api_base=url)
-            for _ in range(args.turns):
+                prompt_tokens.append(r["usage"]["prompt_tokens"])
+            agent = build_agent(BUNDLED_MODEL, turns[0].protocol, api_base=url)
+            for turn in turns:
                 d = asyncio.run(agent.act(turn))
                 agent_lat.append(d.latency_s)
                 agent_out.append(d.tokens_out)
@@ -85,9 +95,11 @@ def main() -> None:
 
     from llama_cpp import Llama
 
+    import orchestrator.serving.llama_server  # noqa: F401 - registers the gemma-text chat format
+
     llm = Llama(model_path=model_path, n_ctx=N_CTX, chat_format=BUNDLED_CHAT_FORMAT, seed=0, verbose=False)
     local_lat, local_out = [], []
-    for _ in range(args.turns):
+    for messages in conversations:
         t = time.perf_counter()
         r = llm.create_chat_completion(messages=messages, max_tokens=PROTOCOL["max_output_tokens"],
                                        temperature=0.0, seed=0)
@@ -95,12 +107,13 @@ def main() -> None:
         local_out.append(r["usage"]["completion_tokens"])
 
     base = statistics.median(local_lat)
-    rows = [("path", "latency/turn (median)", "output tok/s", "vs in-process"),
+    rows = [("path", "first turn", "turn (median)", "out tokens/turn", "out tok/s", "median vs in-process"),
             row("in-process", local_lat, local_out, None),
             row("HTTP", http_lat, http_out, base),
             row("agent (litellm)", agent_lat, agent_out, base)]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    print(f"bundled Gemma 3 270M Q4_K_M, {prompt_tokens} prompt tokens, {args.turns} turns per path")
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"bundled Gemma 3 270M Q4_K_M, {args.turns} turns of the example maze per path, "
+          f"{statistics.mean(prompt_tokens):.0f} prompt tokens per turn")
     print(f"server start through the ModelServer actor: {status['start_s'][0]:.1f} s to ready "
           f"({start_wall:.1f} s including the actor)")
     for r in rows:

@@ -9,7 +9,7 @@ def ray_local():
 
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
+        ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
                  log_to_driver=False, configure_logging=False)
     yield ray
     if started:
