@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
+from bench_results import record  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -160,6 +161,8 @@ def bench_a(mazes: str, work: Path, rows: list, rounds: int) -> None:
                  f"{best_plain:.1f} s (1 process)", f"{best_plain / best_orch:.2f}x", ">= 1.6x"))
     rows.append(("    same, without actor start-up", f"{min(steady):.1f} s", f"{best_plain:.1f} s",
                  f"{best_plain / min(steady):.2f}x", ""))
+    record(f"orchestrator speed-up, {n} built-in episodes", ">= 1.6x", f"{best_orch:.1f} s vs {best_plain:.1f} s",
+           best_plain / best_orch, best_plain / best_orch >= 1.6)
     rows.append(("    cores this session could get (2 spinners)", " ".join(f"{c:.2f}" for c in cores), "2 cores",
                  f"{max(cores) / 2:.0%}", "~100%"))
 
@@ -227,6 +230,8 @@ def bench_b(work: Path, rows: list, latency: float = 0.2, concurrency: int = 32)
     span = (eps["finished_at"].max() - eps["started_at"].min()).total_seconds()
     rows.append((f"(b) latency-bound, {concurrency} episodes, {calls} calls", f"{span:.1f} s episodes",
                  f"{ideal:.1f} s ideal", f"{span / ideal:.2f}x", "<= 1.15x"))
+    record(f"latency-bound: {concurrency} episodes vs calls x latency / concurrency", "<= 1.15x",
+           f"{span:.1f} s vs {ideal:.1f} s", span / ideal, span / ideal <= 1.15)
     rows.append(("    same, with actor start-up", f"{wall:.1f} s", f"{ideal:.1f} s ideal", f"{wall / ideal:.2f}x", ""))
     rows.append(("    same episodes, 1 process, no Ray", f"{single:.1f} s", f"{ideal:.1f} s ideal",
                  f"{single / ideal:.2f}x", ""))
@@ -264,6 +269,11 @@ def bench_c(mazes: str, work: Path, rows: list) -> None:
                  "after " + " ".join(str(k) for k, _ in samples.samples), "", ""))
     rows.append((f"(c) trace size, {total_steps} steps", f"{size / 1e6:.2f} MB",
                  f"{size / total_steps * 1000 / 1e3:.1f} kB", "per 1,000 steps", ""))
+    # flat: the last sample within 10% of the first (the first comes after a sixth of the run)
+    first, last = samples.samples[0][1], samples.samples[-1][1]
+    record(f"driver memory over {n} episodes", "flat (last sample <= first + 10%)",
+           f"{first:.0f} -> {last:.0f} MB (peak {peak:.0f})", last / first, last <= first * 1.1)
+    record("trace size per 1,000 steps", "", f"{size / total_steps:.2f} kB", None, None)
 
 
 def main() -> None:
