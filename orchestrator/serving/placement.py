@@ -8,7 +8,7 @@ never more than ``per_replica`` in flight on one replica.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from env.errors import BadInput
 from orchestrator.serving.spec import ServeSpec
@@ -51,6 +51,17 @@ def plan_replicas(spec: ServeSpec, nodes: list[NodeCapacity], source: str = "ser
         return placed
     by_cpu = sorted(nodes, key=lambda n: -n.cpus)
     return [by_cpu[i % len(by_cpu)].node_id for i in range(spec.replicas)]
+
+
+def plan_models(specs: dict[str, ServeSpec], nodes: list[NodeCapacity]) -> dict[str, list[str]]:
+    """Every served model's replica nodes; each model plans on the GPUs the ones before it left."""
+    plans = {}
+    for name, spec in specs.items():
+        plans[name] = placed = plan_replicas(spec, nodes, source=f"models.{name}")
+        if spec.engine == "vllm":
+            used = {nid: placed.count(nid) * spec.tensor_parallel_size for nid in placed}
+            nodes = [replace(n, gpus=n.gpus - used.get(n.node_id, 0)) for n in nodes]
+    return plans
 
 
 @dataclass

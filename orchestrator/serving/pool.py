@@ -20,7 +20,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from orchestrator.serving.actor import ModelServer, ServerStartError
-from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_replicas
+from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
 from orchestrator.serving.spec import ServeSpec, parse_serve
 
 STATUS_TIMEOUT_S = 30.0
@@ -111,11 +111,12 @@ class ServerPool:
         if not self.models:
             return
         nodes = cluster_nodes()
+        # every placement first: a model the cluster cannot hold stops the run before any server starts
+        self.nodes = plan_models({name: m.spec for name, m in self.models.items()}, nodes)
         pending = {}
         offset = 0
         for m in self.models.values():
-            placed = plan_replicas(m.spec, nodes, source=f"models.{m.name}")
-            self.nodes[m.name] = placed
+            placed = self.nodes[m.name]
             self.actors[m.name] = []
             for replica, node_id in enumerate(placed):
                 # no CPU request: the actor only supervises, and the server's threads are outside

@@ -6,7 +6,7 @@ import pytest
 
 from env.errors import BadInput
 from orchestrator.serving.commands import llama_cpp_command, served_name, vllm_command
-from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_replicas
+from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models, plan_replicas
 from orchestrator.serving.spec import parse_serve
 
 
@@ -87,6 +87,18 @@ def test_placement_refuses_tensor_parallelism_across_nodes():
     too_many = parse_serve({"engine": "vllm", "tensor_parallel_size": 2, "replicas": 5})
     with pytest.raises(BadInput, match="holds 4 such replica"):
         plan_replicas(too_many, nodes(4, 4))
+
+
+def test_two_served_models_never_plan_on_the_same_gpus():
+    big = parse_serve({"engine": "vllm", "tensor_parallel_size": 2, "replicas": 2})
+    small = parse_serve({"engine": "vllm", "tensor_parallel_size": 1, "replicas": 2})
+    plans = plan_models({"big": big, "small": small}, nodes(3, 3))
+    assert sorted(plans["big"]) == ["n0", "n1"] and sorted(plans["small"]) == ["n0", "n1"]
+    with pytest.raises(BadInput, match="^models.small: serve.replicas"):
+        plan_models({"big": big, "small": parse_serve({"engine": "vllm", "replicas": 3})}, nodes(3, 3))
+    # llama.cpp replicas take no GPU from anyone
+    cpu = parse_serve({"engine": "llama_cpp"})
+    assert plan_models({"cpu": cpu, "big": big}, nodes(2, 2))["big"] == ["n0", "n1"]
 
 
 def test_llama_cpp_replicas_need_no_gpu():
