@@ -16,7 +16,6 @@ tests/serving/test_serving_llama.py::test_killed_server_is_restarted_and_its_epi
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -151,10 +150,11 @@ FAULTS = {
     "s500": (["500"], "InternalServerError"),
     "s503": (["503"], "ServiceUnavailableError"),
     "hangs": (["hang"], "Timeout"),
-    "malformed": (["malformed"], None),  # class filled in below from the first run
+    # litellm reports a reply body that is not JSON as its InternalServerError (the message says why)
+    "malformed": (["malformed"], "InternalServerError"),
     "empty": (["empty_choices"], "EmptyChoices"),
     "cutoff": (["length"], None),  # a cut-off reply is the model's (invalid) answer: not an error
-    "transient": ([{"fault": "429", "retry_after": 0.1}, "500", "ACTION: left"], None),
+    "transient": ([{"fault": "429", "retry_after": 0.1}, "ACTION: left"], None),  # one 429, then answers
 }
 
 
@@ -181,18 +181,19 @@ def test_endpoint_faults_end_as_errors_of_their_class_and_are_retried(ray_with_k
         assert set(errors["model_name"]) == failing and len(errors) == 2 * len(failing)
         for name, (_, cls) in FAULTS.items():
             mine = episodes[episodes["model_name"] == name]
+            if name == "malformed":
+                assert "Unterminated string" in mine["error_message"].iloc[0]
             if name in failing:
                 assert mine["error_class"].nunique() == 1 and mine["steps"].eq(0).all()
-                if cls is not None:
-                    assert mine["error_class"].iloc[0] == cls, (name, mine["error_message"].iloc[0])
+                assert mine["error_class"].iloc[0] == cls, (name, mine["error_message"].iloc[0])
                 assert "gave up after 2 attempts" in mine["error_message"].iloc[0]
             else:
                 assert (mine["termination"] != "error").all() and (mine["steps"] > 0).all()
         steps = pd.read_parquet(run / "steps")
         assert (steps[steps["episode_id"].isin(episodes.loc[episodes.model_name == "cutoff", "episode_id"])]
                 ["parse"] == "invalid").all()
-        assert steps[steps["model_name"] == "transient"]["retries"].max() >= 1 \
-            if "model_name" in steps else True
+        # the first call's 429 was retried, and its step records the retry
+        assert steps[steps["model_name"] == "transient"]["retries"].max() >= 1
 
         # infrastructure failures are no model outcome: every metric leaves them out
         traces = load_runs(run)
@@ -214,7 +215,7 @@ def test_endpoint_faults_end_as_errors_of_their_class_and_are_retried(ray_with_k
     assert len(again) == 16 and again["episode_id"].is_unique and (again["termination"] != "error").all()
     rerun = {r.episode_id for r in again.itertuples() if r.finished_at != before[r.episode_id]}
     assert rerun == set(errors["episode_id"])
-    assert json.loads(json.dumps(read_manifest(run)["invocations"][-1]))["retry_errors"] is True
+    assert read_manifest(run)["invocations"][-1]["retry_errors"] is True
 
 
 @pytest.fixture
