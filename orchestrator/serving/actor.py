@@ -279,6 +279,8 @@ class ModelServerProcess:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
+        # the engine is a plain process on this node, not a client of the sweep's Ray cluster
+        env.pop("RAY_ADDRESS", None)
         # the server answers on its own port; a proxy set for the driver must not capture it
         env["NO_PROXY"] = env["no_proxy"] = ",".join(filter(None, [env.get("NO_PROXY", ""), self.host]))
         return env

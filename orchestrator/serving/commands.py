@@ -36,6 +36,10 @@ def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executabl
         "--served-model-name", served_name(model),
         "--tensor-parallel-size", str(spec.tensor_parallel_size),
     ]
+    if spec.tensor_parallel_size > 1:
+        # the replica's GPUs are the ones Ray gave its actor; vLLM's own Ray backend would
+        # schedule workers on the cluster behind gridbench's back
+        cmd += ["--distributed-executor-backend", "mp"]
     if spec.max_model_len is not None:
         cmd += ["--max-model-len", str(spec.max_model_len)]
     cmd += ["--limit-mm-per-prompt", json.dumps(spec.limit_mm_per_prompt, sort_keys=True)]

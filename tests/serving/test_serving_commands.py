@@ -24,6 +24,7 @@ def test_vllm_command_carries_every_setting():
     assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen2.5-VL-72B-Instruct"]
     assert flag(cmd, "--served-model-name") == "Qwen/Qwen2.5-VL-72B-Instruct"
     assert flag(cmd, "--tensor-parallel-size") == "2"
+    assert flag(cmd, "--distributed-executor-backend") == "mp"
     assert flag(cmd, "--max-model-len") == "32768"
     assert json.loads(flag(cmd, "--limit-mm-per-prompt")) == {"image": 4, "video": 0}
     assert flag(cmd, "--reasoning-parser") == "deepseek_r1"
@@ -41,6 +42,7 @@ def test_vllm_command_leaves_out_what_is_unset_and_can_turn_caching_off():
     spec = parse_serve({"engine": "vllm", "enable_prefix_caching": False}).resolved(history_frames=0, max_concurrency=3)
     cmd = vllm_command("hosted_vllm/small", spec, host="127.0.0.1", port=8400)
     assert "--max-model-len" not in cmd and "--reasoning-parser" not in cmd
+    assert "--distributed-executor-backend" not in cmd  # one GPU: vLLM's single-process default
     assert "--no-enable-prefix-caching" in cmd
     assert json.loads(flag(cmd, "--limit-mm-per-prompt")) == {"image": 1, "video": 0}
 
