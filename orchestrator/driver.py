@@ -89,6 +89,9 @@ class EpisodeActor:
     def pid(self) -> int:
         return os.getpid()
 
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
     async def run(self, spec: EpisodeSpec, run: str, attempts: int, api_base: str | None) -> dict[str, Any]:
         from agents import build_agent
         from orchestrator.episode import run_episode
@@ -407,10 +410,10 @@ class Driver:
         task.actor = worker
         worker.busy += 1
         self.per_model[task.spec.model.name] = self.per_model.get(task.spec.model.name, 0) + 1
+        if self.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
+            self.on_dispatch(task.spec, worker.handle, task.attempts)
         ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base)
         self.in_flight[ref] = task
-        if self.on_dispatch is not None:
-            self.on_dispatch(task.spec, worker.handle, task.attempts)
 
     def _finish_task(self, task: Task) -> None:
         task.actor.busy -= 1
