@@ -24,6 +24,7 @@ import time
 
 import httpx
 import ray
+from bench_results import record
 
 from agents import build_agent, build_messages, resolve_protocol
 from agents.types import Turn
@@ -118,6 +119,12 @@ def main() -> None:
           f"({start_wall:.1f} s including the actor)")
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    # no goals of their own: reported for bench/run_all.py's table
+    record("bundled model server start to ready", "", f"{status['start_s'][0]:.1f} s", None, None)
+    for label, lat in (("HTTP", http_lat), ("agent (litellm)", agent_lat)):
+        ratio = statistics.median(lat) / base
+        record(f"local model turn via {label} vs in-process (median)", "", f"{statistics.median(lat):.2f} s vs "
+               f"{base:.2f} s", ratio, None)
 
 
 if __name__ == "__main__":
