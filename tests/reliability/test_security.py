@@ -52,19 +52,24 @@ def listening(root_pid: int) -> set[tuple[str, str, int]]:
     """(command line, address, port) of every listening TCP socket of a process tree."""
     try:
         root = psutil.Process(root_pid)
-        tree = {p.pid: p for p in [root, *root.children(recursive=True)]}
+        tree = [root, *root.children(recursive=True)]
     except psutil.Error:
         return set()
-    out = set()
+    for proc in tree:
+        # an exiting process reads as an empty command line: keep the one seen while it ran
+        try:
+            cmd = " ".join(proc.cmdline())[:200]
+        except psutil.Error:
+            continue
+        if cmd:
+            _COMMANDS[proc.pid] = cmd
+    pids = {proc.pid for proc in tree}
     # one read of the system's socket tables per look: cheap enough to look often
-    for c in psutil.net_connections(kind="inet"):
-        if c.status == psutil.CONN_LISTEN and c.pid in tree:
-            try:
-                cmd = " ".join(tree[c.pid].cmdline())[:200]
-            except psutil.Error:
-                continue
-            out.add((cmd, c.laddr.ip, c.laddr.port))
-    return out
+    return {(_COMMANDS.get(c.pid, f"pid {c.pid}"), c.laddr.ip, c.laddr.port)
+            for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids}
+
+
+_COMMANDS: dict[int, str] = {}
 
 
 def wildcard(ip: str) -> bool:
@@ -212,9 +217,11 @@ def test_servers_listen_on_loopback_only(secured_run):
     # Every other listener of the run's process tree is Ray's own (GCS, raylet, agents, and the
     # gRPC endpoint of each worker, the driver's included): Ray binds those to every interface
     # and guards them with its token authentication. Nothing else may listen on a wildcard.
-    ray_daemons = ("gcs_server", "raylet", "ray::", "orchestrator.cli", "dashboard", "runtime_env", "log_monitor")
+    def rays_own(cmd: str) -> bool:  # a program of the ray package, a Ray worker, or the driver's core worker
+        return "/site-packages/ray/" in cmd or cmd.startswith("ray::") or "orchestrator.cli" in cmd
+
     assert not [s for s in sockets if ("llama" in s[0]) and wildcard(s[1])]
-    others = [s for s in sockets if wildcard(s[1]) and not any(d in s[0] for d in ray_daemons)]
+    others = [s for s in sockets if wildcard(s[1]) and not rays_own(s[0])]
     assert not others, others
 
 
