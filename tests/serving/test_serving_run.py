@@ -43,7 +43,9 @@ def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path):
     assert mine["reply"].str.len().gt(0).all()
     log = (run / "servers" / "gemma-0.log").read_text()
     assert "POST /v1/chat/completions" in log
-    # the command stopped its server: the port it listened on is free again
+    # the command stopped its server: nothing listens on its port any more. SO_REUSEADDR lets the
+    # bind pass over connections lingering in TIME_WAIT, never over a socket still listening.
     port = int(re.search(r"--port (\d+)", log).group(1))
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
