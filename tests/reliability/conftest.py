@@ -70,18 +70,6 @@ def finished_run(tmp_path_factory) -> Path:
     return run_dir
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    """A real two-CPU local Ray for one module, shut down after it."""
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False,
-             logging_level="ERROR")
-    yield ray
-    ray.shutdown()
 
 
 def copy_mazes(dest: Path, names: list[str]) -> Path:
