@@ -231,6 +231,9 @@ class ScriptedServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out in two writes: with Nagle on, the body waits for the
+            # client's delayed ACK (40 ms on Linux), more than a fast model takes to answer
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None  # tests and benches read stdout; keep it clean
