@@ -5,8 +5,11 @@ Public API::
     from agents import Protocol, resolve_protocol, build_agent, parse_action, build_messages
 
 ``build_agent`` turns a model string into an ``Agent``: ``builtin/<name>`` for the scripted
-agents, anything else for the litellm agent (imported only when first needed: litellm is slow
-to import). No Ray here: an agent works from a plain Python loop.
+agents, anything else for the LLM agent. Its ``client`` picks the LLM agent's transport:
+``"litellm"`` (the default: any provider, litellm imported when first needed, it is slow to
+import) or ``"openai"`` (a direct HTTP client for an OpenAI-compatible ``api_base`` such as
+vLLM or llama.cpp: much less CPU per call, and no litellm import). No Ray here: an agent works
+from a plain Python loop.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ def build_agent(
     api_key_env: str | None = None,
     params: dict | None = None,
     price: dict | None = None,
+    client: str = "litellm",
 ) -> Agent:
-    """The agent for one episode. ``seed`` varies the random agent and the model's sampling seed."""
+    """The agent for one episode. ``seed`` varies the random agent and the model's sampling seed;
+    ``client`` is the LLM agent's transport, ``"litellm"`` or ``"openai"``."""
     if model.startswith("builtin/"):
         from agents.builtin import make_builtin
 
@@ -43,7 +48,7 @@ def build_agent(
 
     return LLMAgent(
         model, protocol, seed=seed, name=name, api_base=api_base, api_key_env=api_key_env,
-        params=params, price=price,
+        params=params, price=price, client=client,
     )
 
 

@@ -1,5 +1,8 @@
-"""The LLM agent: one litellm chat call per turn, with gridbench's own retry policy.
+"""The LLM agent: one chat call per turn, with gridbench's own retry policy.
 
+- Two transports, one retry loop: ``client="litellm"`` (the default, any provider) calls
+  ``litellm.acompletion``; ``client="openai"`` posts straight to an OpenAI-compatible server
+  (``agents.openai_compat``) and never imports litellm on the request path.
 - litellm's own retries are off (``num_retries=0``) so they never stack with ours: each
   attempt of ``RetryPolicy`` is exactly one HTTP request.
 - 429 (honouring Retry-After), 5xx, malformed replies, empty ``choices``, timeouts and
@@ -24,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, request_body
 from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages
 from agents.protocol import Protocol
@@ -40,6 +44,7 @@ REASK_SEPARATOR = "\n\n[re-asked]\n\n"
 DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
 # Anthropic needs max_tokens above the thinking budget; this much is left for the answer.
 ANSWER_HEADROOM_TOKENS = 4096
+CLIENTS = ("litellm", "openai")
 _KEYLIKE = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.=]{8,}|(?:api[_-]?key|x-api-key)[\"']?\s*[:=]\s*[\"']?[^\s\"',]{6,})",
     re.IGNORECASE,
@@ -117,10 +122,11 @@ class _Retryable(Exception):
 class LLMAgent:
     """An agent backed by any litellm model string (``anthropic/...``, ``hosted_vllm/...``, ...).
 
-    ``params`` go to ``litellm.acompletion`` as they are, except ``timeout`` (seconds per
-    request) and ``retries`` (the retry limit of this agent's policy), which this agent reads.
-    ``price``: USD per token, ``{"input": ..., "output": ...}``, for models litellm has no
-    price for (self-hosted ones); otherwise litellm's bundled price table is used.
+    ``params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
+    (``client="openai"``) as they are, except ``timeout`` (seconds per request) and ``retries``
+    (the retry limit of this agent's policy), which this agent reads. ``price``: USD per token,
+    ``{"input": ..., "output": ...}``; without it the litellm client looks the model up in
+    litellm's bundled price table and the openai client records a cost of 0.
     """
 
     def __init__(
@@ -136,12 +142,19 @@ class LLMAgent:
         price: dict | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        client: str = "litellm",
     ):
         self.model = model
         self.protocol = protocol
         self.seed = seed
         self.name = name or model
         self.api_base = api_base
+        if client not in CLIENTS:
+            raise BadInput(self.name, "client", f"must be one of {', '.join(CLIENTS)}, got {client!r}")
+        if client == "openai" and not (isinstance(api_base, str) and api_base.startswith(("http://", "https://"))):
+            raise BadInput(self.name, "api_base", "an http(s) URL is required: the openai client needs an "
+                                                  "OpenAI-compatible endpoint")
+        self.client = client
         self.params = dict(params or {})
         self.timeout_s = self.params.pop("timeout", DEFAULT_TIMEOUT_S)
         if not isinstance(self.timeout_s, int | float) or isinstance(self.timeout_s, bool) or self.timeout_s <= 0:
@@ -172,9 +185,11 @@ class LLMAgent:
         self._replies: list[str] = []
         self._provider: str | None = None
         self._supported: list[str] = []
+        self._http = OpenAICompatClient(api_base, self._api_key, self.timeout_s) if client == "openai" else None
 
     async def aclose(self) -> None:
-        return None
+        if self._http is not None:
+            await self._http.aclose()
 
     # ---- request -----------------------------------------------------------------------------
     def _resolve_provider(self) -> None:
@@ -214,6 +229,12 @@ class LLMAgent:
             else:
                 kwargs[k] = v
         return kwargs
+
+    def request_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The JSON body the openai client posts for these messages."""
+        p = self.protocol
+        return request_body(self.model, messages, temperature=p.temperature, max_tokens=p.max_output_tokens,
+                            seed=self.seed, thinking=p.thinking, params=self.params)
 
     def _thinking_kwargs(self) -> dict[str, Any]:
         p = self.protocol
@@ -276,22 +297,17 @@ class LLMAgent:
 
     async def call(self, messages: list[dict[str, Any]]) -> CallResult:
         """One model answer, retried by the policy; raises ``InfraError`` when none comes."""
-        kwargs = self.request_kwargs(messages)
-        if self._api_key:
-            kwargs["api_key"] = self._api_key
-        lib = litellm_module()
+        attempt: Callable[[dict[str, Any]], Awaitable[CallResult]]
+        if self._http is not None:
+            request, attempt = self.request_body(messages), self._attempt_openai
+        else:
+            request, attempt = self.request_kwargs(messages), self._attempt_litellm
+            if self._api_key:
+                request["api_key"] = self._api_key
         retries = 0
         while True:
-            started = time.perf_counter()
             try:
-                try:
-                    response = await lib.acompletion(**kwargs)
-                except Exception as err:
-                    raise self._classify(err) from None
-                latency = time.perf_counter() - started
-                if not getattr(response, "choices", None):
-                    raise _Retryable("EmptyChoices", "the server answered with an empty choices list")
-                result = self._read(response, latency)
+                result = await attempt(request)
                 result.retries = retries
                 return result
             except _Retryable as err:
@@ -300,6 +316,30 @@ class LLMAgent:
                         f"{self.name}: gave up after {retries + 1} attempts: {err}", self._secrets)) from None
                 retries += 1
                 await self._sleep(self.retry.delay(retries - 1, err.retry_after, self._rng))
+
+    async def _attempt_litellm(self, kwargs: dict[str, Any]) -> CallResult:
+        started = time.perf_counter()
+        try:
+            response = await litellm_module().acompletion(**kwargs)
+        except Exception as err:
+            raise self._classify(err) from None
+        latency = time.perf_counter() - started
+        if not getattr(response, "choices", None):
+            raise _Retryable("EmptyChoices", "the server answered with an empty choices list")
+        return self._read(response, latency)
+
+    async def _attempt_openai(self, body: dict[str, Any]) -> CallResult:
+        assert self._http is not None
+        started = time.perf_counter()
+        try:
+            completion = read_completion(await self._http.complete(body))
+        except EndpointError as err:
+            message = scrub(f"{self.name}: {err.error_class}: {err}", self._secrets)
+            if err.retryable:
+                raise _Retryable(err.error_class, message, err.retry_after) from None
+            raise InfraError(err.error_class, message) from None
+        latency = time.perf_counter() - started
+        return self._result(completion, latency, self._cost(None, completion.tokens_in, completion.tokens_out))
 
     def _classify(self, err: Exception) -> Exception:
         """A retryable error, or the ``InfraError`` to raise at once."""
@@ -332,29 +372,40 @@ class LLMAgent:
         if not reasoning and blocks:
             reasoning = "\n\n".join(b.get("thinking", "") for b in blocks if isinstance(b, dict))
         usage = getattr(response, "usage", None)
-        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
         details = getattr(usage, "completion_tokens_details", None)
-        tokens_reasoning = int(getattr(details, "reasoning_tokens", 0) or 0)
-        estimated = False
-        if reasoning and not tokens_reasoning:
-            tokens_reasoning = count_tokens(self.model, reasoning)
-            estimated = True
-        return CallResult(
+        completion = Completion(
             reply=reply,
             reasoning=reasoning,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            tokens_reasoning=int(getattr(details, "reasoning_tokens", 0) or 0),
+            finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+        )
+        return self._result(completion, latency, self._cost(response, completion.tokens_in, completion.tokens_out))
+
+    def _result(self, completion: Completion, latency: float, cost: float) -> CallResult:
+        tokens_reasoning = completion.tokens_reasoning
+        estimated = False
+        if completion.reasoning and not tokens_reasoning:
+            tokens_reasoning = count_tokens(self.model, completion.reasoning)
+            estimated = True
+        return CallResult(
+            reply=completion.reply,
+            reasoning=completion.reasoning,
+            tokens_in=completion.tokens_in,
+            tokens_out=completion.tokens_out,
             tokens_reasoning=tokens_reasoning,
             reasoning_estimated=estimated,
-            cost_usd=self._cost(response, tokens_in, tokens_out),
+            cost_usd=cost,
             latency_s=latency,
-            finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+            finish_reason=completion.finish_reason,
         )
 
     def _cost(self, response: Any, tokens_in: int, tokens_out: int) -> float:
         if self.price is not None:
             return tokens_in * self.price[0] + tokens_out * self.price[1]
+        if response is None:
+            return 0.0  # the openai client has no price table
         try:
             return float(litellm_module().completion_cost(completion_response=response) or 0.0)
         except Exception:

@@ -1,13 +1,22 @@
-"""The litellm agent against the scripted server over real HTTP on 127.0.0.1."""
+"""The LLM agent, through both clients, against the scripted server over real HTTP on 127.0.0.1.
+
+Behaviour meant to be the same for the litellm and the openai client is tested for both (the
+``client`` fixture); what only one of them does is tested for that one.
+"""
 
 import asyncio
 import logging
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
 import env
 from agents import InfraError, Protocol, Turn, build_agent
 from agents.llm import LLMAgent, RetryPolicy, effort_for_budget, litellm_module
+from agents.openai_compat import EndpointError, classify_status, read_completion, served_model_name
 from agents.scripted_server import ScriptedServer
 from agents.types import PastStep
 from env.errors import BadInput
@@ -20,6 +29,11 @@ FAST = RetryPolicy(max_retries=6, base_s=0.01, cap_s=0.05)
 @pytest.fixture(scope="module", autouse=True)
 def _litellm_loaded():
     litellm_module()  # import once, outside any test's own work
+
+
+@pytest.fixture(params=["litellm", "openai"])
+def client(request):
+    return request.param
 
 
 @pytest.fixture
@@ -52,14 +66,21 @@ def first_turn(maze, protocol=None):
 
 
 def act(agent, turn):
-    return asyncio.run(agent.act(turn))
+    """One turn in its own event loop, then the agent closed, as the episode runner closes it."""
+    async def one():
+        try:
+            return await agent.act(turn)
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(one())
 
 
-def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, key_env):
+def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, key_env, client):
     reply = "The corridor continues east.\nACTION: forward"
     with ScriptedServer(script=[{"reply": reply, "reasoning": "r" * 400}]) as srv:
-        agent = agent_for(srv, key_env, protocol=Protocol(icl_example=False, temperature=0.3,
-                                                             max_output_tokens=5000))
+        agent = agent_for(srv, key_env, client=client, protocol=Protocol(icl_example=False, temperature=0.3,
+                                                                            max_output_tokens=5000))
         d = act(agent, first_turn(example_maze, agent.protocol))
         (req,) = srv.chat_requests
     assert (d.action, d.parse, d.reply, d.finish_reason, d.retries, d.reasks) == (2, "exact", reply, "stop", 0, 0)
@@ -68,27 +89,31 @@ def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, 
     assert d.latency_s > 0 and d.cost_usd == 0.0  # not in litellm's price table
     body = req.body
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 5000, 11)
-    assert body["reasoning_effort"] == "high"  # thinking on, 64k budget, OpenAI-style provider
+    if client == "litellm":
+        assert body["reasoning_effort"] == "high"  # thinking on, 64k budget, OpenAI-style provider
+    else:  # the openai client switches thinking in the chat template only
+        assert body["chat_template_kwargs"] == {"enable_thinking": True} and "reasoning_effort" not in body
+    assert body["model"] == "scripted"
     assert req.headers.get("authorization") == f"Bearer {KEY}"
     assert len(req.images()) == 1 and req.images()[0].startswith("data:image/png;base64,")
     assert d.image_hashes and len(d.prompt_hash) == 16
     assert KEY not in repr(d)
 
 
-def test_price_per_token_and_estimated_reasoning(example_maze, key_env):
+def test_price_per_token_and_estimated_reasoning(example_maze, key_env, client):
     with ScriptedServer(script=["ACTION: left"], reasoning="thinking " * 50, report_reasoning_tokens=False) as srv:
-        agent = agent_for(srv, key_env, price={"input": 1e-6, "output": 3e-6})
+        agent = agent_for(srv, key_env, client=client, price={"input": 1e-6, "output": 3e-6})
         d = act(agent, first_turn(example_maze))
     assert d.reasoning_estimated and d.tokens_reasoning > 0
     assert d.cost_usd == pytest.approx(d.tokens_in * 1e-6 + d.tokens_out * 3e-6)
 
 
-def test_transient_faults_are_retried_and_retry_after_is_honoured(example_maze, key_env):
+def test_transient_faults_are_retried_and_retry_after_is_honoured(example_maze, key_env, client):
     script = [{"fault": "429", "retry_after": 2}, "500", "503", "malformed", "empty_choices", "hang",
               "ACTION: toggle"]
     sleeps = Sleeps()
     with ScriptedServer(script=script, hang_s=30) as srv:
-        agent = agent_for(srv, key_env, sleep=sleeps, params={"timeout": 1})
+        agent = agent_for(srv, key_env, client=client, sleep=sleeps, params={"timeout": 1})
         d = act(agent, first_turn(example_maze))
         requests = len(srv.chat_requests)
     assert d.action == 4 and d.retries == 6 and requests == 7  # exactly one HTTP request per attempt
@@ -96,9 +121,9 @@ def test_transient_faults_are_retried_and_retry_after_is_honoured(example_maze, 
     assert all(delay <= FAST.cap_s for delay in sleeps.delays[1:])
 
 
-def test_exhausted_retries_raise_infra_error(example_maze, key_env):
+def test_exhausted_retries_raise_infra_error(example_maze, key_env, client):
     with ScriptedServer(script=["503"]) as srv:
-        agent = agent_for(srv, key_env, retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.02))
+        agent = agent_for(srv, key_env, client=client, retry=RetryPolicy(max_retries=3, base_s=0.01, cap_s=0.02))
         with pytest.raises(InfraError) as err:
             act(agent, first_turn(example_maze))
         assert len(srv.chat_requests) == 4
@@ -108,10 +133,11 @@ def test_exhausted_retries_raise_infra_error(example_maze, key_env):
 @pytest.mark.parametrize("fault, error_class", [
     ("401", "AuthenticationError"), ("400", "BadRequestError"), ("context_length", "ContextWindowExceededError"),
 ])
-def test_permanent_errors_fail_at_once_without_the_key(fault, error_class, example_maze, key_env, caplog, capfd):
+def test_permanent_errors_fail_at_once_without_the_key(fault, error_class, example_maze, key_env, client, caplog,
+                                                      capfd):
     caplog.set_level(logging.DEBUG)
     with ScriptedServer(script=[fault, "ACTION: left"]) as srv:
-        agent = agent_for(srv, key_env)
+        agent = agent_for(srv, key_env, client=client)
         with pytest.raises(InfraError) as err:
             act(agent, first_turn(example_maze))
         assert len(srv.chat_requests) == 1
@@ -121,68 +147,75 @@ def test_permanent_errors_fail_at_once_without_the_key(fault, error_class, examp
         assert KEY not in recorded and KEY[8:20] not in recorded
 
 
-def test_cut_off_reply_is_an_invalid_model_answer_not_an_error(example_maze, key_env):
+def test_cut_off_reply_is_an_invalid_model_answer_not_an_error(example_maze, key_env, client):
     with ScriptedServer(script=["length"]) as srv:
-        d = act(agent_for(srv, key_env), first_turn(example_maze))
+        d = act(agent_for(srv, key_env, client=client), first_turn(example_maze))
         assert len(srv.chat_requests) == 1
     assert (d.action, d.parse, d.finish_reason, d.reply, d.retries) == (None, "invalid", "length", "", 0)
 
 
-def test_reask_asks_again_at_most_twice(example_maze, key_env):
+def test_reask_asks_again_at_most_twice(example_maze, key_env, client):
     protocol = Protocol(icl_example=False, invalid_output="reask")
     with ScriptedServer(script=["hmm", "I am not sure", "ACTION: right"]) as srv:
-        d = act(agent_for(srv, key_env, protocol=protocol), first_turn(example_maze, protocol))
+        d = act(agent_for(srv, key_env, client=client, protocol=protocol), first_turn(example_maze, protocol))
         last = srv.chat_requests[-1].body["messages"]
         assert len(srv.chat_requests) == 3
     assert (d.action, d.parse, d.reasks) == (1, "exact", 2)
     assert [m["role"] for m in last[-4:]] == ["assistant", "user", "assistant", "user"]
     assert last[-4]["content"] == "hmm" and d.reply.endswith("ACTION: right")
     with ScriptedServer(mode="garbage") as srv:
-        d = act(agent_for(srv, key_env, protocol=protocol), first_turn(example_maze, protocol))
+        d = act(agent_for(srv, key_env, client=client, protocol=protocol), first_turn(example_maze, protocol))
         assert len(srv.chat_requests) == 3
     assert (d.action, d.parse, d.reasks) == (None, "invalid", 2)
     with ScriptedServer(mode="garbage") as srv:  # noop: no second chance
-        d = act(agent_for(srv, key_env), first_turn(example_maze))
+        d = act(agent_for(srv, key_env, client=client), first_turn(example_maze))
         assert len(srv.chat_requests) == 1
     assert (d.action, d.parse, d.reasks) == (None, "invalid", 0)
 
 
-def test_multi_conversation_carries_the_agents_own_replies(example_maze, key_env):
+def test_multi_conversation_carries_the_agents_own_replies(example_maze, key_env, client):
     protocol = Protocol(icl_example=False, conversation="multi")
+    s0 = env.initial_state(example_maze)
+    s1, event = env.step(example_maze, s0, 2)
+
+    async def two_turns(agent):  # in one event loop, as an episode plays them
+        await agent.act(Turn(example_maze, protocol, 1, s0, (), 57))
+        await agent.act(Turn(example_maze, protocol, 2, s1, (PastStep(1, 2, event, s0, s1),), 57))
+        await agent.aclose()
+
     with ScriptedServer(script=["first thoughts\nACTION: forward", "ACTION: left"]) as srv:
-        agent = agent_for(srv, key_env, protocol=protocol)
-        s0 = env.initial_state(example_maze)
-        act(agent, Turn(example_maze, protocol, 1, s0, (), 57))
-        s1, event = env.step(example_maze, s0, 2)
-        act(agent, Turn(example_maze, protocol, 2, s1, (PastStep(1, 2, event, s0, s1),), 57))
+        asyncio.run(two_turns(agent_for(srv, key_env, client=client, protocol=protocol)))
         messages = srv.chat_requests[1].body["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[1]["content"] == "first thoughts\nACTION: forward"
 
 
-def test_an_oracle_server_solves_the_maze_through_the_agent(example_maze, key_env):
+def test_an_oracle_server_solves_the_maze_through_the_agent(example_maze, key_env, client):
     protocol = Protocol(icl_example=False, observation="image")
     with ScriptedServer(mode="oracle", maze="example") as srv:
-        agent = build_agent("openai/scripted", protocol, api_base=srv.url, api_key_env=key_env)
+        agent = build_agent("openai/scripted", protocol, api_base=srv.url, api_key_env=key_env, client=client)
         state, history = env.initial_state(example_maze), []
         for n in range(1, 40):
-            d = act(agent, Turn(example_maze, protocol, n, state, tuple(history), 57))
+            # each turn in its own event loop (as bench/serving_local.py plays): the openai
+            # client must let go of the last loop's connection and open one in the new loop
+            d = asyncio.run(agent.act(Turn(example_maze, protocol, n, state, tuple(history), 57)))
             nxt, event = env.step(example_maze, state, d.action)
             history.append(PastStep(n, d.action, event, state, nxt))
             state = nxt
             if event == "goal":
                 break
+        asyncio.run(agent.aclose())
     assert event == "goal" and n == solve(example_maze).optimal_actions
 
 
-def test_hosted_vllm_switches_thinking_in_the_chat_template(example_maze, key_env):
+def test_hosted_vllm_switches_thinking_in_the_chat_template(example_maze, key_env, client):
     for thinking in (True, False):
         protocol = Protocol(icl_example=False, thinking=thinking)
         with ScriptedServer(script=["ACTION: left"]) as srv:
-            act(agent_for(srv, key_env, protocol=protocol, model="hosted_vllm/scripted"),
+            act(agent_for(srv, key_env, client=client, protocol=protocol, model="hosted_vllm/scripted"),
                 first_turn(example_maze, protocol))
             body = srv.chat_requests[0].body
-        assert body["chat_template_kwargs"] == {"enable_thinking": thinking}
+        assert body["chat_template_kwargs"] == {"enable_thinking": thinking} and body["model"] == "scripted"
         assert "reasoning_effort" not in body and "thinking" not in body
 
 
@@ -215,18 +248,28 @@ def test_configuration_errors_are_bad_input(monkeypatch):
         build_agent("openai/x", Protocol(), params={"retries": -1})
     with pytest.raises(BadInput, match="price.output"):
         build_agent("openai/x", Protocol(), price={"input": 1e-6})
+    for bad in ("httpx", "OpenAI", "", None):
+        with pytest.raises(BadInput, match="client: must be one of litellm, openai"):
+            build_agent("openai/x", Protocol(), api_base="http://127.0.0.1:1/v1", client=bad)
+    with pytest.raises(BadInput, match="api_base: .*the openai client needs an OpenAI-compatible endpoint"):
+        build_agent("hosted_vllm/x", Protocol(), client="openai")
+    with pytest.raises(BadInput, match="api_base"):
+        build_agent("hosted_vllm/x", Protocol(), api_base="127.0.0.1:8000/v1", client="openai")
 
 
 def test_litellm_price_table_is_used_for_known_models(example_maze, key_env):
     with ScriptedServer(script=["ACTION: left"], reasoning=None) as srv:
         agent = agent_for(srv, key_env, model="openai/gpt-4o")
         d = act(agent, first_turn(example_maze))
+        # the openai client has no price table: without a `price` a call costs nothing
+        direct = act(agent_for(srv, key_env, model="openai/gpt-4o", client="openai"), first_turn(example_maze))
     info = litellm_module().get_model_info("gpt-4o")
     expected = d.tokens_in * info["input_cost_per_token"] + d.tokens_out * info["output_cost_per_token"]
     assert d.cost_usd > 0 and d.cost_usd == pytest.approx(expected)
+    assert direct.tokens_in == d.tokens_in and direct.cost_usd == 0.0
 
 
-def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env):
+def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env, client):
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
@@ -234,11 +277,14 @@ def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env
         port = s.getsockname()[1]
     sleeps = Sleeps()
     agent = LLMAgent("openai/scripted", Protocol(icl_example=False), api_base=f"http://127.0.0.1:{port}/v1",
-                     api_key_env=key_env, retry=RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02), sleep=sleeps)
+                     api_key_env=key_env, retry=RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02), sleep=sleeps,
+                     client=client)
     with pytest.raises(InfraError) as err:
         act(agent, first_turn(example_maze))
-    # litellm reports a refused connection as APIConnectionError or InternalServerError by provider
+    # litellm reports a refused connection as APIConnectionError or InternalServerError by provider;
+    # the openai client as InternalServerError, what litellm says for OpenAI-compatible servers
     assert err.value.error_class in ("APIConnectionError", "InternalServerError")
+    assert client == "litellm" or err.value.error_class == "InternalServerError"
     assert "connect" in str(err.value).lower() and len(sleeps.delays) == 2
     assert KEY not in str(err.value)
 
@@ -257,3 +303,83 @@ def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
     assert result.reasoning == "The switch is under me." and result.reply == "ACTION: toggle"
     assert result.reasoning_estimated and 0 < result.tokens_reasoning < 40
     assert result.cost_usd == pytest.approx(1000 * 1e-6 + 40 * 1e-5)
+
+
+def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_maze, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    params = {"top_p": 0.8, "timeout": 30, "retries": 1,
+              "extra_body": {"top_k": 20, "chat_template_kwargs": {"enable_thinking": False, "custom": 1}}}
+    with ScriptedServer(script=["ACTION: left"]) as srv:
+        agent = LLMAgent("hosted_vllm/Qwen/Qwen3-8B", Protocol(icl_example=False), api_base=srv.url + "/",
+                         params=params, seed=5, client="openai")
+        d = act(agent, first_turn(example_maze))
+        (req,) = srv.chat_requests
+    body = req.body
+    assert d.action == 0 and req.path == "/v1/chat/completions"  # the trailing slash is tolerated
+    assert body["model"] == "Qwen/Qwen3-8B" and body["seed"] == 5 and body["top_p"] == 0.8
+    assert body["top_k"] == 20 and body["chat_template_kwargs"] == {"enable_thinking": False, "custom": 1}
+    assert not {"extra_body", "timeout", "retries", "num_retries", "api_base", "api_key"} & set(body)
+    assert body["messages"] == agent.request_body(body["messages"])["messages"]
+    assert req.headers["authorization"] == "Bearer EMPTY"  # a custom endpoint never gets a provider key
+    assert agent.timeout_s == 30 and agent.retry.max_retries == 1
+    assert [served_model_name(m) for m in ("openai/scripted", "hosted_vllm/a/b", "together_ai/x", "plain")] == [
+        "scripted", "a/b", "together_ai/x", "plain"]
+
+
+def test_openai_client_reads_either_reasoning_field_and_maps_statuses_as_litellm():
+    def payload(message):
+        return {"choices": [{"message": {"role": "assistant", "content": None, **message}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3}}
+
+    newer = read_completion(payload({"reasoning": "newer vLLM"}))
+    older = read_completion(payload({"reasoning_content": "older vLLM"}))
+    assert (newer.reasoning, older.reasoning, newer.reply, newer.finish_reason) == ("newer vLLM", "older vLLM", "",
+                                                                                    "length")
+    assert (newer.tokens_in, newer.tokens_out, newer.tokens_reasoning) == (7, 3, 0)
+    for broken, error_class in (({"choices": []}, "EmptyChoices"), ([1], "EmptyChoices"),
+                                ({"choices": [{"message": "hi"}]}, "InternalServerError"),
+                                ({**payload({}), "usage": {"completion_tokens": "many"}}, "InternalServerError")):
+        with pytest.raises(EndpointError) as err:
+            read_completion(broken)
+        assert (err.value.error_class, err.value.retryable) == (error_class, True)
+    # the classes litellm's exception mapping gives these statuses for OpenAI-compatible servers
+    expected = {400: ("BadRequestError", False), 401: ("AuthenticationError", False),
+                403: ("PermissionDeniedError", False), 404: ("NotFoundError", False), 408: ("Timeout", True),
+                418: ("BadRequestError", False), 422: ("BadRequestError", False), 429: ("RateLimitError", True),
+                500: ("InternalServerError", True), 502: ("BadGatewayError", True),
+                503: ("ServiceUnavailableError", True), 504: ("Timeout", True), 507: ("APIError", True)}
+    assert {status: classify_status(status, "no") for status in expected} == expected
+    vllm = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens"
+    llama_cpp = "the request exceeds the available context size, try increasing it"
+    assert classify_status(400, vllm) == classify_status(400, llama_cpp) == ("ContextWindowExceededError", False)
+
+
+def test_the_openai_client_never_imports_litellm(tmp_path):
+    script = textwrap.dedent("""
+        import asyncio, sys
+        import env
+        from agents import Protocol, Turn, build_agent
+        from agents.scripted_server import ScriptedServer
+
+        async def play(agent, maze, protocol):
+            state, history, actions = env.initial_state(maze), [], []
+            for n in range(1, 4):
+                d = await agent.act(Turn(maze, protocol, n, state, tuple(history), 57))
+                actions.append(d.action)
+                state, _ = env.step(maze, state, d.action)
+            await agent.aclose()
+            return actions
+
+        maze = env.resolve_maze("example")
+        protocol = Protocol(icl_example=False, observation="image")
+        with ScriptedServer(mode="oracle", maze="example") as srv:
+            agent = build_agent("hosted_vllm/scripted", protocol, api_base=srv.url, client="openai")
+            actions = asyncio.run(play(agent, maze, protocol))
+            assert len(srv.chat_requests) == 3
+        assert None not in actions, actions
+        print("litellm" in sys.modules, sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "httpx")))
+    """)
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "[]"]
