@@ -356,7 +356,9 @@ class LLMAgent:
             return _Retryable(cls, message, _retry_after(err))
         if isinstance(err, lib.APIError):
             status = getattr(err, "status_code", None)
-            if isinstance(status, int) and (status >= 500 or status == 429):
+            # 200: the server answered but litellm could not read the body (hosted_vllm's
+            # "Unable to get json response"): a malformed reply, retried like any other
+            if isinstance(status, int) and (status >= 500 or status in (200, 429)):
                 return _Retryable(cls, message, _retry_after(err))
             return InfraError(cls, message)
         if isinstance(err, asyncio.TimeoutError | ConnectionError | OSError):

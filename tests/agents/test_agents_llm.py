@@ -219,6 +219,13 @@ def test_hosted_vllm_switches_thinking_in_the_chat_template(example_maze, key_en
         assert "reasoning_effort" not in body and "thinking" not in body
 
 
+def test_a_malformed_reply_from_hosted_vllm_is_retried(example_maze, key_env, client):
+    with ScriptedServer(script=["malformed", "ACTION: left"]) as srv:
+        d = act(agent_for(srv, key_env, client=client, model="hosted_vllm/scripted"), first_turn(example_maze))
+        assert len(srv.chat_requests) == 2
+    assert (d.action, d.retries) == (0, 1)
+
+
 def test_thinking_per_provider_without_network():
     def kwargs(model, **fields):
         agent = LLMAgent(model, Protocol(**fields))
