@@ -80,6 +80,12 @@ class RecordedRequest:
         return out
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: dozens of episodes connecting at once would
+    # overflow it, and each dropped SYN costs its client a 1 s retransmit
+    request_queue_size = 256
+
+
 class ScriptedServer:
     def __init__(
         self,
@@ -119,7 +125,7 @@ class ScriptedServer:
         self._stop = threading.Event()
         self._seed = seed
         self._frame_index: dict[tuple[str, int], dict[bytes, Any]] = {}
-        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
+        self._httpd = _Server((host, port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
