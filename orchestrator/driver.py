@@ -4,16 +4,19 @@ Two kinds of actors, both running ``orchestrator.episode.run_episode`` with one 
 
 - *CPU actors* (one CPU each) run built-in agents, whose episodes are pure computation. The
   driver keeps every episode of a maze on the actor that already holds that maze's distance
-  table when it can. Each holds one episode at a time, so a dead CPU actor costs one episode.
+  table when it can. Each runs one episode at a time with the next one queued behind it, so
+  it never waits for the driver between episodes (a built-in episode takes tens of ms).
 - *model actors* (a quarter of a CPU each) host up to ``MODEL_SLOTS`` episodes at once, all
   waiting on their model; many fit on one node. Episodes of a served model (``serve:``) run
   on the node of the server replica the ``ServerPool`` leased them.
 
 The driver keeps a bounded number of episodes in flight (per-model ``max_concurrency``, slots
-per actor), collects them as they finish and writes each one's files at once, so its memory
-does not grow with the sweep. An actor or node that dies costs only the episodes it hosted
+per actor), collects them as they finish and writes each one's files at once (the actors
+encode them), keeping only each episode's one row for the run's summary, so its memory does
+not grow with the steps of the sweep. An actor or node that dies costs only the episodes it hosted
 (one for a CPU actor, up to ``MODEL_SLOTS`` for a model actor): they are
-rescheduled on a new actor, at most ``MAX_ATTEMPTS`` times in all (``attempts`` is recorded);
+rescheduled on a new actor, at most ``MAX_ATTEMPTS`` times in all (``attempts`` is recorded;
+an episode that was still queued behind the running one is rescheduled without a charge);
 past that, or when the episode itself fails, it is written as ``error`` and the sweep goes on.
 A killed driver leaves complete files only; the same command then runs exactly the missing
 episodes (``--retry-errors`` also reruns those that ended in ``error``).
@@ -35,15 +38,24 @@ from typing import Any
 import ray
 from ray import exceptions as rex
 
-from orchestrator.episode import EpisodeResult, error_result
+from orchestrator.episode import error_result
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.sweep import EpisodeSpec, Sweep
-from orchestrator.traces import clean_partial, completed_ids, read_episodes, write_episode, write_manifest
+from orchestrator.traces import (
+    EncodedEpisode,
+    clean_partial,
+    completed_ids,
+    encode_episode,
+    episodes_frame,
+    read_episodes,
+    write_encoded,
+    write_manifest,
+)
 
 MAX_ATTEMPTS = 3
 MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
 MODEL_ACTOR_CPUS = 0.25
-CPU_QUEUE = 1  # episodes per CPU actor: a second one queued would die with the first
+CPU_QUEUE = 2  # episodes handed to a CPU actor at once: one running, one queued behind it
 MAX_IN_FLIGHT = 512
 WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
 ENV_SLOT = "env_slot"  # optional custom resource: concurrent episodes a node may host
@@ -78,13 +90,28 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
 
 @ray.remote(max_restarts=0)
 class EpisodeActor:
-    """Runs episodes; each call builds the agent, plays one episode in its own env, closes it."""
+    """Runs episodes; each call builds the agent, plays one episode in its own env, closes it,
+    and hands back the episode's files encoded (see ``EncodedEpisode``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: tuple[str, ...] = ()) -> None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        from env.render import prewarm
+        import pyarrow as pa
 
-        prewarm()
+        # pyarrow imports pandas (half a second) on its first array: done inside an episode's
+        # encoding, it would stall every other episode on this actor's event loop
+        pa.array([0])
+        # Paid here, before any episode starts its clock: a model actor's episodes draw frames,
+        # and their first call would otherwise import the LLM agent (and litellm: seconds) inside
+        # the event loop, holding up every episode the actor hosts.
+        if "frames" in preload:
+            from env.render import prewarm
+
+            prewarm()
+        if "llm" in preload:
+            from agents.llm import litellm_module
+
+            if "litellm" in preload:
+                litellm_module()
 
     def pid(self) -> int:
         return os.getpid()
@@ -92,17 +119,17 @@ class EpisodeActor:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    async def run(self, spec: EpisodeSpec, run: str, attempts: int, api_base: str | None) -> dict[str, Any]:
+    async def run(self, spec: EpisodeSpec, run: str, attempts: int, api_base: str | None) -> EncodedEpisode:
         from agents import build_agent
         from orchestrator.episode import run_episode
-        from orchestrator.traces import steps_table
 
         m, protocol = spec.model, spec.condition.protocol
         fields = {"run": run, "episode_id": spec.episode_id, "model_name": m.name, "model": m.model,
                   "condition": spec.condition.name, "repeat": spec.repeat}
         try:
             agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=api_base or m.api_base,
-                                api_key_env=m.api_key_env, params=m.params or None, price=m.price)
+                                api_key_env=m.api_key_env, params=m.params or None, price=m.price,
+                                client=m.client or "litellm")
         except Exception as err:  # a model that cannot even be built costs only its episodes
             result = error_result(fields, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
                                   str(err), attempts)
@@ -114,8 +141,7 @@ class EpisodeActor:
                 )
             finally:
                 await agent.aclose()
-        # Arrow travels through the object store without pickling each row
-        return {"episode": result.episode, "steps": steps_table(result)}
+        return encode_episode(result)
 
 
 # ---- scheduling -----------------------------------------------------------------------------
@@ -126,6 +152,8 @@ class Task:
     attempts: int = 0
     lease: Any = None
     actor: Any = None
+    seq: int = 0  # submission order
+    unstarted: int = 0  # times its actor was lost while it waited, queued, behind another
 
     @property
     def builtin(self) -> bool:
@@ -137,13 +165,19 @@ class Worker:
     handle: Any
     slots: int
     node: str | None = None
-    busy: int = 0
+    ordered: bool = False  # runs its episodes one at a time, in the order they were submitted
+    queue: dict[Any, Task] = field(default_factory=dict)  # in flight here
+    lost_running: Any = None  # once the actor is lost: the ref of the episode it was running
     warm: set[str] = field(default_factory=set)  # maze checksums whose tables it holds
     alive: bool = True
 
     @property
     def free(self) -> int:
         return self.slots - self.busy if self.alive else 0
+
+    @property
+    def busy(self) -> int:
+        return len(self.queue)
 
 
 class Reporter:
@@ -204,6 +238,8 @@ class Driver:
         self.cpu_pending: dict[str, deque[Task]] = {}
         self.model_pending: dict[str, deque[Task]] = {}
         self.ran = 0
+        self.submitted = 0
+        self.rows: dict[str, dict[str, Any]] = {}  # episodes written by this invocation
         self.replaced_actors = 0
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="gridbench-writer")
         self.writes: deque[Future] = deque()
@@ -242,9 +278,7 @@ class Driver:
             self.writer.shutdown(wait=True)  # whatever was handed over is written, even on Ctrl-C
             self._release_actors()
             self.reporter.finish()
-        episodes = read_episodes(self.run_dir)
-        if len(episodes):
-            episodes = episodes[episodes["episode_id"].isin({s.episode_id for s in specs})].reset_index(drop=True)
+        episodes = self._episodes(specs)
         errors = int((episodes["termination"] == "error").sum()) if len(episodes) else 0
         return RunOutcome(self.run_dir, len(specs), len(specs) - len(todo), self.ran, errors, episodes)
 
@@ -274,14 +308,26 @@ class Driver:
                     self._write(result)
         self._drain_writes(0)
 
-    def _write(self, result: EpisodeResult) -> None:
+    def _episodes(self, specs: list[EpisodeSpec]) -> Any:
+        """The matrix's episodes: rows written now, files for those finished before."""
+        import pandas as pd
+
+        earlier = read_episodes(self.run_dir, ids={s.episode_id for s in specs} - self.rows.keys())
+        now = episodes_frame(list(self.rows.values()))
+        frames = [f for f in (earlier, now) if len(f)]
+        if not frames:
+            return now
+        return pd.concat(frames, ignore_index=True).sort_values("episode_id", ignore_index=True)
+
+    def _write(self, result: EncodedEpisode) -> None:
         """Hand a finished episode to the writer thread, so the loop refills actors while files
         are fsynced; at most ``WRITE_BACKLOG`` results wait in memory."""
         self.writes.append(self.writer.submit(self._write_now, result))
         self._drain_writes(WRITE_BACKLOG)
 
-    def _write_now(self, result: EpisodeResult) -> None:
-        write_episode(self.run_dir, result)
+    def _write_now(self, result: EncodedEpisode) -> None:
+        write_encoded(self.run_dir, result)
+        self.rows[result.episode_id] = result.episode
         self.ran += 1
         self.reporter.episode_done(result.episode)
 
@@ -301,9 +347,9 @@ class Driver:
             free = float(ray.available_resources().get("CPU", 0.0))
         return free, ENV_SLOT in total
 
-    def _actor_options(self, cpus: float, slots: int, env_slots: int, strategy: Any = None) -> dict[str, Any]:
-        _, has_slots = self._cluster()
-        opts: dict[str, Any] = {"num_cpus": cpus, "max_concurrency": slots}
+    def _actor_options(self, cpus: float, concurrency: int, env_slots: int, strategy: Any = None) -> dict[str, Any]:
+        has_slots = ENV_SLOT in ray.cluster_resources()
+        opts: dict[str, Any] = {"num_cpus": cpus, "max_concurrency": concurrency}
         if has_slots:  # clusters that declare env slots cap the episodes each node hosts
             opts["resources"] = {ENV_SLOT: env_slots}
         if strategy is not None:
@@ -324,17 +370,23 @@ class Driver:
             self.cpu_workers.append(self._new_cpu_worker())
 
     def _new_cpu_worker(self) -> Worker:
-        handle = EpisodeActor.options(**self._actor_options(1, CPU_QUEUE, 1)).remote()
-        return Worker(handle, CPU_QUEUE)
+        handle = EpisodeActor.options(**self._actor_options(1, 1, 1)).remote()
+        return Worker(handle, CPU_QUEUE, ordered=True)
 
     def _model_worker(self, node: str | None, strategy: Any) -> Worker:
         for w in self.model_workers:
             if w.node == node and w.free > 0:
                 return w
-        handle = EpisodeActor.options(**self._actor_options(MODEL_ACTOR_CPUS, MODEL_SLOTS, MODEL_SLOTS, strategy)).remote()
+        handle = EpisodeActor.options(
+            **self._actor_options(MODEL_ACTOR_CPUS, MODEL_SLOTS, MODEL_SLOTS, strategy)
+        ).remote(self._model_preload())
         w = Worker(handle, MODEL_SLOTS, node=node)
         self.model_workers.append(w)
         return w
+
+    def _model_preload(self) -> tuple[str, ...]:
+        litellm = any(m.client == "litellm" for m in self.sweep.models if not m.builtin)
+        return ("frames", "llm", "litellm") if litellm else ("frames", "llm")
 
     def _has_room(self, task: Task) -> bool:
         cap = task.spec.model.max_concurrency
@@ -408,15 +460,17 @@ class Driver:
     def _submit(self, worker: Worker, task: Task, api_base: str | None) -> None:
         task.attempts += 1
         task.actor = worker
-        worker.busy += 1
+        self.submitted += 1
+        task.seq = self.submitted
         self.per_model[task.spec.model.name] = self.per_model.get(task.spec.model.name, 0) + 1
         if self.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
             self.on_dispatch(task.spec, worker.handle, task.attempts)
         ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base)
         self.in_flight[ref] = task
+        worker.queue[ref] = task
 
-    def _finish_task(self, task: Task) -> None:
-        task.actor.busy -= 1
+    def _finish_task(self, ref: Any, task: Task) -> None:
+        task.actor.queue.pop(ref, None)
         self.per_model[task.spec.model.name] -= 1
         if task.lease is not None:
             self.pool.release(task.lease)
@@ -427,25 +481,36 @@ class Driver:
             else self.model_pending.setdefault(task.spec.model.name, deque())
         queue.appendleft(task)
 
-    def _collect(self, ref: Any) -> EpisodeResult | None:
+    def _collect(self, ref: Any) -> EncodedEpisode | None:
         """The finished episode to write, or None when it was put back in the queue."""
         task = self.in_flight.pop(ref)
-        self._finish_task(task)
+        worker = task.actor
         try:
             out = ray.get(ref)
         except ACTOR_LOST as err:
-            self._actor_lost(task.actor)
+            ran = self._ran_when_lost(worker, ref)
+            self._finish_task(ref, task)
+            self._actor_lost(worker)
             reason = type(err).__name__
+            if not ran and task.unstarted < self.max_attempts:
+                # it was queued behind the episode that was running: no attempt used (bounded,
+                # so that no ordering surprise can keep an episode coming back for ever)
+                task.unstarted += 1
+                task.attempts -= 1
+                self._requeue(task)
+                return None
             if task.attempts < self.max_attempts:
                 self.reporter.retrying(task.spec, task.attempts, reason)
                 self._requeue(task)
                 return None
             result = self._error(task, reason, f"its actor or node died on each of {task.attempts} attempts")
         except rex.RayTaskError as err:  # the actor code itself raised: a bug, recorded as error
+            self._finish_task(ref, task)
             cause = err.cause if getattr(err, "cause", None) is not None else err
             result = self._error(task, type(cause).__name__, str(cause).splitlines()[0] if str(cause) else "")
         else:
-            result = EpisodeResult(out["episode"], out["steps"])
+            self._finish_task(ref, task)
+            result = out
             if (result.termination == "error" and task.lease is not None and task.attempts < self.max_attempts
                     and self._server_lost(task.lease)):
                 self.reporter.retrying(task.spec, task.attempts, "model server restarted")
@@ -453,17 +518,39 @@ class Driver:
                 return None
         return result
 
+    @staticmethod
+    def _ran_when_lost(worker: Worker, ref: Any) -> bool:
+        """Whether the episode behind ``ref`` was running when its actor died, rather than queued
+        behind the one that was. An ordered actor runs episodes in the order they were
+        submitted, so the first of them not known to have finished was the running one."""
+        if not worker.ordered:
+            return True
+        if worker.lost_running is None:
+            worker.lost_running = ref
+            for r in sorted(worker.queue, key=lambda r: worker.queue[r].seq):
+                try:
+                    ray.get(r, timeout=0)
+                except ACTOR_LOST:
+                    worker.lost_running = r
+                    break
+                except rex.RayTaskError:
+                    continue  # it finished, failing on its own, before the actor was lost
+                except Exception:  # noqa: BLE001 - not known to have finished (not ready yet, say)
+                    worker.lost_running = r
+                    break
+        return worker.lost_running == ref
+
     def _server_lost(self, lease: Any) -> bool:
         try:
             return bool(self.pool.lost(lease))
         except Exception:  # noqa: BLE001 - a pool that cannot answer counts as lost
             return True
 
-    def _error(self, task: Task, error_class: str, message: str) -> EpisodeResult:
+    def _error(self, task: Task, error_class: str, message: str) -> EncodedEpisode:
         s = task.spec
         fields = {"run": self.run, "episode_id": s.episode_id, "model_name": s.model.name, "model": s.model.model,
                   "condition": s.condition.name, "repeat": s.repeat}
-        return error_result(fields, s.maze, s.condition.protocol, error_class, message, task.attempts)
+        return encode_episode(error_result(fields, s.maze, s.condition.protocol, error_class, message, task.attempts))
 
     def _actor_lost(self, worker: Worker) -> None:
         if not worker.alive:

@@ -36,12 +36,10 @@ MAX_ERROR_CHARS = 2000
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 
 
-@dataclass
-class EpisodeResult:
-    """One finished episode: its row of ``EPISODES`` and its rows of ``STEPS``."""
+class HasEpisodeRow:
+    """Anything holding an episode's row as ``episode``: which episode it is, how it ended."""
 
     episode: dict[str, Any]
-    steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def episode_id(self) -> str:
@@ -50,6 +48,14 @@ class EpisodeResult:
     @property
     def termination(self) -> str:
         return self.episode["termination"]
+
+
+@dataclass
+class EpisodeResult(HasEpisodeRow):
+    """One finished episode: its row of ``EPISODES`` and its rows of ``STEPS``."""
+
+    episode: dict[str, Any]
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
 
 @lru_cache(maxsize=1)

@@ -34,7 +34,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
 MODEL_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "max_concurrency", "serve",
-              "mazes", "protocol")
+              "mazes", "protocol", "client")
+CLIENTS = ("auto", "litellm", "openai")
 # params that would put a secret (or a second endpoint) into a sweep file
 FORBIDDEN_PARAMS = ("api_key", "api_base", "base_url", "extra_headers", "headers")
 DEFAULT_LLM_CONCURRENCY = 4
@@ -55,6 +56,10 @@ class ModelEntry:
     # a slow local model can run a few text-only mazes in the same sweep as fast models
     mazes: tuple[Maze, ...] | None = None
     protocol: dict[str, Any] = field(default_factory=dict)
+    # how the agent reaches the model (resolved from `client: auto`): "litellm", or "openai" for
+    # the lean OpenAI-compatible client; None for built-in and human agents. Not part of the
+    # identity: both send the same request.
+    client: str | None = None
 
     @property
     def builtin(self) -> bool:
@@ -71,7 +76,7 @@ class ModelEntry:
     def public(self) -> dict[str, Any]:
         """The entry as the manifest records it: names of key variables only, never their values."""
         out: dict[str, Any] = {"name": self.name, "model": self.model}
-        for k in ("api_base", "api_key_env", "price", "max_concurrency"):
+        for k in ("api_base", "api_key_env", "price", "max_concurrency", "client"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
         if self.params:
@@ -363,8 +368,28 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
         resolve_protocol(own_protocol, source)
     except BadInput as err:
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
+    client = _client(source, where, entry.get("client", "auto"), model, api_base, serve)
     return ModelEntry(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
-                      price=price, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol)
+                      price=price, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol,
+                      client=client)
+
+
+def _client(source: str, where: str, client: Any, model: str, api_base: str | None, serve: Any) -> str | None:
+    """`auto`: the lean OpenAI-compatible client for self-hosted servers (served by this sweep,
+    or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would otherwise
+    spend their CPU in litellm; litellm for everything else."""
+    if client not in CLIENTS:
+        raise BadInput(source, f"{where}.client", f"must be one of {', '.join(CLIENTS)} (got {client!r})")
+    if model.startswith(("builtin/", "human/")):
+        if client != "auto":
+            raise BadInput(source, f"{where}.client", "only models that are called have a client")
+        return None
+    endpoint = serve is not None or api_base is not None
+    if client == "auto":
+        return "openai" if serve is not None or (model.startswith("hosted_vllm/") and endpoint) else "litellm"
+    if client == "openai" and not endpoint:
+        raise BadInput(source, f"{where}.client", "openai needs an OpenAI-compatible endpoint: api_base or serve")
+    return client
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from orchestrator.episode import EpisodeResult
+from orchestrator.episode import EpisodeResult, HasEpisodeRow
 from orchestrator.schema import EPISODES, STEPS
 
 if TYPE_CHECKING:  # pandas only for readers: the actors that build tables never load it
@@ -77,8 +78,11 @@ def _atomic_write(path: Path, write) -> None:
     _fsync_dir(path.parent)
 
 
-def _write_table(path: Path, table: pa.Table) -> None:
-    _atomic_write(path, lambda f: pq.write_table(table, f, compression="zstd"))
+def parquet_bytes(table: pa.Table, compression: str = "zstd") -> bytes:
+    """A whole Parquet file in memory."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=compression)
+    return sink.getvalue().to_pybytes()
 
 
 def episode_table(result: EpisodeResult) -> pa.Table:
@@ -86,28 +90,59 @@ def episode_table(result: EpisodeResult) -> pa.Table:
 
 
 def steps_table(result: EpisodeResult) -> pa.Table:
-    if isinstance(result.steps, pa.Table):  # built already, by the actor that ran the episode
-        return result.steps
     return pa.Table.from_pylist(result.steps, schema=STEPS)
 
 
-def write_episode(run_dir: str | os.PathLike, result: EpisodeResult) -> tuple[Path, Path]:
-    """Write (or replace) one episode's two files; returns (episodes file, steps file)."""
+@dataclass(frozen=True)
+class EncodedEpisode(HasEpisodeRow):
+    """A finished episode as the bytes of its two files, plus its row for progress displays.
+
+    Actors encode their own episodes, so the building of tables and the Parquet encoding run
+    in parallel on the workers and the driver only writes bytes.
+    """
+
+    episode: dict[str, Any]
+    episode_file: bytes
+    steps_file: bytes
+
+
+def encode_episode(result: EpisodeResult) -> EncodedEpisode:
+    """Both files of an episode, checked against the fixed schemas (a schema error raises here)."""
+    # one row compresses to nothing: the episodes file is left plain, which also halves its cost
+    return EncodedEpisode(result.episode, parquet_bytes(episode_table(result), compression="none"),
+                          parquet_bytes(steps_table(result)))
+
+
+def write_encoded(run_dir: str | os.PathLike, encoded: EncodedEpisode) -> tuple[Path, Path]:
+    """Write (or replace) one encoded episode's two files; returns (episodes file, steps file)."""
     run_dir = Path(run_dir)
-    eid = result.episode_id
-    # both tables are built before anything touches the disk: a schema error writes nothing
-    episodes, steps = episode_table(result), steps_table(result)
+    eid = encoded.episode_id
     ep_dir, st_dir = run_dir / EPISODES_DIR, run_dir / STEPS_DIR
     ep_dir.mkdir(parents=True, exist_ok=True)
     st_dir.mkdir(parents=True, exist_ok=True)
     ep_path, st_path = ep_dir / f"{eid}.parquet", st_dir / f"{eid}.parquet"
-    _write_table(st_path, steps)
-    _write_table(ep_path, episodes)
+    _atomic_write(st_path, lambda f: f.write(encoded.steps_file))
+    _atomic_write(ep_path, lambda f: f.write(encoded.episode_file))
     return ep_path, st_path
 
 
-def _read_folder(folder: Path, schema: pa.Schema, columns: list[str] | None = None) -> pa.Table:
-    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+def write_episode(run_dir: str | os.PathLike, result: EpisodeResult) -> tuple[Path, Path]:
+    """Write (or replace) one episode's two files; returns (episodes file, steps file).
+
+    Both files are encoded before anything touches the disk: a schema error writes nothing.
+    """
+    return write_encoded(run_dir, encode_episode(result))
+
+
+def episodes_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Episode rows as a DataFrame with exactly the types of a read of the episodes folder."""
+    return pa.Table.from_pylist(rows, schema=EPISODES).to_pandas()
+
+
+def _read_folder(folder: Path, schema: pa.Schema, columns: list[str] | None = None,
+                 files: list[Path] | None = None) -> pa.Table:
+    if files is None:
+        files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
     if not files:
         empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
         return empty.empty_table()
@@ -122,9 +157,12 @@ def read_run(run_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
     return episodes, steps
 
 
-def read_episodes(run_dir: str | os.PathLike) -> pd.DataFrame:
-    """Only the episodes table of a run (cheap: one row per episode)."""
-    return _read_folder(Path(run_dir) / EPISODES_DIR, EPISODES).to_pandas()
+def read_episodes(run_dir: str | os.PathLike, ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """Only the episodes table of a run (cheap: one row per episode); with ``ids``, only the
+    episodes among those that have a file."""
+    folder = Path(run_dir) / EPISODES_DIR
+    files = None if ids is None else [p for p in (folder / f"{i}.parquet" for i in sorted(ids)) if p.is_file()]
+    return _read_folder(folder, EPISODES, files=files).to_pandas()
 
 
 def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:

@@ -25,7 +25,6 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-import httpx
 import ray
 
 from orchestrator.serving.commands import llama_cpp_command, served_name, vllm_command
@@ -248,6 +247,8 @@ class ModelServerProcess:
             time.sleep(0.5)
 
     def _models_listed(self, timeout: float) -> bool:
+        import httpx  # here, not at the top: every episode actor imports this module too
+
         try:
             r = httpx.get(f"{self.url}/models", timeout=timeout)
             return r.status_code == 200 and any(m.get("id") == self.served for m in r.json().get("data", []))
@@ -255,6 +256,8 @@ class ModelServerProcess:
             return False
 
     def _one_token(self) -> bool:
+        import httpx
+
         body = {
             "model": self.served, "max_tokens": 1, "temperature": 0,
             "messages": [{"role": "user", "content": "Say OK."}],

@@ -85,6 +85,8 @@ def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster,
     episodes = pd.read_parquet(tmp_path / "kill" / "episodes").set_index("episode_id")
     assert outcome.exit_code == 0 and len(episodes) == 18
     assert episodes.loc[killed[0], "attempts"] == 2 and episodes.loc[killed[0], "termination"] != "error"
+    # the episode queued behind it on the same actor died unstarted: rescheduled without a charge
+    assert (episodes.drop(index=killed[0])["attempts"] == 1).all()
 
     # with one attempt allowed the episode ends in error, the sweep still finishes, exit code 1
     killed.clear()

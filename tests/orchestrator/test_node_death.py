@@ -45,8 +45,11 @@ def test_a_dead_node_costs_only_its_episode(two_node_cluster, maze_dir, sweep_di
     outcome = Driver(sweep, tmp_path / "node", on_dispatch=remove_its_node).execute()
     episodes = pd.read_parquet(tmp_path / "node" / "episodes").set_index("episode_id")
     assert outcome.exit_code == 0 and len(episodes) == 18 and episodes.index.is_unique
-    # a replacement actor may land on the dying node before Ray declares it dead: attempts 2 or 3
-    assert 2 <= episodes.loc[lost[0], "attempts"] <= 3 and episodes.loc[lost[0], "termination"] != "error"
     assert (episodes["termination"] != "error").all()
-    # the rest ran once (bar one more if it met that replacement on the dying node)
-    assert (episodes.drop(index=lost[0])["attempts"] > 1).sum() <= 1
+    # The node's worker can outlive its raylet for a moment and finish what it was given (the
+    # episode dispatched as the node went may well complete); the episode it was running when
+    # it went is charged an attempt and run again elsewhere, the one queued behind it is run
+    # again uncharged. A replacement actor may land on the dying node before Ray declares it
+    # dead: one more episode, or the same one a third time.
+    retried = episodes[episodes["attempts"] > 1]
+    assert 1 <= len(retried) <= 2 and (retried["attempts"] <= 3).all()

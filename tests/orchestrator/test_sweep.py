@@ -39,6 +39,9 @@ BAD = [
     ({"models": [{"name": "x", "model": "openai/gpt-4o", "api_base": "ftp://x"}]}, "models[0].api_base: must be an http(s):// URL"),
     ({"models": [{"name": "x", "model": "hosted_vllm/q", "serve": {"engine": "tensorrt"}}]}, "models[0].serve.engine"),
     ({"repeats": 0}, "repeats: must be a whole number >= 1"),
+    ({"models": [{"name": "x", "model": "openai/gpt-4o", "client": "requests"}]}, "models[0].client: must be one of auto, litellm, openai"),
+    ({"models": [{"name": "x", "model": "openai/gpt-4o", "client": "openai"}]}, "models[0].client: openai needs an OpenAI-compatible endpoint"),
+    ({"models": [{**ORACLE, "client": "litellm"}]}, "models[0].client: only models that are called have a client"),
     ({"models": []}, "models: must be a non-empty list"),
 ]
 
@@ -92,6 +95,30 @@ def test_episode_ids_are_content_hashes(maze_dir, sweep_dict):
     assert episode_id(spec.maze, spec.model, spec.condition.protocol, 1) != spec.episode_id
     twice = parse_sweep(sweep_dict(maze_dir, repeats=2), "c.yaml")
     assert len({e.episode_id for e in twice.episodes()}) == 36
+
+
+def test_client_auto_is_the_lean_openai_client_for_self_hosted_models_only(maze_dir, sweep_dict):
+    url = "http://127.0.0.1:8000/v1"
+    models = [
+        ORACLE,
+        {"name": "hosted", "model": "anthropic/claude-opus-4-8"},
+        {"name": "vllm", "model": "hosted_vllm/q", "api_base": url},
+        {"name": "vllm-env", "model": "hosted_vllm/q2"},  # endpoint from litellm's environment variable
+        {"name": "served", "model": "openai/gemma", "serve": {"engine": "llama_cpp"}},
+        {"name": "proxy", "model": "openai/gpt-4o", "api_base": url},
+        {"name": "forced", "model": "openai/gpt-4o-mini", "api_base": url, "client": "openai"},
+        {"name": "kept", "model": "hosted_vllm/q3", "api_base": url, "client": "litellm"},
+    ]
+    sweep = parse_sweep(sweep_dict(maze_dir, models=models, protocol={"observation": "text"}), "c.yaml")
+    assert {m.name: m.client for m in sweep.models} == {
+        "oracle": None, "hosted": "litellm", "vllm": "openai", "vllm-env": "litellm", "served": "openai",
+        "proxy": "litellm", "forced": "openai", "kept": "litellm",
+    }
+    assert sweep.resolved()["models"][2]["client"] == "openai"  # the manifest says which client ran
+    # the client changes how a request travels, not what it asks: episode ids stay
+    same = parse_sweep(sweep_dict(maze_dir, models=[{**m, "client": "litellm"} for m in models[1:3]]), "d.yaml")
+    other = parse_sweep(sweep_dict(maze_dir, models=models[1:3]), "e.yaml")
+    assert [e.episode_id for e in same.episodes()] == [e.episode_id for e in other.episodes()]
 
 
 def test_shipped_sweeps_resolve_by_name_and_have_the_study_shape(maze_dir):

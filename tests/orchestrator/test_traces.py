@@ -21,6 +21,8 @@ from orchestrator.schema import EPISODES, STEPS
 from orchestrator.traces import (
     clean_partial,
     completed_ids,
+    episodes_frame,
+    read_episodes,
     read_manifest,
     read_run,
     write_episode,
@@ -44,6 +46,16 @@ def run_dir(tmp_path_factory, maze_dir):
     write_manifest(out, run="t", sweep={"name": "t"}, mazes={m.checksum: m.to_dict() for m in mazes},
                    invocation={"command": ["test"]})
     return out
+
+
+def test_rows_in_memory_read_like_the_files(run_dir):
+    """The driver's summary of a run is built from the rows it wrote, not by reading them back."""
+    on_disk = read_episodes(run_dir)
+    in_memory = episodes_frame(pq.read_table(run_dir / "episodes").to_pylist())
+    pd.testing.assert_frame_equal(in_memory.sort_values("episode_id", ignore_index=True),
+                                  on_disk.sort_values("episode_id", ignore_index=True))
+    some = set(on_disk["episode_id"][:4]) | {"no-such-episode"}
+    assert set(read_episodes(run_dir, ids=some)["episode_id"]) == some - {"no-such-episode"}
 
 
 def test_traces_read_with_pandas_duckdb_and_the_fixed_schemas(run_dir):
