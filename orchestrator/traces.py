@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from orchestrator.episode import EpisodeResult, HasEpisodeRow
 from orchestrator.schema import EPISODES, STEPS
 
-if TYPE_CHECKING:  # pandas only for readers: the actors that build tables never load it
+if TYPE_CHECKING:  # pandas only in annotations: frames come from pyarrow's to_pandas
     import pandas as pd
 
 MANIFEST = "manifest.json"
