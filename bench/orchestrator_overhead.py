@@ -212,6 +212,8 @@ def bench_a(mazes: str, work: Path, rows: list, rounds: int, forked: list[float]
     if forked:
         rows.append(("    ceiling: 2 forked processes, no Ray", f"{min(forked):.1f} s", f"{best_plain:.1f} s",
                      f"{best_plain / min(forked):.2f}x", ""))
+        record(f"same {n} episodes on 2 forked processes, no Ray (this machine's ceiling)", "(reported)",
+               f"{min(forked):.1f} s vs {best_plain:.1f} s", best_plain / min(forked), None)
     rows.append(("    cores this session could get (2 spinners)", " ".join(f"{c:.2f}" for c in cores), "2 cores",
                  f"{max(cores) / 2:.0%}", "~100%"))
 
