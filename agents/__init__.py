@@ -2,57 +2,65 @@
 
 Public API::
 
-    from agents import Protocol, resolve_protocol, build_agent, parse_action, build_messages
+    from agents import ModelConfig, Protocol, resolve_protocol, build_agent, parse_action, build_messages
 
-``build_agent`` turns a model string into an ``Agent``: ``builtin/<name>`` for the scripted
-agents, anything else for the LLM agent. Its ``client`` picks the LLM agent's transport:
-``"litellm"`` (the default: any provider, litellm imported when first needed, it is slow to
-import) or ``"openai"`` (a direct HTTP client for an OpenAI-compatible ``api_base`` such as
-vLLM or llama.cpp: much less CPU per call, and no litellm import). No Ray here: an agent works
-from a plain Python loop.
+``build_agent`` turns a ``ModelConfig`` (validated when a sweep is loaded, see ``agents.model``)
+into an ``Agent``: ``builtin/<name>`` for the scripted agents, anything else for the LLM agent,
+whose transport is the config's ``client``: ``"litellm"`` (any provider; litellm is imported
+when first needed, it is slow to import) or ``"openai"`` (a direct HTTP client for an
+OpenAI-compatible endpoint such as vLLM or llama.cpp: much less CPU per call). No Ray here: an
+agent works from a plain Python loop.
+
+Names are imported on first use, so that the trace records can import ``agents.usage`` without
+pulling in the prompt builder, the oracle or litellm.
 """
 
 from __future__ import annotations
 
-from agents.builtin import KNOWN_BUILTINS
-from agents.parse import parse_action
-from agents.prompt import build_messages
-from agents.protocol import PRESETS, Protocol, resolve_protocol
-from agents.types import Agent, Decision, InfraError, PastStep, Turn
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agents.model import ModelConfig
+    from agents.protocol import Protocol
+    from agents.types import Agent
+
+_HOMES = {
+    "KNOWN_BUILTINS": "agents.model", "ModelConfig": "agents.model", "parse_model_config": "agents.model",
+    "parse_action": "agents.parse", "build_messages": "agents.prompt",
+    "PRESETS": "agents.protocol", "Protocol": "agents.protocol", "resolve_protocol": "agents.protocol",
+    "Agent": "agents.types", "Decision": "agents.types", "InfraError": "agents.types", "PastStep": "agents.types",
+    "Turn": "agents.types", "Budget": "agents.usage", "Usage": "agents.usage",
+}
 
 
-def build_agent(
-    model: str,
-    protocol: Protocol,
-    *,
-    seed: int = 0,
-    name: str | None = None,
-    api_base: str | None = None,
-    api_key_env: str | None = None,
-    params: dict | None = None,
-    price: dict | None = None,
-    client: str = "litellm",
-) -> Agent:
-    """The agent for one episode. ``seed`` varies the random agent and the model's sampling seed;
-    ``client`` is the LLM agent's transport, ``"litellm"`` or ``"openai"``."""
-    if model.startswith("builtin/"):
+def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
+                endpoint: str | None = None) -> Agent:
+    """The agent for one episode (``config`` may be a bare model string such as ``builtin/oracle``).
+    ``seed`` varies the random agent and the model's sampling seed; ``endpoint`` is the URL of a
+    server the sweep started for this model."""
+    if isinstance(config, str):
+        from agents.model import ModelConfig
+
+        config = ModelConfig.for_model(config)
+    if config.builtin:
         from agents.builtin import make_builtin
 
-        return make_builtin(model.removeprefix("builtin/"), seed=seed)
-    if model.startswith("human/"):
+        return make_builtin(config.model.removeprefix("builtin/"), seed=seed)
+    if config.human:
         raise ValueError(
-            f"{model}: a human agent is driven by `gridbench play`, which supplies its own agent; "
+            f"{config.model}: a human agent is driven by `gridbench play`, which supplies its own agent; "
             "it cannot be built here"
         )
     from agents.llm import LLMAgent
 
-    return LLMAgent(
-        model, protocol, seed=seed, name=name, api_base=api_base, api_key_env=api_key_env,
-        params=params, price=price, client=client,
-    )
+    return LLMAgent(config, protocol, seed=seed, endpoint=endpoint)
 
 
-__all__ = [
-    "KNOWN_BUILTINS", "PRESETS", "Agent", "Decision", "InfraError", "PastStep", "Protocol", "Turn",
-    "build_agent", "build_messages", "parse_action", "resolve_protocol",
-]
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+
+
+__all__ = ["build_agent", *_HOMES]

@@ -17,16 +17,28 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from agents.types import Decision, Turn
+from agents.model import KNOWN_BUILTINS
+from agents.types import Decision, ResumeMismatch, Turn
 from env.errors import BadInput
 from env.maze import DIR_VECTORS, Maze
 from env.oracle import distance_table
 from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, step
 
-KNOWN_BUILTINS = ("oracle", "random", "explorer")
-
 
 class _Builtin:
+    """Built-in agents are deterministic in their seed: a recorded turn is taken back by playing
+    it again (which advances a random agent's generator and an explorer's memory) and checking
+    that the same action comes out."""
+
+    async def act(self, turn: Turn) -> Decision:
+        raise NotImplementedError
+
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        again = await self.act(turn)
+        if again.action != decision.action:
+            raise ResumeMismatch(f"step {turn.step}: the built-in agent chose {again.action}, the trace "
+                                 f"recorded {decision.action}")
+
     async def aclose(self) -> None:
         return None
 

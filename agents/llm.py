@@ -1,8 +1,9 @@
 """The LLM agent: one chat call per turn, with gridbench's own retry policy.
 
-- Two transports, one retry loop: ``client="litellm"`` (the default, any provider) calls
+- Two transports, one retry loop: ``client="litellm"`` (any provider) calls
   ``litellm.acompletion``; ``client="openai"`` posts straight to an OpenAI-compatible server
-  (``agents.openai_compat``) and never imports litellm on the request path.
+  (``agents.openai_compat``) and never imports litellm on the request path. Both read the answer
+  into the same ``Completion`` with one ``Usage``.
 - litellm's own retries are off (``num_retries=0``) so they never stack with ours: each
   attempt of ``RetryPolicy`` is exactly one HTTP request.
 - 429 (honouring Retry-After), 5xx, malformed replies, empty ``choices``, timeouts and
@@ -11,8 +12,11 @@
   answer raises ``InfraError``: the episode records an infrastructure error, never an action.
 - A reply cut off by the token limit (``finish_reason == "length"``, often with empty content)
   is the model's answer, not a failure: it is parsed like any other reply.
-- API keys come only from the environment variable named by ``api_key_env``; every error text
-  is scrubbed of them (and of anything shaped like a key) before it leaves this module.
+- The agent trusts its ``ModelConfig`` (validated when the sweep was loaded). Its API key comes
+  only from the environment variable ``api_key_env`` names; every error text is scrubbed
+  (``agents.secrets.scrub``) before it leaves this module.
+- Each turn records the ``Budget`` its request actually carried (thinking budget, effort, output
+  cap), read back from the request itself, so unequal budgets between models are visible.
 """
 
 from __future__ import annotations
@@ -21,17 +25,19 @@ import asyncio
 import logging
 import os
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, request_body
+from agents.model import ModelConfig
+from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, usage_of
 from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages
 from agents.protocol import Protocol
+from agents.secrets import scrub
 from agents.types import Decision, InfraError, Turn
+from agents.usage import Budget, Usage
 from env.errors import BadInput
 
 # Must be set before litellm is first imported: otherwise it fetches its price table online.
@@ -41,14 +47,8 @@ _litellm: Any = None
 
 REASK_LIMIT = 2
 REASK_SEPARATOR = "\n\n[re-asked]\n\n"
-DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
 # Anthropic needs max_tokens above the thinking budget; this much is left for the answer.
 ANSWER_HEADROOM_TOKENS = 4096
-CLIENTS = ("litellm", "openai")
-_KEYLIKE = re.compile(
-    r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9_\-.=]{8,}|(?:api[_-]?key|x-api-key)[\"']?\s*[:=]\s*[\"']?[^\s\"',]{6,})",
-    re.IGNORECASE,
-)
 
 
 def litellm_module() -> Any:
@@ -66,14 +66,6 @@ def litellm_module() -> Any:
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
         _litellm = litellm
     return _litellm
-
-
-def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with every known secret, and anything shaped like an API key, replaced."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return _KEYLIKE.sub("[redacted]", text)
 
 
 @dataclass(frozen=True)
@@ -94,24 +86,6 @@ class RetryPolicy:
         return jittered
 
 
-_RETRIED = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
-            "Timeout", "APIConnectionError", "APIError")
-
-
-@dataclass
-class CallResult:
-    reply: str = ""
-    reasoning: str = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_reasoning: int = 0
-    reasoning_estimated: bool = False
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    finish_reason: str = ""
-    retries: int = 0
-
-
 class _Retryable(Exception):
     def __init__(self, error_class: str, message: str, retry_after: float | None = None):
         super().__init__(message)
@@ -119,73 +93,60 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-class LLMAgent:
-    """An agent backed by any litellm model string (``anthropic/...``, ``hosted_vllm/...``, ...).
+def budget_of(request: dict[str, Any]) -> Budget:
+    """What a request (litellm kwargs or an OpenAI-compatible body) allows the model to spend."""
+    extra = request.get("extra_body") if isinstance(request.get("extra_body"), dict) else {}
+    thinking = request.get("thinking") if isinstance(request.get("thinking"), dict) else {}
+    tokens = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
+    tokens = tokens or request.get("thinking_token_budget") or extra.get("thinking_token_budget")
+    effort = request.get("reasoning_effort") or extra.get("reasoning_effort")
+    if thinking.get("type") == "adaptive":
+        output = request.get("output_config") if isinstance(request.get("output_config"), dict) else {}
+        effort = f"adaptive:{output.get('effort') or effort or 'default'}"
+    cap = request.get("max_tokens") or request.get("max_completion_tokens")
+    return Budget(thinking_budget=int(tokens) if tokens else None, reasoning_effort=effort or None,
+                  max_output_tokens=int(cap) if cap else None)
 
-    ``params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
-    (``client="openai"``) as they are, except ``timeout`` (seconds per request) and ``retries``
-    (the retry limit of this agent's policy), which this agent reads. ``price``: USD per token,
-    ``{"input": ..., "output": ...}``; without it the litellm client looks the model up in
-    litellm's bundled price table and the openai client records a cost of 0.
+
+class LLMAgent:
+    """An agent backed by one ``ModelConfig`` (``anthropic/...``, ``hosted_vllm/...``, ...).
+
+    ``config.params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
+    (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own.
+    ``endpoint``: the URL of a server the sweep started for this model (it wins over
+    ``config.api_base``). Cost comes from ``config.price``, else (litellm client) litellm's price
+    table; the openai client without a price records 0.
     """
 
     def __init__(
         self,
-        model: str,
+        config: ModelConfig,
         protocol: Protocol,
         *,
         seed: int = 0,
-        name: str | None = None,
-        api_base: str | None = None,
-        api_key_env: str | None = None,
-        params: dict | None = None,
-        price: dict | None = None,
+        endpoint: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-        client: str = "litellm",
     ):
-        self.model = model
+        self.config = config
         self.protocol = protocol
         self.seed = seed
-        self.name = name or model
-        self.api_base = api_base
-        if client not in CLIENTS:
-            raise BadInput(self.name, "client", f"must be one of {', '.join(CLIENTS)}, got {client!r}")
-        if client == "openai" and not (isinstance(api_base, str) and api_base.startswith(("http://", "https://"))):
-            raise BadInput(self.name, "api_base", "an http(s) URL is required: the openai client needs an "
-                                                  "OpenAI-compatible endpoint")
-        self.client = client
-        self.params = dict(params or {})
-        self.timeout_s = self.params.pop("timeout", DEFAULT_TIMEOUT_S)
-        if not isinstance(self.timeout_s, int | float) or isinstance(self.timeout_s, bool) or self.timeout_s <= 0:
-            raise BadInput(self.name, "params.timeout", "must be a positive number of seconds")
-        retries = self.params.pop("retries", None)
-        self.retry = retry or RetryPolicy()
-        if retries is not None:
-            if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-                raise BadInput(self.name, "params.retries", "must be a whole number, 0 or more")
-            self.retry = RetryPolicy(max_retries=retries, base_s=self.retry.base_s, cap_s=self.retry.cap_s,
-                                     max_retry_after_s=self.retry.max_retry_after_s)
-        for forbidden in ("api_key", "num_retries", "max_retries"):
-            if forbidden in self.params:
-                raise BadInput(self.name, f"params.{forbidden}",
-                               "not allowed: keys come from api_key_env, retries from the agent's policy")
-        self.price = _parse_price(price, self.name)
-        self._api_key: str | None = None
-        if api_key_env:
-            self._api_key = os.environ.get(api_key_env)
-            if not self._api_key:
-                raise BadInput(self.name, "api_key_env", f"environment variable {api_key_env} is not set")
-        elif api_base:
-            # a custom endpoint never gets a provider key from the environment by accident
-            self._api_key = "EMPTY"
-        self._secrets = tuple(s for s in (self._api_key,) if s and s != "EMPTY")
+        self.name = config.name
+        self.model = config.model
+        self.api_base = endpoint or config.api_base
+        if config.client == "openai" and not self.api_base:
+            raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
+        self.retry = retry or RetryPolicy(max_retries=config.retries)
+        # a custom endpoint never gets a provider key from the environment by accident
+        self._api_key = config.api_key() or ("EMPTY" if self.api_base else None)
+        self._secrets = (self._api_key,)
         self._sleep = sleep
         self._rng = random.Random(seed)
         self._replies: list[str] = []
         self._provider: str | None = None
         self._supported: list[str] = []
-        self._http = OpenAICompatClient(api_base, self._api_key, self.timeout_s) if client == "openai" else None
+        self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
+                      if config.client == "openai" and self.api_base else None)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -216,37 +177,64 @@ class LLMAgent:
             "temperature": p.temperature,
             "max_tokens": p.max_output_tokens,
             "num_retries": 0,
-            "timeout": self.timeout_s,
+            "timeout": self.config.timeout_s,
         }
         if "seed" in self._supported:
             kwargs["seed"] = self.seed
         if self.api_base:
             kwargs["api_base"] = self.api_base
         kwargs.update(self._thinking_kwargs())
-        for k, v in self.params.items():
-            if k == "extra_body" and isinstance(v, dict) and "extra_body" in kwargs:
-                kwargs["extra_body"] = {**kwargs["extra_body"], **v}
-            else:
-                kwargs[k] = v
-        return kwargs
+        return _with_params(kwargs, self.config.request_params)
 
     def request_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The JSON body the openai client posts for these messages."""
+        """The JSON body the openai client posts for these messages; ``params`` and then
+        ``params["extra_body"]`` (flattened, as the OpenAI SDK sends it) win."""
         p = self.protocol
-        return request_body(self.model, messages, temperature=p.temperature, max_tokens=p.max_output_tokens,
-                            seed=self.seed, thinking=p.thinking, params=self.params)
+        body: dict[str, Any] = {
+            "model": self.config.request_name,
+            "messages": messages,
+            "temperature": p.temperature,
+            "max_tokens": p.max_output_tokens,
+            "seed": self.seed,
+            # thinking is the chat template's switch on these servers (vLLM, llama.cpp --jinja)
+            "chat_template_kwargs": {"enable_thinking": p.thinking},
+        }
+        mode = self.config.thinking
+        if p.thinking and mode.mode == "budget":
+            body["thinking_token_budget"] = p.thinking_budget
+        elif p.thinking and mode.mode == "effort":
+            body["reasoning_effort"] = mode.effort
+        params = dict(self.config.request_params)
+        extra = params.pop("extra_body", None)
+        body.update(params)
+        if isinstance(extra, dict):
+            body.update(extra)
+        elif extra is not None:
+            body["extra_body"] = extra
+        return body
 
     def _thinking_kwargs(self) -> dict[str, Any]:
-        p = self.protocol
+        p, mode = self.protocol, self.config.thinking
         provider = self._provider
         if provider == "hosted_vllm":
             # the server's chat template switches thinking; its reasoning parser splits it out
-            return {"extra_body": {"chat_template_kwargs": {"enable_thinking": p.thinking}}}
+            extra: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": p.thinking}}
+            if p.thinking and mode.mode == "budget":
+                extra["thinking_token_budget"] = p.thinking_budget
+            out: dict[str, Any] = {"extra_body": extra}
+            if p.thinking and mode.mode == "effort":
+                out["reasoning_effort"] = mode.effort
+            return out
         if not p.thinking:
             return {}
-        if provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in self.model):
-            out: dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": p.thinking_budget}}
-            if p.max_output_tokens <= p.thinking_budget:
+        if mode.mode == "adaptive":
+            return {"thinking": {"type": "adaptive"}, "output_config": {"effort": mode.effort}}
+        if mode.mode == "effort":
+            return {"reasoning_effort": mode.effort}
+        claude = provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in self.model)
+        if claude or mode.mode == "budget":
+            out = {"thinking": {"type": "enabled", "budget_tokens": p.thinking_budget}}
+            if claude and p.max_output_tokens <= p.thinking_budget:
                 out["max_tokens"] = p.thinking_budget + ANSWER_HEADROOM_TOKENS
             return out
         if "reasoning_effort" in self._supported:
@@ -257,59 +245,52 @@ class LLMAgent:
     async def act(self, turn: Turn) -> Decision:
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
-        replies: list[str] = []
-        reasonings: list[str] = []
-        total = CallResult()
-        reasks = 0
+        completions: list[Completion] = []
+        budget = Budget()
         action: int | None = None
         status = "invalid"
         while True:
-            result = await self.call(messages)
-            for name in ("tokens_in", "tokens_out", "tokens_reasoning", "cost_usd", "latency_s", "retries"):
-                setattr(total, name, getattr(total, name) + getattr(result, name))
-            total.reasoning_estimated |= result.reasoning_estimated
-            total.finish_reason = result.finish_reason
-            replies.append(result.reply)
-            reasonings.append(result.reasoning)
-            action, status = parse_action(result.reply)
+            completion, budget = await self.call(messages)
+            completions.append(completion)
+            action, status = parse_action(completion.reply)
+            reasks = len(completions) - 1
             if action is not None or self.protocol.invalid_output == "noop" or reasks >= REASK_LIMIT:
                 break
-            reasks += 1
-            messages = reask_messages(messages, result.reply)
-        self._replies.append(replies[-1])
+            messages = reask_messages(messages, completion.reply)
+        self._replies.append(completions[-1].reply)
+        reasonings = [c.reasoning for c in completions]
         return Decision(
             action=action,
             parse=status,  # type: ignore[arg-type]
-            reply=REASK_SEPARATOR.join(replies),
-            reasoning=REASK_SEPARATOR.join(r for r in reasonings) if any(reasonings) else "",
-            tokens_in=total.tokens_in,
-            tokens_out=total.tokens_out,
-            tokens_reasoning=total.tokens_reasoning,
-            reasoning_estimated=total.reasoning_estimated,
-            cost_usd=total.cost_usd,
-            latency_s=total.latency_s,
-            finish_reason=total.finish_reason,
-            retries=total.retries,
-            reasks=reasks,
+            reply=REASK_SEPARATOR.join(c.reply for c in completions),
+            reasoning=REASK_SEPARATOR.join(reasonings) if any(reasonings) else "",
+            finish_reason=completions[-1].finish_reason,
+            usage=Usage.total(c.usage for c in completions) + Usage(reasks=len(completions) - 1),
+            budget=budget,
             prompt_hash=prompt_hash,
-            image_hashes=image_hashes,
+            image_hashes=tuple(image_hashes),
         )
 
-    async def call(self, messages: list[dict[str, Any]]) -> CallResult:
-        """One model answer, retried by the policy; raises ``InfraError`` when none comes."""
-        attempt: Callable[[dict[str, Any]], Awaitable[CallResult]]
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        """A multi-turn conversation shows the model its own past replies: the last of each turn's."""
+        self._replies.append(decision.reply.split(REASK_SEPARATOR)[-1])
+
+    async def call(self, messages: list[dict[str, Any]]) -> tuple[Completion, Budget]:
+        """One model answer, retried by the policy, and the budget its request carried; raises
+        ``InfraError`` when no answer comes."""
+        attempt: Callable[[dict[str, Any]], Awaitable[Completion]]
         if self._http is not None:
             request, attempt = self.request_body(messages), self._attempt_openai
         else:
             request, attempt = self.request_kwargs(messages), self._attempt_litellm
             if self._api_key:
                 request["api_key"] = self._api_key
+        budget = budget_of(request)
         retries = 0
         while True:
             try:
-                result = await attempt(request)
-                result.retries = retries
-                return result
+                completion = await attempt(request)
+                return replace(completion, usage=replace(completion.usage, retries=retries)), budget
             except _Retryable as err:
                 if retries >= self.retry.max_retries:
                     raise InfraError(err.error_class, scrub(
@@ -317,7 +298,7 @@ class LLMAgent:
                 retries += 1
                 await self._sleep(self.retry.delay(retries - 1, err.retry_after, self._rng))
 
-    async def _attempt_litellm(self, kwargs: dict[str, Any]) -> CallResult:
+    async def _attempt_litellm(self, kwargs: dict[str, Any]) -> Completion:
         started = time.perf_counter()
         try:
             response = await litellm_module().acompletion(**kwargs)
@@ -328,7 +309,7 @@ class LLMAgent:
             raise _Retryable("EmptyChoices", "the server answered with an empty choices list")
         return self._read(response, latency)
 
-    async def _attempt_openai(self, body: dict[str, Any]) -> CallResult:
+    async def _attempt_openai(self, body: dict[str, Any]) -> Completion:
         assert self._http is not None
         started = time.perf_counter()
         try:
@@ -338,8 +319,7 @@ class LLMAgent:
             if err.retryable:
                 raise _Retryable(err.error_class, message, err.retry_after) from None
             raise InfraError(err.error_class, message) from None
-        latency = time.perf_counter() - started
-        return self._result(completion, latency, self._cost(None, completion.tokens_in, completion.tokens_out))
+        return self._accounted(completion, time.perf_counter() - started, None)
 
     def _classify(self, err: Exception) -> Exception:
         """A retryable error, or the ``InfraError`` to raise at once."""
@@ -365,7 +345,7 @@ class LLMAgent:
             return _Retryable(cls, message)
         return InfraError(cls, message)
 
-    def _read(self, response: Any, latency: float) -> CallResult:
+    def _read(self, response: Any, latency: float) -> Completion:
         choice = response.choices[0]
         msg = choice.message
         reply = msg.content if isinstance(getattr(msg, "content", None), str) else ""
@@ -373,39 +353,23 @@ class LLMAgent:
         blocks = getattr(msg, "thinking_blocks", None) or []
         if not reasoning and blocks:
             reasoning = "\n\n".join(b.get("thinking", "") for b in blocks if isinstance(b, dict))
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "completion_tokens_details", None)
-        completion = Completion(
-            reply=reply,
-            reasoning=reasoning,
-            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-            tokens_reasoning=int(getattr(details, "reasoning_tokens", 0) or 0),
-            finish_reason=str(getattr(choice, "finish_reason", "") or ""),
-        )
-        return self._result(completion, latency, self._cost(response, completion.tokens_in, completion.tokens_out))
+        completion = Completion(reply=reply, reasoning=reasoning,
+                                finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+                                usage=usage_of(getattr(response, "usage", None)))
+        return self._accounted(completion, latency, response)
 
-    def _result(self, completion: Completion, latency: float, cost: float) -> CallResult:
-        tokens_reasoning = completion.tokens_reasoning
-        estimated = False
-        if completion.reasoning and not tokens_reasoning:
-            tokens_reasoning = count_tokens(self.model, completion.reasoning)
-            estimated = True
-        return CallResult(
-            reply=completion.reply,
-            reasoning=completion.reasoning,
-            tokens_in=completion.tokens_in,
-            tokens_out=completion.tokens_out,
-            tokens_reasoning=tokens_reasoning,
-            reasoning_estimated=estimated,
-            cost_usd=cost,
-            latency_s=latency,
-            finish_reason=completion.finish_reason,
-        )
+    def _accounted(self, completion: Completion, latency: float, response: Any) -> Completion:
+        """The completion with its latency, its cost, and reasoning tokens estimated when the
+        provider reported reasoning text but no count."""
+        usage = completion.usage
+        if completion.reasoning and not usage.tokens_reasoning:
+            usage = replace(usage, tokens_reasoning=count_tokens(self.model, completion.reasoning),
+                            reasoning_estimated=True)
+        return replace(completion, usage=replace(usage, latency_s=latency, cost_usd=self._cost(response, usage)))
 
-    def _cost(self, response: Any, tokens_in: int, tokens_out: int) -> float:
-        if self.price is not None:
-            return tokens_in * self.price[0] + tokens_out * self.price[1]
+    def _cost(self, response: Any, usage: Usage) -> float:
+        if self.config.price is not None:
+            return self.config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
         if response is None:
             return 0.0  # the openai client has no price table
         try:
@@ -446,14 +410,11 @@ def _retry_after(err: Exception) -> float | None:
         return None
 
 
-def _parse_price(price: dict | None, source: str) -> tuple[float, float] | None:
-    if price is None:
-        return None
-    aliases = {"input": ("input", "input_cost_per_token"), "output": ("output", "output_cost_per_token")}
-    out = []
-    for key, names in aliases.items():
-        value = next((price[n] for n in names if n in price), None)
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise BadInput(source, f"price.{key}", "must be a non-negative number of USD per token")
-        out.append(float(value))
-    return out[0], out[1]
+def _with_params(request: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with the model entry's ``params`` laid over it (``extra_body`` merged)."""
+    for k, v in params.items():
+        if k == "extra_body" and isinstance(v, dict) and isinstance(request.get("extra_body"), dict):
+            request["extra_body"] = {**request["extra_body"], **v}
+        else:
+            request[k] = v
+    return request

@@ -5,8 +5,8 @@ litellm's per-call work (cost calculation, logging payloads, model-info lookups)
 times the CPU of the request itself, and litellm takes seconds to import. This module speaks
 ``POST {api_base}/chat/completions`` directly and maps the answers and failures onto what the
 litellm path produces (the same ``error_class`` names), so traces stay uniform whichever
-transport ran. Retrying, scrubbing and accounting stay in ``agents.llm``: this module only
-builds the body, sends it once, and says what went wrong.
+transport ran. Retrying, scrubbing and pricing stay in ``agents.llm``: this module only
+sends a body once, reads the answer into a ``Completion``, and says what went wrong.
 """
 
 from __future__ import annotations
@@ -15,16 +15,12 @@ import asyncio
 import contextlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-# Prefixes of litellm model strings that name an OpenAI-compatible server; the server itself
-# knows the model by the rest (``hosted_vllm/Qwen/Qwen3-8B`` is ``Qwen/Qwen3-8B`` to vLLM).
-OPENAI_COMPATIBLE_PREFIXES = frozenset({
-    "openai", "hosted_vllm", "custom_openai", "openai_like", "llamafile", "lm_studio",
-})
+from agents.usage import Usage
 
 # The phrasings vLLM, llama.cpp and OpenAI use for a prompt longer than the context window
 # (a subset of the ones litellm recognises).
@@ -63,41 +59,12 @@ class EndpointError(Exception):
 
 @dataclass(frozen=True)
 class Completion:
-    """The fields of one chat completion the agent records."""
+    """One model answer, whichever transport brought it: the text and what it used."""
 
-    reply: str
-    reasoning: str
-    tokens_in: int
-    tokens_out: int
-    tokens_reasoning: int
-    finish_reason: str
-
-
-def served_model_name(model: str) -> str:
-    """The name the server knows ``model`` by: without a leading OpenAI-compatible provider prefix."""
-    provider, sep, rest = model.partition("/")
-    return rest if sep and rest and provider in OPENAI_COMPATIBLE_PREFIXES else model
-
-
-def request_body(model: str, messages: list[dict[str, Any]], *, temperature: float, max_tokens: int,
-                 seed: int, thinking: bool, params: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body of one chat request; ``params`` and then ``params["extra_body"]`` win."""
-    body: dict[str, Any] = {
-        "model": served_model_name(model),
-        "messages": messages,
-        "temperature": temperature,
-        "max_tokens": max_tokens,
-        "seed": seed,
-        # thinking is the chat template's switch on these servers (vLLM, llama.cpp --jinja)
-        "chat_template_kwargs": {"enable_thinking": thinking},
-    }
-    extra = params.get("extra_body")
-    body.update({k: v for k, v in params.items() if k != "extra_body"})
-    if isinstance(extra, dict):
-        body.update(extra)  # flattened into the body, as the OpenAI SDK sends it
-    elif extra is not None:
-        body["extra_body"] = extra
-    return body
+    reply: str = ""
+    reasoning: str = ""
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
 
 
 def classify_status(status: int, message: str) -> tuple[str, bool]:
@@ -122,20 +89,38 @@ def read_completion(payload: Any) -> Completion:
         content = message.get("content")
         # newer vLLM names the field `reasoning`, older vLLM and DeepSeek `reasoning_content`
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-        usage = payload.get("usage") or {}
-        details = usage.get("completion_tokens_details") or {}
         return Completion(
             reply=content if isinstance(content, str) else "",
             reasoning=reasoning if isinstance(reasoning, str) else "",
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            tokens_reasoning=int(details.get("reasoning_tokens") or 0),
             finish_reason=str(choice.get("finish_reason") or ""),
+            usage=usage_of(payload.get("usage")),
         )
     except (AttributeError, KeyError, TypeError, ValueError) as err:
         # litellm, too, reports a reply it cannot read as InternalServerError
         raise EndpointError("InternalServerError", f"a reply of an unexpected shape: {type(err).__name__}: {err}",
                             retryable=True) from None
+
+
+def usage_of(usage: Any) -> Usage:
+    """The token counts of an OpenAI-style ``usage`` (a dict, or litellm's object of the same shape).
+
+    Cached prompt tokens come as ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, and litellm
+    for every provider) or Anthropic's ``cache_read_input_tokens``.
+    """
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    if usage is None:
+        return Usage()
+    completion = get(usage, "completion_tokens_details")
+    prompt = get(usage, "prompt_tokens_details")
+    cached = (get(prompt, "cached_tokens") if prompt is not None else None) or get(usage, "cache_read_input_tokens")
+    return Usage(
+        tokens_in=int(get(usage, "prompt_tokens") or 0),
+        tokens_out=int(get(usage, "completion_tokens") or 0),
+        tokens_reasoning=int((get(completion, "reasoning_tokens") if completion is not None else 0) or 0),
+        tokens_cached=int(cached or 0),
+    )
 
 
 class OpenAICompatClient:

@@ -8,9 +8,14 @@ runner (and Ray) never know which is which.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from env import Maze, MazeState
+from agents.usage import Budget, Usage
+from env.maze import Maze
+from env.state import MazeState
+
+if TYPE_CHECKING:
+    from agents.protocol import Protocol as EpisodeProtocol
 
 ParseStatus = Literal["exact", "lenient", "invalid", "builtin"]
 
@@ -31,7 +36,7 @@ class Turn:
     """Everything an agent may use to choose the next action."""
 
     maze: Maze
-    protocol: Any  # agents.protocol.Protocol
+    protocol: EpisodeProtocol
     step: int  # 1-based index of the step about to be taken
     state: MazeState
     history: tuple[PastStep, ...]
@@ -42,7 +47,7 @@ class Turn:
         return self.step_cap - self.step + 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     """An agent's answer for one turn, with everything the trace records about it."""
 
@@ -50,24 +55,29 @@ class Decision:
     parse: ParseStatus = "builtin"
     reply: str = ""
     reasoning: str = ""
-    tokens_in: int = 0
-    tokens_out: int = 0
-    tokens_reasoning: int = 0
-    reasoning_estimated: bool = False
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
     finish_reason: str = ""
-    retries: int = 0
-    reasks: int = 0
+    usage: Usage = field(default_factory=Usage)
+    budget: Budget = field(default_factory=Budget)
     prompt_hash: str = ""
-    image_hashes: list[str] = field(default_factory=list)
+    image_hashes: tuple[str, ...] = ()
 
 
 @runtime_checkable
 class Agent(Protocol):
     async def act(self, turn: Turn) -> Decision: ...
 
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        """Take back a turn the agent played before an interruption (``decision`` is what it
+        decided then, read from the durable trace), so that it remembers what it would have; called
+        once per recorded turn, in order, before play goes on. ``ResumeMismatch`` when the agent
+        cannot be what it was."""
+        ...
+
     async def aclose(self) -> None: ...
+
+
+class ResumeMismatch(ValueError):
+    """A recorded step that cannot be taken back as it was: never resumed over silently."""
 
 
 class InfraError(RuntimeError):

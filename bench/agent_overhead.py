@@ -26,7 +26,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import env  # noqa: E402
-from agents import PRESETS, Turn, build_messages  # noqa: E402
+from agents import PRESETS, ModelConfig, Turn, build_messages  # noqa: E402
 from agents.llm import LLMAgent, litellm_module  # noqa: E402
 from agents.prompt import frame_uri  # noqa: E402
 from agents.scripted_server import ScriptedServer  # noqa: E402
@@ -34,7 +34,7 @@ from agents.types import PastStep  # noqa: E402
 
 
 async def measure(maze: env.Maze, protocol, turns: int, url: str) -> dict[str, float]:
-    agent = LLMAgent("openai/scripted", protocol, api_base=url)
+    agent = LLMAgent(ModelConfig.for_model("openai/scripted", api_base=url), protocol)
     state, history = env.initial_state(maze), []
     build, act, raw = [], [], []
     async with httpx.AsyncClient(timeout=30) as client:

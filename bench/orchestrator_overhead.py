@@ -128,11 +128,9 @@ def play_and_write(specs, out: Path, run: str) -> float:
     """Play ``specs`` one after another in this process, writing their traces; seconds taken."""
     t0 = time.perf_counter()
     for spec in specs:
-        m, protocol = spec.model, spec.condition.protocol
-        agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name)
-        result = asyncio.run(run_episode(spec.maze, agent, protocol, run=run, episode_id=spec.episode_id,
-                                         model_name=m.name, model=m.model, condition=spec.condition.name,
-                                         repeat=spec.repeat))
+        protocol = spec.condition.protocol
+        agent = build_agent(spec.model.config, protocol, seed=spec.seed)
+        result = asyncio.run(run_episode(spec.maze, agent, protocol, spec.identity(run)))
         write_episode(out, result)
     return time.perf_counter() - t0
 
@@ -242,12 +240,10 @@ class ScriptedProcess:
 def one_process(sweep) -> float:
     """The same episodes as concurrent asyncio tasks in this one process, no Ray."""
     async def one(spec):
-        m, protocol = spec.model, spec.condition.protocol
-        agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=m.api_base, price=m.price,
-                            client=m.client)
+        protocol = spec.condition.protocol
+        agent = build_agent(spec.model.config, protocol, seed=spec.seed)
         try:
-            await run_episode(spec.maze, agent, protocol, run="plain", episode_id=spec.episode_id,
-                              model_name=m.name, model=m.model, condition=spec.condition.name, repeat=spec.repeat)
+            await run_episode(spec.maze, agent, protocol, spec.identity("plain"))
         finally:
             await agent.aclose()
 

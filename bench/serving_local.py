@@ -26,13 +26,14 @@ import httpx
 import ray
 from bench_results import record
 
-from agents import build_agent, build_messages, resolve_protocol
+from agents import ModelConfig, build_agent, build_messages, resolve_protocol
 from agents.types import Turn
 from env import initial_state, resolve_maze, step
 from env.oracle import solve
 from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, bundled_model_path
-from orchestrator.serving.pool import ServedModel, ServerPool
+from orchestrator.serving.pool import ServerPool
 from orchestrator.serving.spec import parse_serve
+from orchestrator.sweep import ModelEntry
 
 PROTOCOL = {"observation": "text", "thinking": False, "max_output_tokens": 32, "temperature": 0.0,
             "history_frames": 0, "icl_example": False, "step_cap_factor": 1}
@@ -69,7 +70,7 @@ def main() -> None:
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
     spec = parse_serve({"engine": "llama_cpp", "n_ctx": N_CTX})
-    served = ServedModel("gemma", BUNDLED_MODEL, spec, max_concurrency=1)
+    served = ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
     http_lat, http_out, agent_lat, agent_out = [], [], [], []
     with tempfile.TemporaryDirectory() as run_dir:
         t0 = time.perf_counter()
@@ -87,11 +88,11 @@ def main() -> None:
                 http_lat.append(time.perf_counter() - t)
                 http_out.append(r["usage"]["completion_tokens"])
                 prompt_tokens.append(r["usage"]["prompt_tokens"])
-            agent = build_agent(BUNDLED_MODEL, turns[0].protocol, api_base=url)
+            agent = build_agent(BUNDLED_MODEL, turns[0].protocol, endpoint=url)
             for turn in turns:
                 d = asyncio.run(agent.act(turn))
-                agent_lat.append(d.latency_s)
-                agent_out.append(d.tokens_out)
+                agent_lat.append(d.usage.latency_s)
+                agent_out.append(d.usage.tokens_out)
     ray.shutdown()
 
     from llama_cpp import Llama

@@ -34,10 +34,11 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents import Protocol  # noqa: E402
+from agents import ModelConfig, Protocol  # noqa: E402
 from agents.builtin import make_builtin  # noqa: E402
 from env import BadInput, resolve_mazes  # noqa: E402
 from orchestrator.episode import run_episode  # noqa: E402
+from orchestrator.records import EpisodeIdentity  # noqa: E402
 from orchestrator.sweep import ModelEntry, episode_id  # noqa: E402
 from orchestrator.traces import write_episode, write_manifest  # noqa: E402
 from orchestrator.web.viewer import build_view  # noqa: E402
@@ -70,11 +71,11 @@ def make_run(run_dir: Path, maze_spec: str) -> float:
     async def go(progress: Progress) -> None:
         task = progress.add_task("episodes", total=len(work))
         for maze, agent, condition, rep in work:
-            entry = ModelEntry(name=agent, model=f"builtin/{agent}")
+            entry = ModelEntry(config=ModelConfig.for_model(f"builtin/{agent}"))
             eid = episode_id(maze, entry, protocol, rep) + condition
-            result = await run_episode(maze, make_builtin(agent, seed=rep), protocol, run=run_dir.name,
-                                       episode_id=eid, model_name=agent, model=entry.model,
-                                       condition=condition, repeat=rep)
+            identity = EpisodeIdentity(run=run_dir.name, episode_id=eid, model_name=agent, model=entry.model,
+                                       condition=condition, repeat=rep, maze_id=maze.id)
+            result = await run_episode(maze, make_builtin(agent, seed=rep), protocol, identity)
             write_episode(run_dir, result)
             progress.advance(task)
 

@@ -38,7 +38,8 @@ from typing import Any
 import ray
 from ray import exceptions as rex
 
-from orchestrator.episode import error_result
+from orchestrator.episode import failed_episode
+from orchestrator.records import EpisodeRecord
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.sweep import EpisodeSpec, Sweep
 from orchestrator.traces import (
@@ -119,26 +120,19 @@ class EpisodeActor:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    async def run(self, spec: EpisodeSpec, run: str, attempts: int, api_base: str | None) -> EncodedEpisode:
+    async def run(self, spec: EpisodeSpec, run: str, attempts: int, endpoint: str | None) -> EncodedEpisode:
         from agents import build_agent
         from orchestrator.episode import run_episode
 
-        m, protocol = spec.model, spec.condition.protocol
-        fields = {"run": run, "episode_id": spec.episode_id, "model_name": m.name, "model": m.model,
-                  "condition": spec.condition.name, "repeat": spec.repeat}
+        protocol, identity = spec.condition.protocol, spec.identity(run)
         try:
-            agent = build_agent(m.model, protocol, seed=spec.seed, name=m.name, api_base=api_base or m.api_base,
-                                api_key_env=m.api_key_env, params=m.params or None, price=m.price,
-                                client=m.client or "litellm")
+            agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint)
         except Exception as err:  # a model that cannot even be built costs only its episodes
-            result = error_result(fields, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
-                                  str(err), attempts)
+            result = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
+                                    str(err), attempts)
         else:
             try:
-                result = await run_episode(
-                    spec.maze, agent, protocol, run=run, episode_id=spec.episode_id, model_name=m.name,
-                    model=m.model, condition=spec.condition.name, repeat=spec.repeat, attempts=attempts,
-                )
+                result = await run_episode(spec.maze, agent, protocol, identity, attempts=attempts)
             finally:
                 await agent.aclose()
         return encode_episode(result)
@@ -185,7 +179,7 @@ class Reporter:
 
     def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None: ...
 
-    def episode_done(self, episode: dict[str, Any]) -> None: ...
+    def episode_done(self, episode: EpisodeRecord) -> None: ...
 
     def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None: ...
 
@@ -239,7 +233,7 @@ class Driver:
         self.model_pending: dict[str, deque[Task]] = {}
         self.ran = 0
         self.submitted = 0
-        self.rows: dict[str, dict[str, Any]] = {}  # episodes written by this invocation
+        self.rows: dict[str, EpisodeRecord] = {}  # episodes written by this invocation
         self.replaced_actors = 0
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="gridbench-writer")
         self.writes: deque[Future] = deque()
@@ -385,7 +379,7 @@ class Driver:
         return w
 
     def _model_preload(self) -> tuple[str, ...]:
-        litellm = any(m.client == "litellm" for m in self.sweep.models if not m.builtin)
+        litellm = any(m.config.client == "litellm" for m in self.sweep.models if not m.builtin)
         return ("frames", "llm", "litellm") if litellm else ("frames", "llm")
 
     def _has_room(self, task: Task) -> bool:
@@ -548,9 +542,8 @@ class Driver:
 
     def _error(self, task: Task, error_class: str, message: str) -> EncodedEpisode:
         s = task.spec
-        fields = {"run": self.run, "episode_id": s.episode_id, "model_name": s.model.name, "model": s.model.model,
-                  "condition": s.condition.name, "repeat": s.repeat}
-        return encode_episode(error_result(fields, s.maze, s.condition.protocol, error_class, message, task.attempts))
+        return encode_episode(failed_episode(s.identity(self.run), s.maze, s.condition.protocol, error_class,
+                                             message, task.attempts))
 
     def _actor_lost(self, worker: Worker) -> None:
         if not worker.alive:

@@ -24,63 +24,56 @@ from typing import Any
 
 import yaml
 
-from agents.builtin import KNOWN_BUILTINS
+from agents.model import AGENT_KEYS, ModelConfig, check_name, parse_model_config
 from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
+from orchestrator.records import EpisodeIdentity
+from orchestrator.serving.spec import ServeSpec, parse_serve
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
-MODEL_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "max_concurrency", "serve",
-              "mazes", "protocol", "client")
-CLIENTS = ("auto", "litellm", "openai")
-# params that would put a secret (or a second endpoint) into a sweep file
-FORBIDDEN_PARAMS = ("api_key", "api_base", "base_url", "extra_headers", "headers")
+MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "serve", "mazes", "protocol")
 DEFAULT_LLM_CONCURRENCY = 4
 DEFAULT_CONDITION = "default"
 
 
 @dataclass(frozen=True)
 class ModelEntry:
-    name: str
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    price: dict[str, float] | None = None
+    """A sweep's model entry: how to call the model (``config``, handed unchanged to every agent
+    built for it) and where and how its episodes run."""
+
+    config: ModelConfig
     max_concurrency: int | None = None  # None: as many as the cluster has room for (built-ins)
-    serve: Any = None  # orchestrator.serving.spec.ServeSpec
+    serve: ServeSpec | None = None
     # this model's own mazes (replacing the sweep's) and protocol fields (over every condition's):
     # a slow local model can run a few text-only mazes in the same sweep as fast models
     mazes: tuple[Maze, ...] | None = None
     protocol: dict[str, Any] = field(default_factory=dict)
-    # how the agent reaches the model (resolved from `client: auto`): "litellm", or "openai" for
-    # the lean OpenAI-compatible client; None for built-in and human agents. Not part of the
-    # identity: both send the same request.
-    client: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def model(self) -> str:
+        return self.config.model
 
     @property
     def builtin(self) -> bool:
-        return self.model.startswith("builtin/")
+        return self.config.builtin
 
     def identity(self) -> dict[str, Any]:
-        """What makes this model's answers what they are; part of every episode id."""
-        return {
-            "model": self.model,
-            "params": self.params,
-            "serve": self.serve.identity() if self.serve is not None else None,
-        }
+        """What makes this model's answers what they are; part of every episode id. The client is
+        not: both send the same request."""
+        return {**self.config.identity(), "serve": self.serve.identity() if self.serve is not None else None}
 
     def public(self) -> dict[str, Any]:
         """The entry as the manifest records it: names of key variables only, never their values."""
-        out: dict[str, Any] = {"name": self.name, "model": self.model}
-        for k in ("api_base", "api_key_env", "price", "max_concurrency", "client"):
-            if getattr(self, k) is not None:
-                out[k] = getattr(self, k)
-        if self.params:
-            out["params"] = self.params
+        out = self.config.public()
+        if self.max_concurrency is not None:
+            out["max_concurrency"] = self.max_concurrency
         if self.serve is not None:
             out["serve"] = self.serve.model_dump(mode="json")
         if self.mazes is not None:
@@ -113,6 +106,11 @@ class EpisodeSpec:
     @property
     def seed(self) -> int:
         return self.condition.protocol.seed + self.repeat
+
+    def identity(self, run: str) -> EpisodeIdentity:
+        return EpisodeIdentity(run=run, episode_id=self.episode_id, model_name=self.model.name,
+                               model=self.model.model, condition=self.condition.name, repeat=self.repeat,
+                               maze_id=self.maze.id)
 
 
 @dataclass
@@ -252,12 +250,6 @@ def _unknown(source: str, where: str, mapping: dict, known: tuple[str, ...]) -> 
             raise BadInput(source, f"{where}{k}", f"unknown key (known: {', '.join(known)})")
 
 
-def _name(source: str, where: str, value: Any) -> str:
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise BadInput(source, where, f"{value!r} is not a valid name (letters, digits, '_', '-', '.')")
-    return value
-
-
 def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None) -> list[Maze]:
     if spec is None:
         raise BadInput(source, where or "mazes", "is required (a named set, a list of maze ids, or a folder)")
@@ -283,36 +275,6 @@ def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None
     return unique
 
 
-_PROVIDERS: frozenset[str] | None = None
-
-
-def litellm_providers() -> frozenset[str]:
-    """litellm's own provider prefixes (imported lazily: litellm takes seconds to import)."""
-    global _PROVIDERS
-    if _PROVIDERS is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
-
-        _PROVIDERS = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
-    return _PROVIDERS
-
-
-def _check_model_string(source: str, where: str, model: Any) -> str:
-    if not isinstance(model, str) or not model.strip():
-        raise BadInput(source, where, "is required: a litellm model string, builtin/<agent> or human/<name>")
-    prefix, _, rest = model.partition("/")
-    if not rest:
-        raise BadInput(source, where, f"{model!r} has no provider prefix (e.g. anthropic/..., builtin/oracle)")
-    if prefix == "builtin":
-        if rest not in KNOWN_BUILTINS:
-            raise BadInput(source, where, f"unknown built-in agent {rest!r} (known: {', '.join(KNOWN_BUILTINS)})")
-    elif prefix == "human":
-        _name(source, where, rest)
-    elif prefix not in litellm_providers():
-        raise BadInput(source, where, f"unknown model prefix {prefix!r}: not builtin, human, or a litellm provider")
-    return model
-
-
 def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) -> ModelEntry:
     where = f"models[{i}]"
     if isinstance(entry, str):
@@ -320,44 +282,24 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
     if not isinstance(entry, dict):
         raise BadInput(source, where, "a model entry is a mapping with at least `model`")
     _unknown(source, f"{where}.", entry, MODEL_KEYS)
-    model = _check_model_string(source, f"{where}.model", entry.get("model"))
-    name = _name(source, f"{where}.name", entry.get("name", model.rsplit("/", 1)[-1]))
-    api_base = entry.get("api_base")
-    if api_base is not None and (not isinstance(api_base, str) or not re.match(r"^https?://", api_base)):
-        raise BadInput(source, f"{where}.api_base", "must be an http(s):// URL")
-    key_env = entry.get("api_key_env")
-    if key_env is not None and (not isinstance(key_env, str) or not ENV_NAME_PATTERN.match(key_env)):
-        # never echo the value: it may be the key itself, pasted where its variable's name belongs
-        raise BadInput(source, f"{where}.api_key_env", "must be the NAME of an environment variable, not a key")
-    params = entry.get("params") or {}
-    if not isinstance(params, dict):
-        raise BadInput(source, f"{where}.params", "must be a mapping of extra litellm arguments")
-    for k in params:
-        if str(k).lower() in FORBIDDEN_PARAMS:
-            raise BadInput(source, f"{where}.params.{k}", "not allowed here: keys go in api_key_env, endpoints in api_base")
-    price = entry.get("price")
-    if price is not None:
-        if not isinstance(price, dict) or set(price) - {"input", "output"} or not price:
-            raise BadInput(source, f"{where}.price", "must be {input: USD per token, output: USD per token}")
-        for k, v in price.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise BadInput(source, f"{where}.price.{k}", f"must be a number >= 0 (got {v!r})")
-        price = {k: float(v) for k, v in price.items()}
-    conc = entry.get("max_concurrency")
-    if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
-        raise BadInput(source, f"{where}.max_concurrency", f"must be a whole number >= 1 (got {conc!r})")
-    if conc is None and not model.startswith("builtin/"):
-        conc = DEFAULT_LLM_CONCURRENCY
     serve = entry.get("serve")
     if serve is not None:
-        from orchestrator.serving.spec import parse_serve
-
         try:
             serve = parse_serve(serve, source)
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
-        if model.startswith(("builtin/", "human/")):
-            raise BadInput(source, f"{where}.serve", "only litellm models are served")
+    config = parse_model_config({k: entry[k] for k in AGENT_KEYS if k in entry}, source, where,
+                                served=serve is not None)
+    if serve is not None and (config.builtin or config.human):
+        raise BadInput(source, f"{where}.serve", "only litellm models are served")
+    if serve is not None and config.request_name == config.model:
+        raise BadInput(source, f"{where}.model", "a served model is asked over an OpenAI-compatible API: "
+                                                 f"name it openai/... or hosted_vllm/... (got {config.model!r})")
+    conc = entry.get("max_concurrency")
+    if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
+        raise BadInput(source, f"{where}.max_concurrency", f"must be a whole number >= 1 (got {conc!r})")
+    if conc is None and not config.builtin:
+        conc = DEFAULT_LLM_CONCURRENCY
     own_mazes = None
     if entry.get("mazes") is not None:
         own_mazes = tuple(_resolve_maze_spec(entry["mazes"], source, f"{where}.mazes", base_dir))
@@ -368,28 +310,7 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
         resolve_protocol(own_protocol, source)
     except BadInput as err:
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
-    client = _client(source, where, entry.get("client", "auto"), model, api_base, serve)
-    return ModelEntry(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
-                      price=price, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol,
-                      client=client)
-
-
-def _client(source: str, where: str, client: Any, model: str, api_base: str | None, serve: Any) -> str | None:
-    """`auto`: the lean OpenAI-compatible client for self-hosted servers (served by this sweep,
-    or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would otherwise
-    spend their CPU in litellm; litellm for everything else."""
-    if client not in CLIENTS:
-        raise BadInput(source, f"{where}.client", f"must be one of {', '.join(CLIENTS)} (got {client!r})")
-    if model.startswith(("builtin/", "human/")):
-        if client != "auto":
-            raise BadInput(source, f"{where}.client", "only models that are called have a client")
-        return None
-    endpoint = serve is not None or api_base is not None
-    if client == "auto":
-        return "openai" if serve is not None or (model.startswith("hosted_vllm/") and endpoint) else "litellm"
-    if client == "openai" and not endpoint:
-        raise BadInput(source, f"{where}.client", "openai needs an OpenAI-compatible endpoint: api_base or serve")
-    return client
+    return ModelEntry(config=config, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol)
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
@@ -406,7 +327,7 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
             c = {"name": c}
         if not isinstance(c, dict) or "name" not in c:
             raise BadInput(source, where, "a condition is a mapping with a `name`")
-        name = _name(source, f"{where}.name", c["name"])
+        name = check_name(source, f"{where}.name", c["name"])
         if name in names:
             raise BadInput(source, f"{where}.name", f"{name!r} is used twice")
         names.add(name)
@@ -439,7 +360,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
     if not isinstance(data, dict):
         raise BadInput(source, "(file)", "a sweep is a YAML mapping (name, mazes, models, ...)")
     _unknown(source, "", data, SWEEP_KEYS)
-    name = _name(source, "name", data.get("name", Path(source).stem))
+    name = check_name(source, "name", data.get("name", Path(source).stem))
     description = data.get("description") or ""
     if not isinstance(description, str):
         raise BadInput(source, "description", "must be text")

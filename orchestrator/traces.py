@@ -24,12 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from orchestrator.episode import EpisodeResult, HasEpisodeRow
+from orchestrator.records import EpisodeRecord, HoldsEpisode, StepRecord
 from orchestrator.schema import EPISODES, STEPS
 
 if TYPE_CHECKING:  # pandas only in annotations: frames come from pyarrow's to_pandas
@@ -85,32 +85,39 @@ def parquet_bytes(table: pa.Table, compression: str = "zstd") -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def episode_table(result: EpisodeResult) -> pa.Table:
-    return pa.Table.from_pylist([result.episode], schema=EPISODES)
+def episodes_table(episodes: Iterable[EpisodeRecord]) -> pa.Table:
+    return pa.Table.from_pylist([e.row() for e in episodes], schema=EPISODES)
 
 
-def steps_table(result: EpisodeResult) -> pa.Table:
-    return pa.Table.from_pylist(result.steps, schema=STEPS)
+def steps_table(steps: Iterable[StepRecord]) -> pa.Table:
+    return pa.Table.from_pylist([s.row() for s in steps], schema=STEPS)
+
+
+class HasRecords(Protocol):
+    """A finished episode's records (``orchestrator.episode.EpisodeResult``)."""
+
+    episode: EpisodeRecord
+    steps: list[StepRecord]
 
 
 @dataclass(frozen=True)
-class EncodedEpisode(HasEpisodeRow):
-    """A finished episode as the bytes of its two files, plus its row for progress displays.
+class EncodedEpisode(HoldsEpisode):
+    """A finished episode as the bytes of its two files, plus its record for progress displays.
 
     Actors encode their own episodes, so the building of tables and the Parquet encoding run
     in parallel on the workers and the driver only writes bytes.
     """
 
-    episode: dict[str, Any]
+    episode: EpisodeRecord
     episode_file: bytes
     steps_file: bytes
 
 
-def encode_episode(result: EpisodeResult) -> EncodedEpisode:
+def encode_episode(result: HasRecords) -> EncodedEpisode:
     """Both files of an episode, checked against the fixed schemas (a schema error raises here)."""
     # one row compresses to nothing: the episodes file is left plain, which also halves its cost
-    return EncodedEpisode(result.episode, parquet_bytes(episode_table(result), compression="none"),
-                          parquet_bytes(steps_table(result)))
+    return EncodedEpisode(result.episode, parquet_bytes(episodes_table([result.episode]), compression="none"),
+                          parquet_bytes(steps_table(result.steps)))
 
 
 def write_encoded(run_dir: str | os.PathLike, encoded: EncodedEpisode) -> tuple[Path, Path]:
@@ -126,7 +133,7 @@ def write_encoded(run_dir: str | os.PathLike, encoded: EncodedEpisode) -> tuple[
     return ep_path, st_path
 
 
-def write_episode(run_dir: str | os.PathLike, result: EpisodeResult) -> tuple[Path, Path]:
+def write_episode(run_dir: str | os.PathLike, result: HasRecords) -> tuple[Path, Path]:
     """Write (or replace) one episode's two files; returns (episodes file, steps file).
 
     Both files are encoded before anything touches the disk: a schema error writes nothing.
@@ -134,9 +141,9 @@ def write_episode(run_dir: str | os.PathLike, result: EpisodeResult) -> tuple[Pa
     return write_encoded(run_dir, encode_episode(result))
 
 
-def episodes_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """Episode rows as a DataFrame with exactly the types of a read of the episodes folder."""
-    return pa.Table.from_pylist(rows, schema=EPISODES).to_pandas()
+def episodes_frame(episodes: Iterable[EpisodeRecord]) -> pd.DataFrame:
+    """Episode records as a DataFrame with exactly the types of a read of the episodes folder."""
+    return episodes_table(episodes).to_pandas()
 
 
 def _read_folder(folder: Path, schema: pa.Schema, columns: list[str] | None = None,

@@ -58,15 +58,15 @@ class RichReporter:
             )
         self.progress.start()
 
-    def episode_done(self, episode: dict[str, Any]) -> None:
-        for name in (episode["model_name"], "all"):
+    def episode_done(self, episode: Any) -> None:
+        for name in (episode.identity.model_name, "all"):
             if name not in self.tasks:
                 continue
             t = self.totals[name]
-            t["solved"] += bool(episode["solved"])
-            t["errors"] += episode["termination"] == "error"
-            t["tokens"] += (episode["tokens_in"] or 0) + (episode["tokens_out"] or 0)
-            t["cost"] += episode["cost_usd"] or 0.0
+            t["solved"] += bool(episode.solved)
+            t["errors"] += episode.termination == "error"
+            t["tokens"] += episode.usage.tokens_in + episode.usage.tokens_out
+            t["cost"] += episode.usage.cost_usd
             self.progress.update(self.tasks[name], advance=1, solved=int(t["solved"]), errors=int(t["errors"]),
                                  tokens=_fmt_tokens(t["tokens"]), cost=t["cost"])
 
@@ -168,13 +168,13 @@ def run_command(
 
     from orchestrator.driver import Driver, connect
     from orchestrator.serving.actor import ServerStartError
-    from orchestrator.serving.pool import ServerPool, served_models
+    from orchestrator.serving.pool import ServerPool
 
     started = connect(address)
     pool = None
     t0 = time.monotonic()
     try:
-        served = served_models(s.models)
+        served = [m for m in s.models if m.serve is not None]
         if served:
             # model servers first: episodes of served models get their endpoint and node from the pool
             pool = ServerPool(run_dir, served, history_frames=max(c.protocol.history_frames for c in s.conditions))

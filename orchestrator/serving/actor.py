@@ -27,7 +27,8 @@ from typing import Any
 
 import ray
 
-from orchestrator.serving.commands import llama_cpp_command, served_name, vllm_command
+from agents.model import request_name
+from orchestrator.serving.commands import llama_cpp_command, vllm_command
 from orchestrator.serving.spec import NODE_IP, ServeSpec
 
 LOG_TAIL_LINES = 40
@@ -83,7 +84,7 @@ class ModelServerProcess:
         self.name = name
         self.replica = replica
         self.model = model
-        self.served = served_name(model)
+        self.served = request_name(model)
         self.spec = spec
         self.log_path = Path(log_path)
         self.port_offset = port_offset

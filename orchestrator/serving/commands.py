@@ -11,18 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
+from agents.model import request_name
 from orchestrator.serving.spec import ServeSpec
-
-# litellm routes whose remainder is the served model name
-SERVED_PREFIXES = ("hosted_vllm/", "openai/")
-
-
-def served_name(litellm_model: str) -> str:
-    """The name a server answers to for a sweep's litellm model string."""
-    for prefix in SERVED_PREFIXES:
-        if litellm_model.startswith(prefix):
-            return litellm_model[len(prefix):]
-    return litellm_model
 
 
 def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executable: str = "vllm") -> list[str]:
@@ -32,8 +22,8 @@ def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executabl
     if spec.limit_mm_per_prompt is None or spec.max_num_seqs is None:
         raise ValueError("resolve the spec (ServeSpec.resolved) before building its command")
     cmd = [
-        executable, "serve", served_name(model),
-        "--served-model-name", served_name(model),
+        executable, "serve", request_name(model),
+        "--served-model-name", request_name(model),
         "--tensor-parallel-size", str(spec.tensor_parallel_size),
     ]
     if spec.tensor_parallel_size > 1:
@@ -72,7 +62,7 @@ def llama_cpp_command(
     cmd = [
         python or sys.executable, "-m", "orchestrator.serving.llama_server",
         "--model", model_path,
-        "--model_alias", served_name(model),
+        "--model_alias", request_name(model),
         "--n_ctx", str(spec.n_ctx),
         "--seed", str(spec.seed),
         "--host", host,

@@ -21,20 +21,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
-from orchestrator.serving.spec import ServeSpec, parse_serve
+from orchestrator.serving.spec import ServeSpec
+from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY, ModelEntry
 
 STATUS_TIMEOUT_S = 30.0
 RECHECK_S = 1.0
-
-
-@dataclass(frozen=True)
-class ServedModel:
-    """A sweep model entry that has ``serve:``."""
-
-    name: str
-    model: str  # litellm string: hosted_vllm/<served name> or openai/<served name>
-    spec: ServeSpec
-    max_concurrency: int
 
 
 @dataclass(frozen=True)
@@ -52,21 +43,6 @@ class Lease:
         return NodeAffinitySchedulingStrategy(node_id=self.node_id, soft=False)
 
 
-def served_models(entries: Iterable[Any], *, default_concurrency: int = 4) -> list[ServedModel]:
-    """The served entries of a sweep's models (objects or mappings with name/model/serve)."""
-    out = []
-    for entry in entries:
-        get = entry.get if isinstance(entry, dict) else (lambda k, e=entry: getattr(e, k, None))
-        serve = get("serve")
-        if serve is None:
-            continue
-        out.append(ServedModel(
-            name=get("name"), model=get("model"), spec=parse_serve(serve, f"models.{get('name')}"),
-            max_concurrency=get("max_concurrency") or default_concurrency,
-        ))
-    return out
-
-
 def cluster_nodes() -> list[NodeCapacity]:
     return [
         NodeCapacity(node_id=n["NodeID"], gpus=int(n["Resources"].get("GPU", 0)), cpus=n["Resources"].get("CPU", 0.0))
@@ -74,15 +50,34 @@ def cluster_nodes() -> list[NodeCapacity]:
     ]
 
 
+@dataclass(frozen=True)
+class ServedEntry:
+    """A served model entry and its serve spec resolved for this sweep."""
+
+    entry: ModelEntry
+    spec: ServeSpec
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def model(self) -> str:
+        return self.entry.model
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.entry.max_concurrency or DEFAULT_LLM_CONCURRENCY
+
+
 class ServerPool:
-    def __init__(self, run_dir: str | Path, models: list[ServedModel], *, history_frames: int = 0):
+    def __init__(self, run_dir: str | Path, models: Iterable[ModelEntry], *, history_frames: int = 0):
+        """``models``: a sweep's model entries; those with ``serve`` get servers."""
         self.run_dir = Path(run_dir).resolve()
-        self.models = {
-            m.name: ServedModel(
-                m.name, m.model, m.spec.resolved(history_frames=history_frames, max_concurrency=m.max_concurrency),
-                m.max_concurrency,
-            )
-            for m in models
+        self.models: dict[str, ServedEntry] = {
+            m.name: ServedEntry(m, m.serve.resolved(history_frames=history_frames,
+                                                    max_concurrency=m.max_concurrency or DEFAULT_LLM_CONCURRENCY))
+            for m in models if m.serve is not None
         }
         self.actors: dict[str, list[Any]] = {}
         self.info: dict[str, list[dict[str, Any]]] = {}

@@ -34,11 +34,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from agents.model import ModelConfig
 from agents.prompt import build_messages, fingerprint
 from agents.protocol import Protocol
 from agents.types import Decision, Turn
+from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
 from orchestrator.episode import EpisodeResult, run_episode
+from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import ModelEntry, episode_id
 from orchestrator.traces import completed_ids, read_manifest, write_episode, write_manifest
 from orchestrator.web.viewer import script_json, template
@@ -152,8 +155,12 @@ class HumanAgent:
                                        messages=page_messages(messages))
         reply = f"ACTION: {ACTIONS[action]}"
         self._replies.append(reply)
-        return Decision(action=action, parse="exact", reply=reply, latency_s=time.perf_counter() - t0,
-                        prompt_hash=prompt_hash, image_hashes=image_hashes)
+        return Decision(action=action, parse="exact", reply=reply,
+                        usage=Usage(latency_s=time.perf_counter() - t0),
+                        prompt_hash=prompt_hash, image_hashes=tuple(image_hashes))
+
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        self._replies.append(decision.reply)
 
     async def aclose(self) -> None:
         return None
@@ -282,7 +289,7 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
     check_name(name)
     earlier = read_manifest(run_dir) or {}
     run = earlier.get("run", run_dir.name)
-    model = ModelEntry(name=name, model=f"human/{name}")
+    model = ModelEntry(config=ModelConfig.for_model(f"human/{name}", name=name))
     board = Board(asyncio.get_running_loop(), len(mazes))
     token = secrets.token_urlsafe(24)
     page = template("play.html").substitute(
@@ -313,8 +320,9 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
                 repeat += 1  # the same maze again in this run: a new repeat, never an overwrite
             eid = episode_id(maze, model, protocol, repeat)
             agent = HumanAgent(board, i)
-            episode = await run_episode(maze, agent, protocol, run=run, episode_id=eid, model_name=name,
-                                        model=model.model, condition="baseline", repeat=repeat)
+            identity = EpisodeIdentity(run=run, episode_id=eid, model_name=name, model=model.model,
+                                       condition="baseline", repeat=repeat, maze_id=maze.id)
+            episode = await run_episode(maze, agent, protocol, identity)
             if board.stopped:
                 result.stopped = True
                 break

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 import env
-from agents import InfraError, Protocol, Turn, build_agent
-from agents.llm import LLMAgent, RetryPolicy, effort_for_budget, litellm_module
-from agents.openai_compat import EndpointError, classify_status, read_completion, served_model_name
+from agents import InfraError, ModelConfig, Protocol, Turn, build_agent
+from agents.llm import LLMAgent, RetryPolicy, budget_of, effort_for_budget, litellm_module
+from agents.model import request_name
+from agents.openai_compat import EndpointError, classify_status, read_completion
 from agents.scripted_server import ScriptedServer
 from agents.types import PastStep
 from env.errors import BadInput
@@ -53,11 +54,21 @@ class Sleeps:
         await asyncio.sleep(0)
 
 
+AGENT_ONLY = ("retry", "sleep", "seed", "endpoint")
+
+
+def config(model, **entry):
+    return ModelConfig.for_model(model, **entry)
+
+
 def agent_for(srv, key_env, protocol=None, model="openai/scripted", **kw):
-    kw.setdefault("retry", FAST)
-    kw.setdefault("sleep", Sleeps())
-    return LLMAgent(model, protocol or Protocol(icl_example=False), api_base=srv.url, api_key_env=key_env,
-                    seed=kw.pop("seed", 11), **kw)
+    """An LLM agent on the scripted server; ``kw`` are model-entry keys and the agent's own."""
+    own = {k: kw.pop(k) for k in AGENT_ONLY if k in kw}
+    own.setdefault("retry", FAST)
+    own.setdefault("sleep", Sleeps())
+    own.setdefault("seed", 11)
+    return LLMAgent(config(model, api_base=srv.url, api_key_env=key_env, **kw),
+                    protocol or Protocol(icl_example=False), **own)
 
 
 def first_turn(maze, protocol=None):
@@ -83,16 +94,20 @@ def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, 
                                                                             max_output_tokens=5000))
         d = act(agent, first_turn(example_maze, agent.protocol))
         (req,) = srv.chat_requests
-    assert (d.action, d.parse, d.reply, d.finish_reason, d.retries, d.reasks) == (2, "exact", reply, "stop", 0, 0)
-    assert d.reasoning == "r" * 400 and d.tokens_reasoning == 100 and not d.reasoning_estimated
-    assert d.tokens_in > 0 and d.tokens_out == 100 + (len(reply) + 3) // 4
-    assert d.latency_s > 0 and d.cost_usd == 0.0  # not in litellm's price table
+    u = d.usage
+    assert (d.action, d.parse, d.reply, d.finish_reason, u.retries, u.reasks) == (2, "exact", reply, "stop", 0, 0)
+    assert d.reasoning == "r" * 400 and u.tokens_reasoning == 100 and not u.reasoning_estimated
+    assert u.tokens_in > 0 and u.tokens_out == 100 + (len(reply) + 3) // 4
+    assert u.latency_s > 0 and u.cost_usd == 0.0  # not in litellm's price table
+    assert d.budget.max_output_tokens == 5000
     body = req.body
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 5000, 11)
     if client == "litellm":
         assert body["reasoning_effort"] == "high"  # thinking on, 64k budget, OpenAI-style provider
+        assert d.budget.reasoning_effort == "high" and d.budget.thinking_budget is None
     else:  # the openai client switches thinking in the chat template only
         assert body["chat_template_kwargs"] == {"enable_thinking": True} and "reasoning_effort" not in body
+        assert d.budget.reasoning_effort is None and d.budget.thinking_budget is None
     assert body["model"] == "scripted"
     assert req.headers.get("authorization") == f"Bearer {KEY}"
     assert len(req.images()) == 1 and req.images()[0].startswith("data:image/png;base64,")
@@ -104,8 +119,9 @@ def test_price_per_token_and_estimated_reasoning(example_maze, key_env, client):
     with ScriptedServer(script=["ACTION: left"], reasoning="thinking " * 50, report_reasoning_tokens=False) as srv:
         agent = agent_for(srv, key_env, client=client, price={"input": 1e-6, "output": 3e-6})
         d = act(agent, first_turn(example_maze))
-    assert d.reasoning_estimated and d.tokens_reasoning > 0
-    assert d.cost_usd == pytest.approx(d.tokens_in * 1e-6 + d.tokens_out * 3e-6)
+    u = d.usage
+    assert u.reasoning_estimated and u.tokens_reasoning > 0
+    assert u.cost_usd == pytest.approx(u.tokens_in * 1e-6 + u.tokens_out * 3e-6)
 
 
 def test_transient_faults_are_retried_and_retry_after_is_honoured(example_maze, key_env, client):
@@ -116,7 +132,7 @@ def test_transient_faults_are_retried_and_retry_after_is_honoured(example_maze, 
         agent = agent_for(srv, key_env, client=client, sleep=sleeps, params={"timeout": 1})
         d = act(agent, first_turn(example_maze))
         requests = len(srv.chat_requests)
-    assert d.action == 4 and d.retries == 6 and requests == 7  # exactly one HTTP request per attempt
+    assert d.action == 4 and d.usage.retries == 6 and requests == 7  # exactly one HTTP request per attempt
     assert 2.0 <= sleeps.delays[0] <= 2.2  # Retry-After wins over the backoff
     assert all(delay <= FAST.cap_s for delay in sleeps.delays[1:])
 
@@ -151,7 +167,7 @@ def test_cut_off_reply_is_an_invalid_model_answer_not_an_error(example_maze, key
     with ScriptedServer(script=["length"]) as srv:
         d = act(agent_for(srv, key_env, client=client), first_turn(example_maze))
         assert len(srv.chat_requests) == 1
-    assert (d.action, d.parse, d.finish_reason, d.reply, d.retries) == (None, "invalid", "length", "", 0)
+    assert (d.action, d.parse, d.finish_reason, d.reply, d.usage.retries) == (None, "invalid", "length", "", 0)
 
 
 def test_reask_asks_again_at_most_twice(example_maze, key_env, client):
@@ -160,17 +176,17 @@ def test_reask_asks_again_at_most_twice(example_maze, key_env, client):
         d = act(agent_for(srv, key_env, client=client, protocol=protocol), first_turn(example_maze, protocol))
         last = srv.chat_requests[-1].body["messages"]
         assert len(srv.chat_requests) == 3
-    assert (d.action, d.parse, d.reasks) == (1, "exact", 2)
+    assert (d.action, d.parse, d.usage.reasks) == (1, "exact", 2)
     assert [m["role"] for m in last[-4:]] == ["assistant", "user", "assistant", "user"]
     assert last[-4]["content"] == "hmm" and d.reply.endswith("ACTION: right")
     with ScriptedServer(mode="garbage") as srv:
         d = act(agent_for(srv, key_env, client=client, protocol=protocol), first_turn(example_maze, protocol))
         assert len(srv.chat_requests) == 3
-    assert (d.action, d.parse, d.reasks) == (None, "invalid", 2)
+    assert (d.action, d.parse, d.usage.reasks) == (None, "invalid", 2)
     with ScriptedServer(mode="garbage") as srv:  # noop: no second chance
         d = act(agent_for(srv, key_env, client=client), first_turn(example_maze))
         assert len(srv.chat_requests) == 1
-    assert (d.action, d.parse, d.reasks) == (None, "invalid", 0)
+    assert (d.action, d.parse, d.usage.reasks) == (None, "invalid", 0)
 
 
 def test_multi_conversation_carries_the_agents_own_replies(example_maze, key_env, client):
@@ -193,7 +209,7 @@ def test_multi_conversation_carries_the_agents_own_replies(example_maze, key_env
 def test_an_oracle_server_solves_the_maze_through_the_agent(example_maze, key_env, client):
     protocol = Protocol(icl_example=False, observation="image")
     with ScriptedServer(mode="oracle", maze="example") as srv:
-        agent = build_agent("openai/scripted", protocol, api_base=srv.url, api_key_env=key_env, client=client)
+        agent = build_agent(config("openai/scripted", api_base=srv.url, api_key_env=key_env, client=client), protocol)
         state, history = env.initial_state(example_maze), []
         for n in range(1, 40):
             # each turn in its own event loop (as bench/serving_local.py plays): the openai
@@ -223,12 +239,14 @@ def test_a_malformed_reply_from_hosted_vllm_is_retried(example_maze, key_env, cl
     with ScriptedServer(script=["malformed", "ACTION: left"]) as srv:
         d = act(agent_for(srv, key_env, client=client, model="hosted_vllm/scripted"), first_turn(example_maze))
         assert len(srv.chat_requests) == 2
-    assert (d.action, d.retries) == (0, 1)
+    assert (d.action, d.usage.retries) == (0, 1)
 
 
-def test_thinking_per_provider_without_network():
-    def kwargs(model, **fields):
-        agent = LLMAgent(model, Protocol(**fields))
+def test_thinking_per_provider_without_network(monkeypatch):
+    monkeypatch.setenv("GRIDBENCH_TEST_KEY", KEY)
+
+    def kwargs(model, mapping=None, **fields):
+        agent = LLMAgent(config(model, api_key_env="GRIDBENCH_TEST_KEY", thinking=mapping), Protocol(**fields))
         return agent.request_kwargs([{"role": "user", "content": "hi"}])
 
     k = kwargs("anthropic/claude-opus-4-1")
@@ -241,27 +259,40 @@ def test_thinking_per_provider_without_network():
     assert "reasoning_effort" not in kwargs("openai/gpt-5", thinking=False)
     assert kwargs("openai/gpt-5")["num_retries"] == 0 and "max_retries" not in kwargs("openai/gpt-5")
     assert [effort_for_budget(b) for b in (1024, 16000, 64000)] == ["low", "medium", "high"]
+    # the model entry's thinking mapping, and the budget each request records
+    k = kwargs("anthropic/claude-opus-4-8", {"mode": "adaptive", "effort": "xhigh"})
+    assert k["thinking"] == {"type": "adaptive"} and k["output_config"] == {"effort": "xhigh"}
+    assert budget_of(k).reasoning_effort == "adaptive:xhigh" and budget_of(k).thinking_budget is None
+    k = kwargs("anthropic/claude-opus-4-1")
+    assert (budget_of(k).thinking_budget, budget_of(k).max_output_tokens) == (64000, 70000)
+    k = kwargs("hosted_vllm/Qwen/Qwen3-8B", {"mode": "budget"}, thinking_budget=32000)
+    assert k["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}, "thinking_token_budget": 32000}
+    assert budget_of(k).thinking_budget == 32000
+    k = kwargs("openai/gpt-5", {"mode": "effort", "effort": "minimal"})
+    assert k["reasoning_effort"] == "minimal" and budget_of(k).reasoning_effort == "minimal"
 
 
 def test_configuration_errors_are_bad_input(monkeypatch):
     monkeypatch.delenv("GRIDBENCH_UNSET_KEY", raising=False)
     with pytest.raises(BadInput, match="GRIDBENCH_UNSET_KEY"):
-        build_agent("openai/x", Protocol(), api_key_env="GRIDBENCH_UNSET_KEY")
+        build_agent(config("openai/x", api_key_env="GRIDBENCH_UNSET_KEY"), Protocol())
     with pytest.raises(BadInput, match="params.api_key"):
-        build_agent("openai/x", Protocol(), params={"api_key": "sk-inline-123456789"})
+        config("openai/x", params={"api_key": "sk-inline-123456789"})
     with pytest.raises(BadInput, match="params.timeout"):
-        build_agent("openai/x", Protocol(), params={"timeout": "soon"})
+        config("openai/x", params={"timeout": "soon"})
     with pytest.raises(BadInput, match="params.retries"):
-        build_agent("openai/x", Protocol(), params={"retries": -1})
-    with pytest.raises(BadInput, match="price.output"):
-        build_agent("openai/x", Protocol(), price={"input": 1e-6})
+        config("openai/x", params={"retries": -1})
+    with pytest.raises(BadInput, match="price"):
+        config("openai/x", price={"input": 1e-6})
     for bad in ("httpx", "OpenAI", "", None):
-        with pytest.raises(BadInput, match="client: must be one of litellm, openai"):
-            build_agent("openai/x", Protocol(), api_base="http://127.0.0.1:1/v1", client=bad)
-    with pytest.raises(BadInput, match="api_base: .*the openai client needs an OpenAI-compatible endpoint"):
-        build_agent("hosted_vllm/x", Protocol(), client="openai")
+        with pytest.raises(BadInput, match="client: must be one of auto, litellm, openai"):
+            config("openai/x", api_base="http://127.0.0.1:1/v1", client=bad)
+    with pytest.raises(BadInput, match="client: openai needs an OpenAI-compatible endpoint"):
+        config("hosted_vllm/x", client="openai")
     with pytest.raises(BadInput, match="api_base"):
-        build_agent("hosted_vllm/x", Protocol(), api_base="127.0.0.1:8000/v1", client="openai")
+        config("hosted_vllm/x", api_base="127.0.0.1:8000/v1", client="openai")
+    with pytest.raises(BadInput, match="thinking.effort"):
+        config("anthropic/claude-opus-4-8", thinking={"mode": "adaptive"})
 
 
 def test_litellm_price_table_is_used_for_known_models(example_maze, key_env):
@@ -271,9 +302,10 @@ def test_litellm_price_table_is_used_for_known_models(example_maze, key_env):
         # the openai client has no price table: without a `price` a call costs nothing
         direct = act(agent_for(srv, key_env, model="openai/gpt-4o", client="openai"), first_turn(example_maze))
     info = litellm_module().get_model_info("gpt-4o")
-    expected = d.tokens_in * info["input_cost_per_token"] + d.tokens_out * info["output_cost_per_token"]
-    assert d.cost_usd > 0 and d.cost_usd == pytest.approx(expected)
-    assert direct.tokens_in == d.tokens_in and direct.cost_usd == 0.0
+    u = d.usage
+    expected = u.tokens_in * info["input_cost_per_token"] + u.tokens_out * info["output_cost_per_token"]
+    assert u.cost_usd > 0 and u.cost_usd == pytest.approx(expected)
+    assert direct.usage.tokens_in == u.tokens_in and direct.usage.cost_usd == 0.0
 
 
 def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env, client):
@@ -283,9 +315,10 @@ def test_connection_refused_is_retried_then_an_infra_error(example_maze, key_env
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     sleeps = Sleeps()
-    agent = LLMAgent("openai/scripted", Protocol(icl_example=False), api_base=f"http://127.0.0.1:{port}/v1",
-                     api_key_env=key_env, retry=RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02), sleep=sleeps,
-                     client=client)
+    agent = LLMAgent(config("openai/scripted", api_base=f"http://127.0.0.1:{port}/v1", api_key_env=key_env,
+                            client=client),
+                     Protocol(icl_example=False), retry=RetryPolicy(max_retries=2, base_s=0.01, cap_s=0.02),
+                     sleep=sleeps)
     with pytest.raises(InfraError) as err:
         act(agent, first_turn(example_maze))
     # litellm reports a refused connection as APIConnectionError or InternalServerError by provider;
@@ -305,11 +338,12 @@ def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
             "thinking_blocks": [{"type": "thinking", "thinking": "The switch is under me.", "signature": "x"}]}}],
         usage={"prompt_tokens": 1000, "completion_tokens": 40, "total_tokens": 1040},
     )
-    agent = LLMAgent("anthropic/claude-opus-4-1", Protocol(), price={"input": 1e-6, "output": 1e-5})
+    agent = LLMAgent(config("anthropic/claude-opus-4-1", price={"input": 1e-6, "output": 1e-5}), Protocol())
     result = agent._read(response, 0.5)
     assert result.reasoning == "The switch is under me." and result.reply == "ACTION: toggle"
-    assert result.reasoning_estimated and 0 < result.tokens_reasoning < 40
-    assert result.cost_usd == pytest.approx(1000 * 1e-6 + 40 * 1e-5)
+    u = result.usage
+    assert u.reasoning_estimated and 0 < u.tokens_reasoning < 40 and u.latency_s == 0.5
+    assert u.cost_usd == pytest.approx(1000 * 1e-6 + 40 * 1e-5)
 
 
 def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_maze, monkeypatch):
@@ -317,8 +351,8 @@ def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_
     params = {"top_p": 0.8, "timeout": 30, "retries": 1,
               "extra_body": {"top_k": 20, "chat_template_kwargs": {"enable_thinking": False, "custom": 1}}}
     with ScriptedServer(script=["ACTION: left"]) as srv:
-        agent = LLMAgent("hosted_vllm/Qwen/Qwen3-8B", Protocol(icl_example=False), api_base=srv.url + "/",
-                         params=params, seed=5, client="openai")
+        agent = LLMAgent(config("hosted_vllm/Qwen/Qwen3-8B", api_base=srv.url + "/", params=params, client="openai"),
+                         Protocol(icl_example=False), seed=5)
         d = act(agent, first_turn(example_maze))
         (req,) = srv.chat_requests
     body = req.body
@@ -328,8 +362,8 @@ def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_
     assert not {"extra_body", "timeout", "retries", "num_retries", "api_base", "api_key"} & set(body)
     assert body["messages"] == agent.request_body(body["messages"])["messages"]
     assert req.headers["authorization"] == "Bearer EMPTY"  # a custom endpoint never gets a provider key
-    assert agent.timeout_s == 30 and agent.retry.max_retries == 1
-    assert [served_model_name(m) for m in ("openai/scripted", "hosted_vllm/a/b", "together_ai/x", "plain")] == [
+    assert agent.config.timeout_s == 30 and agent.retry.max_retries == 1
+    assert [request_name(m) for m in ("openai/scripted", "hosted_vllm/a/b", "together_ai/x", "plain")] == [
         "scripted", "a/b", "together_ai/x", "plain"]
 
 
@@ -342,7 +376,7 @@ def test_openai_client_reads_either_reasoning_field_and_maps_statuses_as_litellm
     older = read_completion(payload({"reasoning_content": "older vLLM"}))
     assert (newer.reasoning, older.reasoning, newer.reply, newer.finish_reason) == ("newer vLLM", "older vLLM", "",
                                                                                     "length")
-    assert (newer.tokens_in, newer.tokens_out, newer.tokens_reasoning) == (7, 3, 0)
+    assert (newer.usage.tokens_in, newer.usage.tokens_out, newer.usage.tokens_reasoning) == (7, 3, 0)
     for broken, error_class in (({"choices": []}, "EmptyChoices"), ([1], "EmptyChoices"),
                                 ({"choices": [{"message": "hi"}]}, "InternalServerError"),
                                 ({**payload({}), "usage": {"completion_tokens": "many"}}, "InternalServerError")):
@@ -365,7 +399,7 @@ def test_the_openai_client_never_imports_litellm(tmp_path):
     script = textwrap.dedent("""
         import asyncio, sys
         import env
-        from agents import Protocol, Turn, build_agent
+        from agents import ModelConfig, Protocol, Turn, build_agent
         from agents.scripted_server import ScriptedServer
 
         async def play(agent, maze, protocol):
@@ -380,7 +414,8 @@ def test_the_openai_client_never_imports_litellm(tmp_path):
         maze = env.resolve_maze("example")
         protocol = Protocol(icl_example=False, observation="image")
         with ScriptedServer(mode="oracle", maze="example") as srv:
-            agent = build_agent("hosted_vllm/scripted", protocol, api_base=srv.url, client="openai")
+            agent = build_agent(ModelConfig.for_model("hosted_vllm/scripted", api_base=srv.url, client="openai"),
+                                protocol)
             actions = asyncio.run(play(agent, maze, protocol))
             assert len(srv.chat_requests) == 3
         assert None not in actions, actions

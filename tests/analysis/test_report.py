@@ -22,6 +22,7 @@ from tracefab import episode_row, write_run
 from agents import Protocol, build_agent
 from env import resolve_mazes
 from orchestrator.episode import run_episode
+from orchestrator.records import EpisodeIdentity
 from orchestrator.traces import write_episode, write_manifest
 
 MAZES = Path(__file__).resolve().parents[1] / "orchestrator" / "mazes"
@@ -42,9 +43,9 @@ def run_dir(tmp_path_factory):
         for m in mazes:
             for name in AGENTS:
                 agent = build_agent(f"builtin/{name}", protocol, seed=seed)
-                result = asyncio.run(run_episode(
-                    m, agent, protocol, run="builtin", episode_id=f"{name}-{m.id}-{condition}", model_name=name,
-                    model=f"builtin/{name}", condition=condition, repeat=0))
+                identity = EpisodeIdentity(run="builtin", episode_id=f"{name}-{m.id}-{condition}", model_name=name,
+                                           model=f"builtin/{name}", condition=condition, repeat=0, maze_id=m.id)
+                result = asyncio.run(run_episode(m, agent, protocol, identity))
                 write_episode(out, result)
     write_manifest(out, run="builtin", sweep={"name": "builtin"}, mazes={m.checksum: m.to_dict() for m in mazes},
                    invocation={"command": ["test"]})

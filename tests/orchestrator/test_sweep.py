@@ -110,7 +110,7 @@ def test_client_auto_is_the_lean_openai_client_for_self_hosted_models_only(maze_
         {"name": "kept", "model": "hosted_vllm/q3", "api_base": url, "client": "litellm"},
     ]
     sweep = parse_sweep(sweep_dict(maze_dir, models=models, protocol={"observation": "text"}), "c.yaml")
-    assert {m.name: m.client for m in sweep.models} == {
+    assert {m.name: m.config.client for m in sweep.models} == {
         "oracle": None, "hosted": "litellm", "vllm": "openai", "vllm-env": "litellm", "served": "openai",
         "proxy": "litellm", "forced": "openai", "kept": "litellm",
     }

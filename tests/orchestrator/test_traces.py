@@ -16,6 +16,7 @@ from agents import Protocol, build_agent
 from env import resolve_mazes
 from env.errors import BadInput
 from orchestrator.episode import run_episode
+from orchestrator.records import EpisodeIdentity, EpisodeRecord
 from orchestrator.replay import replay, write_gif
 from orchestrator.schema import EPISODES, STEPS
 from orchestrator.traces import (
@@ -39,9 +40,9 @@ def run_dir(tmp_path_factory, maze_dir):
     for m in mazes:
         for name in ("oracle", "random", "explorer"):
             agent = build_agent(f"builtin/{name}", protocol, seed=1)
-            result = asyncio.run(run_episode(m, agent, protocol, run="t", episode_id=f"{name}-{m.id}",
-                                             model_name=name, model=f"builtin/{name}", condition="default",
-                                             repeat=0))
+            identity = EpisodeIdentity(run="t", episode_id=f"{name}-{m.id}", model_name=name,
+                                       model=f"builtin/{name}", condition="default", repeat=0, maze_id=m.id)
+            result = asyncio.run(run_episode(m, agent, protocol, identity))
             write_episode(out, result)
     write_manifest(out, run="t", sweep={"name": "t"}, mazes={m.checksum: m.to_dict() for m in mazes},
                    invocation={"command": ["test"]})
@@ -51,7 +52,7 @@ def run_dir(tmp_path_factory, maze_dir):
 def test_rows_in_memory_read_like_the_files(run_dir):
     """The driver's summary of a run is built from the rows it wrote, not by reading them back."""
     on_disk = read_episodes(run_dir)
-    in_memory = episodes_frame(pq.read_table(run_dir / "episodes").to_pylist())
+    in_memory = episodes_frame(EpisodeRecord.from_row(r) for r in pq.read_table(run_dir / "episodes").to_pylist())
     pd.testing.assert_frame_equal(in_memory.sort_values("episode_id", ignore_index=True),
                                   on_disk.sort_values("episode_id", ignore_index=True))
     some = set(on_disk["episode_id"][:4]) | {"no-such-episode"}
@@ -98,11 +99,14 @@ def test_rewriting_an_episode_replaces_it_and_partial_files_are_cleaned(run_dir,
     assert not any(p.name.endswith(".tmp") for p in (run_dir / "episodes").iterdir())
 
 
-def test_write_episode_with_a_bad_row_writes_nothing(tmp_path):
+def test_write_episode_with_a_bad_row_writes_nothing(tmp_path, run_dir):
+    from dataclasses import replace
+
     from orchestrator.episode import EpisodeResult
 
+    good = EpisodeRecord.from_row(pq.read_table(run_dir / "episodes").to_pylist()[0])
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, TypeError)):
-        write_episode(tmp_path, EpisodeResult({"episode_id": "x", "steps": "many"}, [{"step": "one"}]))
+        write_episode(tmp_path, EpisodeResult(replace(good, steps="many"), []))
     assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.tmp"))
 
 

@@ -50,6 +50,7 @@ def finished_run(tmp_path_factory) -> Path:
     from agents.builtin import make_builtin
     from env import load_maze
     from orchestrator.episode import run_episode
+    from orchestrator.records import EpisodeIdentity
     from orchestrator.traces import write_episode, write_manifest
 
     run_dir = tmp_path_factory.mktemp("runs") / "done"
@@ -59,9 +60,9 @@ def finished_run(tmp_path_factory) -> Path:
     async def go() -> None:
         for i, maze in enumerate(mazes):
             for model in ("oracle", "random"):
-                result = await run_episode(maze, make_builtin(model, seed=i), protocol, run="done",
-                                           episode_id=f"ep{i}-{model}", model_name=model, model=f"builtin/{model}",
-                                           condition="default", repeat=0)
+                identity = EpisodeIdentity(run="done", episode_id=f"ep{i}-{model}", model_name=model,
+                                           model=f"builtin/{model}", condition="default", repeat=0, maze_id=maze.id)
+                result = await run_episode(maze, make_builtin(model, seed=i), protocol, identity)
                 write_episode(run_dir, result)
 
     asyncio.run(go())

@@ -19,7 +19,7 @@ from conftest import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, actor_
 
 from agents.scripted_server import ScriptedServer
 from orchestrator.driver import ENV_SLOT, Driver
-from orchestrator.serving.pool import ServerPool, served_models
+from orchestrator.serving.pool import ServerPool
 from orchestrator.sweep import load_sweep
 
 pytestmark = pytest.mark.slow
@@ -70,7 +70,7 @@ def test_served_model_episodes_run_on_the_server_node(cluster, tmp_path):
                                "serve": {"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300}}])
     sweep = load_sweep(path)
     placed: list[tuple[str, str]] = []
-    pool = ServerPool(tmp_path / "run", served_models(sweep.models))
+    pool = ServerPool(tmp_path / "run", sweep.models)
     with pool:
         server_node = pool.nodes["gemma"][0]
         actor = pool.actors["gemma"][0]

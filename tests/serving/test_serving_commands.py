@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from agents.model import request_name
 from env.errors import BadInput
-from orchestrator.serving.commands import llama_cpp_command, served_name, vllm_command
+from orchestrator.serving.commands import llama_cpp_command, vllm_command
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models, plan_replicas
 from orchestrator.serving.spec import parse_serve
 
@@ -65,8 +66,8 @@ def test_llama_cpp_command():
 
 
 def test_served_name_strips_the_litellm_route():
-    assert served_name("hosted_vllm/Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen/Qwen2.5-VL-7B-Instruct"
-    assert served_name("openai/gemma-3-270m") == "gemma-3-270m"
+    assert request_name("hosted_vllm/Qwen/Qwen2.5-VL-7B-Instruct") == "Qwen/Qwen2.5-VL-7B-Instruct"
+    assert request_name("openai/gemma-3-270m") == "gemma-3-270m"
 
 
 def nodes(*gpus: int) -> list[NodeCapacity]:

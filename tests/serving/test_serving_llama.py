@@ -11,13 +11,15 @@ import time
 
 import pytest
 
-from agents import build_agent, resolve_protocol
+from agents import ModelConfig, build_agent, resolve_protocol
 from env import resolve_maze
 from orchestrator.episode import run_episode
+from orchestrator.records import EpisodeIdentity
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SHA256, bundled_model_path, sha256_file
-from orchestrator.serving.pool import ServedModel, ServerPool
+from orchestrator.serving.pool import ServerPool
 from orchestrator.serving.spec import parse_serve
+from orchestrator.sweep import ModelEntry
 
 pytestmark = pytest.mark.slow
 
@@ -26,9 +28,9 @@ PROTOCOL = dict(observation="text", thinking=False, max_output_tokens=16, temper
                 step_cap_factor=0.1, history_frames=0, icl_example=False)
 
 
-def gemma(**serve) -> ServedModel:
+def gemma(**serve) -> ModelEntry:
     spec = parse_serve({"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
-    return ServedModel(name="gemma", model=BUNDLED_MODEL, spec=spec, max_concurrency=1)
+    return ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
 
 
 def play(ray, lease, *, kill_pid=None, retries=None, attempts=1):
@@ -41,17 +43,18 @@ def play(ray, lease, *, kill_pid=None, retries=None, attempts=1):
     def episode(url):
         protocol = resolve_protocol(PROTOCOL)
         params = {} if retries is None else {"retries": retries}
-        agent = build_agent(BUNDLED_MODEL, protocol, api_base=url, params=params)
+        agent = build_agent(ModelConfig.for_model(BUNDLED_MODEL, name="gemma", params=params), protocol,
+                            endpoint=url)
 
-        def on_step(row):
-            if kill_pid is not None and row["step"] == 1:
+        def on_step(record):
+            if kill_pid is not None and record.step == 1:
                 os.killpg(kill_pid, signal.SIGKILL)
 
-        result = asyncio.run(run_episode(
-            resolve_maze("example"), agent, protocol, run="t", episode_id="e1", model_name="gemma",
-            model=BUNDLED_MODEL, condition="default", repeat=0, on_step=on_step, attempts=attempts,
-        ))
-        return result.episode, result.steps
+        identity = EpisodeIdentity(run="t", episode_id="e1", model_name="gemma", model=BUNDLED_MODEL,
+                                   condition="default", repeat=0, maze_id="example")
+        result = asyncio.run(run_episode(resolve_maze("example"), agent, protocol, identity, on_step=on_step,
+                                         attempts=attempts))
+        return result.episode.row(), [s.row() for s in result.steps]
 
     return ray.get(episode.options(scheduling_strategy=lease.scheduling_strategy()).remote(lease.url))
 

@@ -198,13 +198,14 @@ def test_an_index_of_540_episodes_opens_and_filters(view, page, tmp_path):
 
 def test_error_episodes_and_mazes_missing_from_the_manifest_still_get_pages(tmp_path, example_maze):
     from agents import Protocol
-    from orchestrator.episode import error_result
+    from orchestrator.episode import failed_episode
+    from orchestrator.records import EpisodeIdentity
     from orchestrator.traces import write_episode
 
     run = make_run(tmp_path / "run", [(example_maze, "builtin/oracle", "baseline", 0)])
-    fields = {"run": "run", "episode_id": "crashed", "model_name": "m", "model": "builtin/random",
-              "condition": "baseline", "repeat": 0}
-    write_episode(run, error_result(fields, example_maze, Protocol.preset("final"), "ActorDied", "node lost", 3))
+    identity = EpisodeIdentity(run="run", episode_id="crashed", model_name="m", model="builtin/random",
+                               condition="baseline", repeat=0, maze_id=example_maze.id)
+    write_episode(run, failed_episode(identity, example_maze, Protocol.preset("final"), "ActorDied", "node lost", 3))
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["mazes"] = {}
     (run / "manifest.json").write_text(json.dumps(manifest))

@@ -11,10 +11,11 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from agents import Decision, Protocol, Turn
+from agents import Decision, Protocol, Turn, Usage
 from agents.builtin import OracleAgent, make_builtin
 from env import ACTIONS, Maze
 from orchestrator.episode import run_episode
+from orchestrator.records import EpisodeIdentity
 from orchestrator.traces import write_episode, write_manifest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -36,7 +37,10 @@ class HostileAgent:
         action = OracleAgent.choose(turn.maze, turn.state)
         reply = HOSTILE_REPLIES[(turn.step - 1) % len(HOSTILE_REPLIES)].format(action=ACTIONS[action])
         return Decision(action=action, parse="exact", reply=reply,
-                        reasoning=f"<i>thinking</i> at step {turn.step} <!-- -->", tokens_out=7)
+                        reasoning=f"<i>thinking</i> at step {turn.step} <!-- -->", usage=Usage(tokens_out=7))
+
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        return None
 
     async def aclose(self) -> None:
         return None
@@ -58,9 +62,10 @@ def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol
     async def go() -> None:
         for i, (maze, model, condition, repeat) in enumerate(episodes):
             agent = HostileAgent() if model == "hostile" else make_builtin(model.removeprefix("builtin/"), seed=repeat)
-            result = await run_episode(
-                maze, agent, protocol, run=run_dir.name, episode_id=f"ep{i:04d}-{maze.id}-{model.split('/')[-1]}",
-                model_name=model.split("/")[-1], model=model, condition=condition, repeat=repeat)
+            identity = EpisodeIdentity(run=run_dir.name, episode_id=f"ep{i:04d}-{maze.id}-{model.split('/')[-1]}",
+                                       model_name=model.split("/")[-1], model=model, condition=condition,
+                                       repeat=repeat, maze_id=maze.id)
+            result = await run_episode(maze, agent, protocol, identity)
             write_episode(run_dir, result)
 
     run_async(go())

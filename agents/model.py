@@ -1,0 +1,296 @@
+"""The one validated description of how to call a model: ``ModelConfig``.
+
+A sweep's model entry is parsed into a ``ModelConfig`` once, when the sweep is loaded
+(``parse_model_config``), and that object travels unchanged to every actor that builds an agent
+from it; every rule an agent could reject is checked here, so ``gridbench run --dry-run`` refuses
+a bad entry with the same one-line ``BadInput`` instead of every episode ending in error.
+Placement (servers, concurrency, budgets, a model's own mazes) is the orchestrator's business
+and lives in ``orchestrator.sweep.ModelEntry``, which holds a ``ModelConfig``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from env.errors import BadInput
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+KNOWN_BUILTINS = ("oracle", "random", "explorer")
+CLIENTS = ("auto", "litellm", "openai")
+# params that would put a secret or a second endpoint into a sweep file, or stack litellm's
+# retries under the agent's own policy
+FORBIDDEN_PARAMS = {
+    "api_key": "keys go in api_key_env", "api_base": "endpoints go in api_base",
+    "base_url": "endpoints go in api_base", "extra_headers": "headers could carry keys",
+    "headers": "headers could carry keys", "num_retries": "retries come from params.retries",
+    "max_retries": "retries come from params.retries",
+}
+DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
+DEFAULT_RETRIES = 8
+# Prefixes of litellm model strings that name an OpenAI-compatible server; the server knows the
+# model by the rest (``hosted_vllm/Qwen/Qwen3-8B`` is ``Qwen/Qwen3-8B`` to vLLM).
+OPENAI_COMPATIBLE_PREFIXES = frozenset({
+    "openai", "hosted_vllm", "custom_openai", "openai_like", "llamafile", "lm_studio",
+})
+THINKING_MODES = ("auto", "budget", "effort", "adaptive")
+EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per token; ``cached_input`` (prompt-cache reads) defaults to ``input``."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, tokens_in: int, tokens_out: int, tokens_cached: int = 0) -> float:
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        return (tokens_in - tokens_cached) * self.input + tokens_cached * cached_rate + tokens_out * self.output
+
+
+@dataclass(frozen=True)
+class Thinking:
+    """How the protocol's ``thinking`` / ``thinking_budget`` reach this provider.
+
+    ``auto``: Anthropic gets ``budget_tokens``, a served vLLM model the chat template's switch,
+    other reasoning models the effort level nearest the budget. ``budget``: the budget as a token
+    count (Anthropic ``budget_tokens``, vLLM ``thinking_token_budget``). ``effort``: an
+    OpenAI-style ``reasoning_effort``. ``adaptive``: Anthropic adaptive thinking at ``effort``.
+    """
+
+    mode: Literal["auto", "budget", "effort", "adaptive"] = "auto"
+    effort: str | None = None
+
+    def identity(self) -> dict[str, Any] | None:
+        return None if self.mode == "auto" else {"mode": self.mode, "effort": self.effort}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """How to reach one model. Built only by ``parse_model_config`` (or ``for_model``)."""
+
+    name: str
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)  # as the sweep wrote them
+    price: Price | None = None
+    client: str | None = None  # "litellm" | "openai"; None for built-in and human agents
+    served: bool = False  # the sweep starts this model's servers: the endpoint comes at run time
+    thinking: Thinking = field(default_factory=Thinking)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retries: int = DEFAULT_RETRIES
+
+    @property
+    def builtin(self) -> bool:
+        return self.model.startswith("builtin/")
+
+    @property
+    def human(self) -> bool:
+        return self.model.startswith("human/")
+
+    @property
+    def request_name(self) -> str:
+        """The name an OpenAI-compatible server knows this model by."""
+        return request_name(self.model)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes this model's answers what they are (part of every episode id)."""
+        out: dict[str, Any] = {"model": self.model, "params": self.params}
+        thinking = self.thinking.identity()
+        if thinking is not None:
+            out["thinking"] = thinking
+        return out
+
+    @property
+    def request_params(self) -> dict[str, Any]:
+        """``params`` as they go into each request: the agent's own ``timeout`` and ``retries`` removed."""
+        return {k: v for k, v in self.params.items() if k not in ("timeout", "retries")}
+
+    def public(self) -> dict[str, Any]:
+        """The entry as a manifest records it: names of key variables only, never their values."""
+        out: dict[str, Any] = {"name": self.name, "model": self.model}
+        for k in ("api_base", "api_key_env", "client"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.price is not None:
+            out["price"] = {k: v for k, v in self.price.__dict__.items() if v is not None}
+        if self.params:
+            out["params"] = self.params
+        if self.thinking.identity() is not None:
+            out["thinking"] = self.thinking.identity()
+        return out
+
+    def api_key(self) -> str | None:
+        """The key from the environment variable ``api_key_env`` names; ``BadInput`` when unset.
+        A custom endpoint without a key variable gets a placeholder, never a provider key from the
+        environment by accident."""
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise BadInput(self.name, "api_key_env", f"environment variable {self.api_key_env} is not set")
+            return key
+        if self.api_base or self.served:
+            return "EMPTY"
+        return None
+
+    @classmethod
+    def for_model(cls, model: str, **entry: Any) -> ModelConfig:
+        """A config from keyword fields, validated like a sweep entry (tests, scripts)."""
+        return parse_model_config({"model": model, **entry}, source=model)
+
+
+def request_name(model: str) -> str:
+    """The name an OpenAI-compatible server knows ``model`` by: without its provider prefix."""
+    provider, sep, rest = model.partition("/")
+    return rest if sep and rest and provider in OPENAI_COMPATIBLE_PREFIXES else model
+
+
+_PROVIDERS: frozenset[str] | None = None
+
+
+def litellm_providers() -> frozenset[str]:
+    """litellm's own provider prefixes (imported lazily: litellm takes seconds to import, so the
+    prefixes of OpenAI-compatible servers, all litellm's too, are recognised without it)."""
+    global _PROVIDERS
+    if _PROVIDERS is None:
+        # before litellm's first import: otherwise it fetches its price table online
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        _PROVIDERS = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
+    return _PROVIDERS
+
+
+def check_name(source: str, where: str, value: Any) -> str:
+    if not isinstance(value, str) or not NAME_PATTERN.match(value):
+        raise BadInput(source, where, f"{value!r} is not a valid name (letters, digits, '_', '-', '.')")
+    return value
+
+
+def _model_string(source: str, where: str, model: Any) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise BadInput(source, where, "is required: a litellm model string, builtin/<agent> or human/<name>")
+    prefix, _, rest = model.partition("/")
+    if not rest:
+        raise BadInput(source, where, f"{model!r} has no provider prefix (e.g. anthropic/..., builtin/oracle)")
+    if prefix == "builtin":
+        if rest not in KNOWN_BUILTINS:
+            raise BadInput(source, where, f"unknown built-in agent {rest!r} (known: {', '.join(KNOWN_BUILTINS)})")
+    elif prefix == "human":
+        check_name(source, where, rest)
+    elif prefix not in OPENAI_COMPATIBLE_PREFIXES and prefix not in litellm_providers():
+        raise BadInput(source, where, f"unknown model prefix {prefix!r}: not builtin, human, or a litellm provider")
+    return model
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _price(source: str, where: str, price: Any) -> Price | None:
+    if price is None:
+        return None
+    allowed = ("input", "output", "cached_input")
+    if not isinstance(price, dict) or set(price) - set(allowed):
+        raise BadInput(source, where, "must be {input: USD per token, output: USD per token[, cached_input: ...]}")
+    for k in allowed:
+        v = price.get(k)
+        if (v is None and k != "cached_input") or (v is not None and (not _number(v) or v < 0)):
+            raise BadInput(source, f"{where}.{k}", f"must be a number >= 0 of USD per token (got {v!r})")
+    return Price(**{k: float(v) for k, v in price.items()})
+
+
+def _params(source: str, where: str, params: Any) -> tuple[dict[str, Any], float, int]:
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise BadInput(source, where, "must be a mapping of extra request arguments")
+    for k in params:
+        why = FORBIDDEN_PARAMS.get(str(k).lower())
+        if why:
+            raise BadInput(source, f"{where}.{k}", f"not allowed here: {why}")
+    timeout = params.get("timeout", DEFAULT_TIMEOUT_S)
+    if not _number(timeout) or timeout <= 0:
+        raise BadInput(source, f"{where}.timeout", f"must be a positive number of seconds (got {timeout!r})")
+    retries = params.get("retries", DEFAULT_RETRIES)
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise BadInput(source, f"{where}.retries", f"must be a whole number, 0 or more (got {retries!r})")
+    return dict(params), float(timeout), retries
+
+
+def _thinking(source: str, where: str, value: Any, model: str) -> Thinking:
+    if value is None:
+        return Thinking()
+    if not isinstance(value, dict) or set(value) - {"mode", "effort"}:
+        raise BadInput(source, where, "must be {mode: auto|budget|effort|adaptive, effort: <level>}")
+    mode = value.get("mode", "auto")
+    if mode not in THINKING_MODES:
+        raise BadInput(source, f"{where}.mode", f"must be one of {', '.join(THINKING_MODES)} (got {mode!r})")
+    effort = value.get("effort")
+    if mode in ("effort", "adaptive"):
+        if effort not in EFFORTS:
+            raise BadInput(source, f"{where}.effort", f"{mode} needs an effort: one of {', '.join(EFFORTS)} "
+                                                      f"(got {effort!r})")
+    elif effort is not None:
+        raise BadInput(source, f"{where}.effort", f"only the effort and adaptive modes take an effort (mode {mode})")
+    if mode == "adaptive" and not _is_claude(model):
+        raise BadInput(source, f"{where}.mode", "adaptive thinking is Anthropic's (a Claude model)")
+    return Thinking(mode=mode, effort=effort)
+
+
+def _is_claude(model: str) -> bool:
+    provider = model.split("/", 1)[0]
+    return provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in model)
+
+
+def _client(source: str, where: str, client: Any, model: str, api_base: str | None, served: bool) -> str | None:
+    """``auto``: the lean OpenAI-compatible client for self-hosted servers (served by this sweep,
+    or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would otherwise
+    spend their CPU in litellm; litellm for everything else."""
+    if client not in CLIENTS:
+        raise BadInput(source, where, f"must be one of {', '.join(CLIENTS)} (got {client!r})")
+    if model.startswith(("builtin/", "human/")):
+        if client != "auto":
+            raise BadInput(source, where, "only models that are called have a client")
+        return None
+    endpoint = served or api_base is not None
+    if client == "auto":
+        return "openai" if served or (model.startswith("hosted_vllm/") and endpoint) else "litellm"
+    if client == "openai" and not endpoint:
+        raise BadInput(source, where, "openai needs an OpenAI-compatible endpoint: api_base or serve")
+    return client
+
+
+AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "thinking")
+
+
+def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, served: bool = False) -> ModelConfig:
+    """Validate the agent-facing keys of a model entry (``AGENT_KEYS``); ``where`` prefixes field
+    names in errors (``models[2]``). ``served``: the sweep serves this model itself."""
+    at = f"{where}." if where else ""
+    model = _model_string(source, f"{at}model", entry.get("model"))
+    name = check_name(source, f"{at}name", entry.get("name", model.rsplit("/", 1)[-1]))
+    api_base = entry.get("api_base")
+    if api_base is not None and (not isinstance(api_base, str) or not re.match(r"^https?://", api_base)):
+        raise BadInput(source, f"{at}api_base", "must be an http(s):// URL")
+    key_env = entry.get("api_key_env")
+    if key_env is not None and (not isinstance(key_env, str) or not ENV_NAME_PATTERN.match(key_env)):
+        # never echo the value: it may be the key itself, pasted where its variable's name belongs
+        raise BadInput(source, f"{at}api_key_env", "must be the NAME of an environment variable, not a key")
+    params, timeout, retries = _params(source, f"{at}params", entry.get("params"))
+    price = _price(source, f"{at}price", entry.get("price"))
+    thinking = _thinking(source, f"{at}thinking", entry.get("thinking"), model)
+    client = _client(source, f"{at}client", entry.get("client", "auto"), model, api_base, served)
+    if model.startswith(("builtin/", "human/")):
+        for k in ("api_base", "api_key_env", "params", "price", "thinking"):
+            if entry.get(k) is not None:
+                raise BadInput(source, f"{at}{k}", f"{model} is not called over an API: it takes no {k}")
+    return ModelConfig(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
+                       price=price, client=client, served=served, thinking=thinking, timeout_s=timeout,
+                       retries=retries)
