@@ -18,6 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from env.errors import BadInput
+from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
 from orchestrator.traces import read_run
@@ -65,12 +66,13 @@ def mechanism_content(episodes: pd.DataFrame) -> pd.Series:
     return pd.Series(out, index=episodes.index, dtype="object")
 
 
-BANDS = ("<=30", "31-45", "46-60", ">=61")
+BANDS = tuple(name for name, _, _ in ANALYSIS_BANDS)
 
 
 def path_band(optimal: pd.Series) -> pd.Series:
     """The study's optimal-path bands, in actions."""
-    cut = pd.cut(optimal, bins=[-np.inf, 30, 45, 60, np.inf], labels=list(BANDS))
+    edges = [hi for _, _, hi in ANALYSIS_BANDS[:-1]]
+    cut = pd.cut(optimal, bins=[-np.inf, *edges, np.inf], labels=list(BANDS))
     return cut.astype("object")
 
 

@@ -4,7 +4,8 @@
 category, chain pattern, topology, distractors) from quotas that give the study's selection
 room to spare in every stratum; ``build_one`` generates one maze from its spec; the command
 line runs the specs on all cores. ``select_sets`` draws the eval and held-out sets with an
-integer program over the strata, so a feasible draw is always found when one exists.
+integer program over the study's constraints (``env.generator.strata``), so a feasible draw is
+always found when one exists.
 """
 
 from __future__ import annotations
@@ -21,55 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from env.generator.generator import GenerationError, GenParams, GenStats, generate
+from env.generator.strata import (
+    STUDY_MODELS,
+    Constraint,
+    Witness,
+    achieved,
+    constraints_for,
+    largest_remainder,
+)
 from env.maze import Maze, load_maze, maze_from_dict, save_maze
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
-
-# ---- strata ---------------------------------------------------------------------------------
-
-BANDS: tuple[tuple[str, int, int], ...] = (
-    ("20-25", 20, 25), ("26-39", 26, 39), ("40-59", 40, 59), ("60-79", 60, 79), ("80+", 80, 10**9),
-)
-GRIDS = ("8x8", "10x10", "14x14")
-CATEGORIES = ("scale", "mechanism", "distractor")
-
-# the study's eval set: 50 mazes
-STUDY_EVAL = {
-    "band": {"20-25": 2, "26-39": 12, "40-59": 14, "60-79": 8, "80+": 14},
-    "grid": {"8x8": 11, "10x10": 19, "14x14": 20},
-    "category": {"scale": 3, "mechanism": 37, "distractor": 10},
-    "at_least": {"switch+gate": 35, "key+door": 20},
-}
-STUDY_EVAL_SIZE = 50
-
-
-def band_of(optimal: int) -> str | None:
-    for name, lo, hi in BANDS:
-        if lo <= optimal <= hi:
-            return name
-    return None
-
-
-def _largest_remainder(weights: dict[str, int], total: int) -> dict[str, int]:
-    s = sum(weights.values())
-    raw = {k: v * total / s for k, v in weights.items()}
-    out = {k: int(r) for k, r in raw.items()}
-    rest = total - sum(out.values())
-    for k in sorted(raw, key=lambda k: (-(raw[k] - out[k]), list(raw).index(k)))[:rest]:
-        out[k] += 1
-    return out
-
-
-def targets_for(size: int) -> dict[str, dict[str, int]]:
-    """The study's strata scaled to ``size`` mazes (exactly the study's at 50)."""
-    if size == STUDY_EVAL_SIZE:
-        return json.loads(json.dumps(STUDY_EVAL))
-    out: dict[str, dict[str, int]] = {}
-    for axis in ("band", "grid", "category"):
-        out[axis] = _largest_remainder(STUDY_EVAL[axis], size)
-    out["at_least"] = {k: v * size // STUDY_EVAL_SIZE for k, v in STUDY_EVAL["at_least"].items()}
-    return out
-
 
 # ---- manifest entries -----------------------------------------------------------------------
 
@@ -95,14 +58,6 @@ def manifest_entry(maze: Maze, optimal: int) -> dict[str, Any]:
         "distractors": len(meta.distractors) if meta else 0,
         "checksum": maze.checksum,
     }
-
-
-def has_switch_gate(entry: dict[str, Any]) -> bool:
-    return entry["counts"]["switch"] > 0 and entry["counts"]["gate"] > 0
-
-
-def has_key_door(entry: dict[str, Any]) -> bool:
-    return entry["counts"]["key"] > 0 and entry["counts"]["door"] > 0
 
 
 def content_key(maze: Maze) -> str:
@@ -154,15 +109,24 @@ def read_set(folder: Path) -> tuple[dict[str, Any], list[Maze]]:
 
 # ---- the pool recipe ------------------------------------------------------------------------
 
-# (grid side, band low, band high, share of the pool): the study's pool ran from 9 to 106
-# optimal actions; every eval stratum gets at least twice what the eval and held-out sets need
+# (grid side, band low, band high, share of the pool; the shares add up to 214): every eval and
+# held-out stratum gets at least twice what the two sets need, in the finer bands the study's
+# two band systems cut each other into (26-30 and 31-39; 40-45 and 46-59; 61-79 and 81+, with 60
+# and 80 in no band). 10x10 starts at 48 where the study's 46-59 mazes mostly must (the eval
+# set's "optimal >= 48" row). Two one-maze cells hold the ends of the study's pool, 9 and 106.
 POOL_CELLS: tuple[tuple[int, int, int, int], ...] = (
-    (8, 9, 14, 6), (8, 15, 19, 10), (8, 20, 25, 14), (8, 26, 39, 30), (8, 40, 59, 4),
-    (10, 20, 25, 6), (10, 26, 39, 16), (10, 40, 59, 40), (10, 60, 79, 8),
-    (14, 40, 59, 10), (14, 60, 79, 26), (14, 80, 110, 44),
+    (8, 9, 9, 1), (8, 10, 19, 9), (8, 20, 25, 12), (8, 26, 30, 30), (8, 31, 39, 8), (8, 40, 45, 8),
+    (10, 20, 25, 6), (10, 26, 30, 14), (10, 31, 39, 8), (10, 40, 45, 26), (10, 48, 59, 14), (10, 61, 79, 10),
+    (14, 46, 59, 8), (14, 61, 79, 24), (14, 81, 105, 35), (14, 106, 106, 1),
 )
 # where a walk alone can fill the band (navigation-only mazes): 8x8 up to 25, 10x10 up to 39
-SCALE_CELLS = {(8, 9), (8, 15), (8, 20), (10, 20), (10, 26), (14, 40), (14, 60)}
+SCALE_CELLS = {(8, 10), (8, 20), (10, 20), (10, 26), (10, 31), (14, 61)}
+# where the study's solves can fall (no switch, no distractor, at most 45 actions on 8x8 and
+# 10x10): a share of the mechanism mazes there has keys and doors only
+SOLVABLE_CELLS = {(8, 20), (8, 26), (8, 31), (8, 40), (10, 20), (10, 26), (10, 31), (10, 40)}
+# mechanism specs of a solvable cell below this share of the cell (scale ones come first) have
+# keys and doors only
+KEY_ONLY_UNTIL = 0.40
 SHORT_CHAINS = ("key_door", "switch_gate", "gate_behind_door", "door_behind_gate", "two_switches_one_gate")
 # a single step cannot stretch a small grid's plan this far
 LONG_CHAINS = ("gate_behind_door", "door_behind_gate", "two_switches_one_gate", "mixed_sequence",
@@ -176,8 +140,9 @@ TOPOLOGY_WEIGHTS = {"perfect": 3, "rooms": 3, "open": 2, "winding": 2}
 # floors rarely reach 80 actions on 14x14; 8x8 reaches 40 mostly through partitioned floors)
 TOPOLOGY_WEIGHTS_BY_CELL = {
     (8, 40): {"open": 2, "perfect": 2},
-    (10, 60): {"perfect": 4, "winding": 1},
-    (14, 80): {"perfect": 5, "winding": 4, "rooms": 1},
+    (10, 61): {"perfect": 4, "winding": 1},
+    (14, 81): {"perfect": 5, "winding": 4, "rooms": 1},
+    (14, 106): {"perfect": 5, "winding": 4, "rooms": 1},
 }
 FALLBACK_ORDER = ("perfect", "winding", "open", "rooms")
 
@@ -194,25 +159,31 @@ class PoolSpec:
 
 
 def pool_recipe(count: int, seed: int) -> list[PoolSpec]:
-    """``count`` specs in the proportions of ``POOL_CELLS``; categories about 10% scale, 25%
-    distractor, the rest mechanism. Deterministic in ``(count, seed)``."""
+    """``count`` specs in the proportions of ``POOL_CELLS``: in each cell about 14% scale (where
+    a walk can fill the band), 28% distractor, the rest mechanism, and in the solvable cells the
+    first mechanism specs up to ``KEY_ONLY_UNTIL`` with keys and doors only (every third of them
+    two key-door steps). Deterministic in ``(count, seed)``."""
     rng = random.Random(f"gridbench-pool:{seed}:{count}")
     shares = {i: c[3] for i, c in enumerate(POOL_CELLS)}
-    per_cell = _largest_remainder(shares, count) if count else {}
+    per_cell = largest_remainder(shares, count) if count else {}
     specs: list[PoolSpec] = []
     for i, (side, lo, hi, _) in enumerate(POOL_CELLS):
         n = per_cell.get(i, 0)
+        key_only = 0
         for j in range(n):
-            # scale mazes stay where a walk alone can fill the band
-            can_scale = (side, lo) in SCALE_CELLS
             u = (j + 0.5) / n
-            if can_scale and u < 0.14:
+            chain = None
+            if (side, lo) in SCALE_CELLS and u < 0.14:
                 category = "scale"
             elif u > 0.72:
                 category = "distractor"
             else:
                 category = "mechanism"
-            specs.append(_spec_params(rng, side, lo, hi, category))
+                if (side, lo) in SOLVABLE_CELLS and u < KEY_ONLY_UNTIL:
+                    long_for_grid = side == 8 and lo >= 40
+                    chain = "key_sequence" if long_for_grid or key_only % 3 == 1 else "key_door"
+                    key_only += 1
+            specs.append(_spec_params(rng, side, lo, hi, category, chain))
     rng.shuffle(specs)
     out = []
     for k, p in enumerate(specs, 1):
@@ -225,14 +196,15 @@ def _weighted(rng: random.Random, weights: dict[str, int], allowed: Iterable[str
     return rng.choices([k for k, _ in items], weights=[w for _, w in items])[0]
 
 
-def _spec_params(rng: random.Random, side: int, lo: int, hi: int, category: str) -> GenParams:
+def _spec_params(rng: random.Random, side: int, lo: int, hi: int, category: str,
+                 chain: str | None = None) -> GenParams:
     if category == "scale":
         topology = _weighted(rng, {"winding": 3, "perfect": 1 if hi <= 39 else 0, "rooms": 1 if hi <= 25 else 0})
         return GenParams(width=side, height=side, topology=topology, chain="none", band=(lo, hi))
     long_for_grid = (side == 8 and lo >= 40) or (side == 10 and lo >= 60)
     allowed = (("key_door", "switch_gate") if hi <= 14 else SHORT_CHAINS if hi <= 25
                else LONG_CHAINS if long_for_grid else None)
-    chain = _weighted(rng, CHAIN_WEIGHTS, allowed)
+    chain = chain or _weighted(rng, CHAIN_WEIGHTS, allowed)
     mechanisms = 3 if (lo >= 60 and chain.endswith("sequence") and (side < 14 or rng.random() < 0.5)) else 2
     topology = _weighted(rng, TOPOLOGY_WEIGHTS_BY_CELL.get((side, lo), TOPOLOGY_WEIGHTS))
     dk = ds = de = 0
@@ -281,107 +253,95 @@ def build_one(spec: PoolSpec, first_attempt: int = 0, attempts: int = 40) -> dic
 class Selection:
     eval_ids: list[str]
     heldout_ids: list[str]
-    eval_targets: dict[str, dict[str, int]]
-    heldout_targets: dict[str, dict[str, int]]
-    achieved_eval: dict[str, dict[str, int]]
-    achieved_heldout: dict[str, dict[str, int]]
+    witness: Witness  # per solve reading, the eval mazes the study's solves can fall on
+    eval_rows: list[tuple[Constraint, int]]  # each constraint with the count the draw achieved
+    heldout_rows: list[tuple[Constraint, int]]
     met: bool
 
 
-def tally(entries: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {
-        "band": {b[0]: 0 for b in BANDS}, "grid": {g: 0 for g in GRIDS},
-        "category": {c: 0 for c in CATEGORIES}, "at_least": {"switch+gate": 0, "key+door": 0},
-    }
-    for e in entries:
-        b = band_of(e["optimal_actions"])
-        if b:
-            out["band"][b] += 1
-        if e["grid"] in out["grid"]:
-            out["grid"][e["grid"]] += 1
-        if e["category"] in out["category"]:
-            out["category"][e["category"]] += 1
-        out["at_least"]["switch+gate"] += has_switch_gate(e)
-        out["at_least"]["key+door"] += has_key_door(e)
-    return out
-
-
-def meets(achieved: dict[str, dict[str, int]], targets: dict[str, dict[str, int]]) -> bool:
-    for axis, want in targets.items():
-        for k, v in want.items():
-            got = achieved[axis].get(k, 0)
-            if (axis == "at_least" and got < v) or (axis != "at_least" and got != v):
-                return False
-    return True
-
-
 def select_sets(entries: list[dict[str, Any]], n_eval: int, n_heldout: int, seed: int) -> Selection:
-    """Draw disjoint eval and held-out sets meeting their strata: an integer program whose
-    random objective (from ``seed``) makes the draw a random one among the feasible."""
+    """Draw disjoint eval and held-out sets meeting their constraints (``env.generator.strata``),
+    with a solve witness per reading inside eval: an integer program whose random objective
+    (from ``seed``) makes the draw a random one among the feasible. Each constraint has a costly
+    slack, so a pool that cannot meet a row still gives a draw, and ``met`` says whether every
+    row holds."""
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    ev_t, ho_t = targets_for(n_eval), targets_for(n_heldout)
+    ev_c, ho_c = constraints_for(n_eval), constraints_for(n_heldout, heldout=True)
     n = len(entries)
-    rng = np.random.default_rng(seed)
-    rows: list[np.ndarray] = []
+    if n < n_eval + n_heldout:
+        raise ValueError(f"the pool of {n} mazes cannot hold {n_eval} + {n_heldout} disjoint mazes")
+    readings = list(dict.fromkeys(c.reading for c in ev_c if c.reading))
+    # variable blocks of n: x (eval), y (held-out), then per reading v (the maze is solved) and
+    # w (solves it takes, up to one per model); then an (under, over) slack pair per constraint
+    block = {"eval": 0, "heldout": 1}
+    for r in readings:
+        block[f"v {r}"], block[f"w {r}"] = len(block), len(block) + 1
+    rows_of = [("heldout", c) for c in ho_c]
+    for c in ev_c:
+        var = {"set": "eval", "solved mazes": f"v {c.reading}", "solved episodes": f"w {c.reading}"}[c.over]
+        rows_of.append((var, c))
+    nb = len(block) * n
+    nv = nb + 2 * len(rows_of)
+    a: list[np.ndarray] = []
     lo: list[float] = []
     hi: list[float] = []
-    # variables: x (eval) n, y (held-out) n, then one slack pair (under, over) per constraint
-    groups = []
-    for which, targets in ((0, ev_t), (1, ho_t)):
-        for axis, want in targets.items():
-            for k, v in want.items():
-                mask = np.array([_in_stratum(e, axis, k) for e in entries], dtype=float)
-                groups.append((which, axis, k, v, mask))
-    n_slack = 2 * len(groups)
-    nv = 2 * n + n_slack
-    for gi, (which, axis, _k, v, mask) in enumerate(groups):
+
+    def add(coef: dict[int, float], low: float, high: float) -> np.ndarray:
         row = np.zeros(nv)
-        row[which * n: which * n + n] = mask
-        row[2 * n + 2 * gi] = 1.0  # under: counts as if selected
-        row[2 * n + 2 * gi + 1] = -1.0  # over
-        rows.append(row)
-        lo.append(v)
-        hi.append(np.inf if axis == "at_least" else v)
-    for which, size in ((0, n_eval), (1, n_heldout)):
-        row = np.zeros(nv)
-        row[which * n: which * n + n] = 1
-        rows.append(row)
-        lo.append(size)
-        hi.append(size)
-    for i in range(n):  # disjoint
-        row = np.zeros(nv)
-        row[i] = row[n + i] = 1
-        rows.append(row)
-        lo.append(0)
-        hi.append(1)
-    cost = np.concatenate([rng.random(n), rng.random(n), np.full(n_slack, 1000.0)])
-    integrality = np.concatenate([np.ones(2 * n), np.zeros(n_slack)])
-    upper = np.concatenate([np.ones(2 * n), np.full(n_slack, np.inf)])
-    res = milp(cost, constraints=LinearConstraint(np.array(rows), lo, hi), integrality=integrality,
+        for j, v in coef.items():
+            row[j] = v
+        a.append(row)
+        lo.append(low)
+        hi.append(high)
+        return row
+
+    for i, (name, c) in enumerate(rows_of):
+        b0 = block[name] * n
+        row = add({b0 + j: c.per_maze(e) for j, e in enumerate(entries)}, c.target,
+                  c.target if c.op == "==" else np.inf)
+        row[nb + 2 * i] = 1.0  # under: counts as if selected
+        row[nb + 2 * i + 1] = -1.0  # over
+    for name, size in (("eval", n_eval), ("heldout", n_heldout)):
+        add({block[name] * n + j: 1 for j in range(n)}, size, size)
+    for j in range(n):
+        add({j: 1, n + j: 1}, 0, 1)  # disjoint
+        for r in readings:
+            v, w = block[f"v {r}"] * n + j, block[f"w {r}"] * n + j
+            add({v: 1, j: -1}, -1, 0)  # a solved maze is an eval maze
+            add({w: 1, v: -STUDY_MODELS}, -np.inf, 0)  # solves only on a solved maze, one per model
+            add({w: 1, v: -1}, 0, np.inf)  # and at least one there
+    rng = np.random.default_rng(seed)
+    cost = np.concatenate([rng.random(n), rng.random(n), np.zeros(nb - 2 * n), np.full(nv - nb, 1000.0)])
+    upper = np.concatenate([np.ones(2 * n)] + [np.ones(n) if b.startswith("v") else np.full(n, STUDY_MODELS)
+                                               for b in list(block)[2:]] + [np.full(nv - nb, np.inf)])
+    integrality = np.concatenate([np.ones(nb), np.zeros(nv - nb)])
+    res = milp(cost, constraints=LinearConstraint(np.array(a), lo, hi), integrality=integrality,
                bounds=Bounds(np.zeros(nv), upper))
     if res.x is None:
-        raise ValueError(f"the pool of {n} mazes cannot hold {n_eval} + {n_heldout} disjoint mazes")
-    x = res.x
-    ev = [entries[i] for i in range(n) if x[i] > 0.5]
-    ho = [entries[i] for i in range(n) if x[n + i] > 0.5]
-    a_ev, a_ho = tally(ev), tally(ho)
+        raise ValueError(f"no draw of {n_eval} + {n_heldout} mazes from this pool: {res.message}")
+    x = np.round(res.x).astype(int)
+    ev = [entries[j] for j in range(n) if x[j]]
+    ho = [entries[j] for j in range(n) if x[n + j]]
+    witness: Witness = {r: [(entries[j], int(x[block[f"w {r}"] * n + j])) for j in range(n)
+                            if x[block[f"v {r}"] * n + j]] for r in readings}
+    ev_rows = [(c, achieved(c, ev, witness)) for c in ev_c]
+    ho_rows = [(c, achieved(c, ho)) for c in ho_c]
     return Selection(
-        eval_ids=sorted(e["id"] for e in ev), heldout_ids=sorted(e["id"] for e in ho),
-        eval_targets=ev_t, heldout_targets=ho_t, achieved_eval=a_ev, achieved_heldout=a_ho,
-        met=meets(a_ev, ev_t) and meets(a_ho, ho_t),
+        eval_ids=sorted(e["id"] for e in ev), heldout_ids=sorted(e["id"] for e in ho), witness=witness,
+        eval_rows=ev_rows, heldout_rows=ho_rows, met=all(c.holds(got) for c, got in ev_rows + ho_rows),
     )
 
 
-def _in_stratum(e: dict[str, Any], axis: str, k: str) -> bool:
-    if axis == "band":
-        return band_of(e["optimal_actions"]) == k
-    if axis == "grid":
-        return e["grid"] == k
-    if axis == "category":
-        return e["category"] == k
-    return has_switch_gate(e) if k == "switch+gate" else has_key_door(e)
+def witness_ids(witness: Witness) -> dict[str, list[str]]:
+    """Per reading, the witness's maze ids, an id once per solve it takes."""
+    return {r: sorted(e["id"] for e, times in solves for _ in range(times)) for r, solves in witness.items()}
+
+
+def constraint_rows(rows: list[tuple[Constraint, int]]) -> list[dict[str, Any]]:
+    """The rows as a manifest's provenance records them."""
+    return [{"what": c.what, "target": c.wanted, "achieved": got} for c, got in rows]
 
 
 # ---- the contact sheet ----------------------------------------------------------------------

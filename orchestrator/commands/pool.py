@@ -59,16 +59,24 @@ def build(
 @pool_app.command("select")
 def select(
     pool: str = typer.Argument(..., help="pool folder (or the named set 'pool')"),
-    n_eval: int = typer.Option(50, "--eval", min=1, help="eval set size (strata scaled from the study's 50)"),
+    n_eval: int = typer.Option(50, "--eval", min=1,
+                                help="eval set size (at 50 every study figure; else its strata scaled)"),
     n_heldout: int = typer.Option(15, "--heldout", min=0, help="held-out set size, disjoint from eval"),
     seed: int = typer.Option(..., "--seed", help="draw seed"),
     out: Path = typer.Option(..., "--out", help="folder that receives eval/ and heldout/"),
 ) -> None:
-    """Draw the stratified eval set and a disjoint held-out set; exit 1 if the pool cannot meet
-    the strata (nothing is written then)."""
+    """Draw the eval set and a disjoint held-out set under the study's constraints; exit 1 if
+    the pool cannot meet them (nothing is written then)."""
     from rich.console import Console
 
-    from env.generator.pool import contact_sheet, read_set, select_sets, write_set
+    from env.generator.pool import (
+        constraint_rows,
+        contact_sheet,
+        read_set,
+        select_sets,
+        witness_ids,
+        write_set,
+    )
     from env.sets import set_dir
 
     folder = Path(pool)
@@ -87,23 +95,28 @@ def select(
         typer.echo(f"gridbench: {e}; nothing written", err=True)
         raise typer.Exit(1) from None
     console = Console()
-    console.print(strata_table(sel))
+    console.print(constraints_table(sel))
+    solves = witness_ids(sel.witness)
+    for reading, ids in solves.items():
+        console.print(f"the study's solves can fall on ({reading}): {' '.join(ids)}")
     if not sel.met:
-        typer.echo("gridbench: the pool cannot meet the strata; nothing written", err=True)
+        typer.echo("gridbench: the pool cannot meet the constraints; nothing written", err=True)
         raise typer.Exit(1)
     by_id = {m.id: m for m in mazes}
     entry_of = {e["id"]: e for e in entries}
     src = manifest.get("provenance", {}).get("command", str(folder))
-    for name, ids, targets, achieved in (("eval", sel.eval_ids, sel.eval_targets, sel.achieved_eval),
-                                         ("heldout", sel.heldout_ids, sel.heldout_targets, sel.achieved_heldout)):
+    drawn = (("eval", sel.eval_ids, sel.eval_rows), ("heldout", sel.heldout_ids, sel.heldout_rows))
+    for name, ids, rows in drawn:
         if not ids:
             continue
         chosen = [by_id[i] for i in ids]
         chosen_entries = [entry_of[i] for i in ids]
         provenance = {
             "command": f"gridbench pool select POOL --eval {n_eval} --heldout {n_heldout} --seed {seed}",
-            "pool": src, "targets": targets, "achieved": achieved,
+            "pool": src, "constraints": constraint_rows(rows),
         }
+        if name == "eval" and solves:
+            provenance["solve_witness"] = solves
 
         def sheet(tmp: Path, chosen=chosen, chosen_entries=chosen_entries) -> None:
             (tmp / "contact_sheet.png").write_bytes(contact_sheet(chosen, chosen_entries))
@@ -112,26 +125,27 @@ def select(
         typer.echo(f"wrote {len(chosen)} mazes to {out / name}")
 
 
-def strata_table(sel):
+def constraints_table(sel):
+    """Achieved against wanted, one line per constraint; the held-out column shows the rows
+    that carry over to it (scaled)."""
     from rich.table import Table
 
-    t = Table(title="strata: achieved / target")
-    t.add_column("axis")
-    t.add_column("stratum")
+    t = Table(title="constraints: achieved / wanted")
+    t.add_column("constraint")
     t.add_column("eval", justify="right")
     t.add_column("held-out", justify="right")
-    for axis, want in sel.eval_targets.items():
-        for k, v in want.items():
-            hv = sel.heldout_targets[axis].get(k, 0)
-            ge = ">=" if axis == "at_least" else ""
-            t.add_row(axis, k, _cell(sel.achieved_eval[axis][k], v, ge), _cell(sel.achieved_heldout[axis][k], hv, ge))
+    held = {c.what: (c, got) for c, got in sel.heldout_rows}
+    for c, got in sel.eval_rows:
+        h = held.pop(c.what, None)
+        t.add_row(c.what, _cell(c, got), _cell(*h) if h else "")
+    for c, got in held.values():
+        t.add_row(c.what, "", _cell(c, got))
     return t
 
 
-def _cell(got: int, want: int, ge: str) -> str:
-    ok = got >= want if ge else got == want
-    text = f"{got} / {ge}{want}"
-    return text if ok else f"[red]{text}[/red]"
+def _cell(c, got: int) -> str:
+    text = f"{got} / {c.wanted}"
+    return text if c.holds(got) else f"[red]{text}[/red]"
 
 
 def register(app: typer.Typer) -> None:

@@ -6,13 +6,23 @@ from collections import Counter
 import pytest
 
 from env.generator.pool import (
-    STUDY_EVAL,
+    POOL_CELLS,
     build_pool,
     pool_recipe,
     read_set,
     select_sets,
-    targets_for,
+    witness_ids,
     write_set,
+)
+from env.generator.strata import (
+    ANALYSIS_BANDS,
+    SELECTION_BANDS,
+    STUDY_EVAL,
+    STUDY_EVAL_SIZE,
+    STUDY_MODELS,
+    achieved,
+    constraints_for,
+    find_solve_witness,
 )
 from env.sets import MAZES_DIR
 
@@ -21,17 +31,39 @@ def test_recipe_is_deterministic_and_follows_the_quotas():
     a, b = pool_recipe(214, 5), pool_recipe(214, 5)
     assert a == b and pool_recipe(214, 6) != a
     assert [s.maze_id for s in a] == [f"p{i:04d}" for i in range(1, 215)]
-    grids = Counter(s.params.width for s in a)
-    assert grids == {8: 64, 10: 70, 14: 80}
+    # the cells' shares add up to the study's pool, so at 214 every cell gets exactly its share
+    cells = Counter((s.params.width, s.params.band) for s in a)
+    assert cells == {(side, (lo, hi)): n for side, lo, hi, n in POOL_CELLS}
     cats = Counter(s.params.category for s in a)
-    assert cats["scale"] >= 6 and cats["distractor"] >= 30 and cats["mechanism"] >= 100
+    assert cats["scale"] >= 8 and cats["distractor"] >= 30 and cats["mechanism"] >= 100
+    # where the study's solves can fall, mazes with keys and doors only, some with two steps
+    short_keys = Counter(s.params.chain for s in a if s.params.category == "mechanism"
+                         and s.params.width <= 10 and 20 <= s.params.band[0] and s.params.band[1] <= 45)
+    assert short_keys["key_door"] >= 12 and short_keys["key_sequence"] >= 6
 
 
-def test_targets_scale_from_the_study():
-    assert targets_for(50) == STUDY_EVAL
-    t15 = targets_for(15)
-    assert sum(t15["band"].values()) == sum(t15["grid"].values()) == sum(t15["category"].values()) == 15
-    assert t15["grid"] == {"8x8": 3, "10x10": 6, "14x14": 6}
+def test_the_study_table_is_consistent_with_itself():
+    study = constraints_for(STUDY_EVAL_SIZE)
+    by = {c.what: c.target for c in study}
+    for group in ("path band", "grid", "category"):
+        assert sum(c.target for c in STUDY_EVAL if c.group == group) == STUDY_EVAL_SIZE
+    assert sum(by[f"path {name}"] for name, _, _ in ANALYSIS_BANDS) == STUDY_EVAL_SIZE
+    # the two band systems cut each other into non-empty pieces (26-30 and 31-39, 40-45 and 46-59)
+    in_26_30 = by["path <=30"] - by["path 20-25"]
+    assert in_26_30 > 0 and by["path 26-39"] - in_26_30 > 0
+    assert by["path >=61"] == by["path 60-79"] + by["path 81+"]  # so nothing at 60 or 80
+    assert [lo for _, lo, _ in SELECTION_BANDS][-1] == 81
+    assert by["with a switch and a gate"] * STUDY_MODELS == 105
+
+
+def test_scaled_constraints_keep_the_strata_of_the_held_out_set():
+    t15 = {c.what: (c.op, c.target) for c in constraints_for(15, heldout=True)}
+    assert {k: v for k, v in t15.items() if k.startswith("grid")} == {
+        "grid 8x8": ("==", 3), "grid 10x10": ("==", 6), "grid 14x14": ("==", 6)}
+    assert sum(t for k, (_, t) in t15.items() if k.startswith("path")) == 15
+    assert t15["with a switch and a gate"] == (">=", 10) and t15["with a key and a door"] == (">=", 6)
+    assert not any(k.startswith("solve") for k in t15)
+    assert {c.what for c in constraints_for(15, heldout=True)} == {c.what for c in constraints_for(30)}
 
 
 def test_a_small_pool_is_distinct_and_the_same_on_one_or_two_workers():
@@ -42,12 +74,18 @@ def test_a_small_pool_is_distinct_and_the_same_on_one_or_two_workers():
     assert one.stats.accepted == 6 and one.stats.candidates >= 6
 
 
-def test_select_on_the_shipped_pool_meets_the_strata_and_depends_on_the_seed():
+def test_select_on_the_shipped_pool_meets_the_constraints_and_depends_on_the_seed():
     manifest, _ = read_set(MAZES_DIR / "pool")
     a = select_sets(manifest["mazes"], 50, 15, seed=1)
     b = select_sets(manifest["mazes"], 50, 15, seed=2)
     assert a.met and b.met and a.eval_ids != b.eval_ids
     assert len(a.eval_ids) == 50 and len(a.heldout_ids) == 15 and not set(a.eval_ids) & set(a.heldout_ids)
+    # the witness lies inside eval and passes the independent search's rows
+    for reading, ids in witness_ids(a.witness).items():
+        assert set(ids) <= set(a.eval_ids) and len(ids) == 6, reading
+    ev = [e for e in manifest["mazes"] if e["id"] in a.eval_ids]
+    assert all(c.holds(achieved(c, ev, a.witness)) for c in constraints_for(50))
+    assert find_solve_witness(ev, constraints_for(50)) is not None
 
 
 def test_select_reports_unmet_strata_when_the_pool_lacks_them():
@@ -55,7 +93,24 @@ def test_select_reports_unmet_strata_when_the_pool_lacks_them():
     no_large = [e for e in manifest["mazes"] if e["grid"] != "14x14"]
     sel = select_sets(no_large, 50, 15, seed=1)
     assert not sel.met
-    assert sel.achieved_eval["grid"]["14x14"] == 0
+    assert dict((c.what, got) for c, got in sel.eval_rows)["grid 14x14"] == 0
+
+
+def test_without_two_key_mazes_no_eval_set_fits_the_study_solves():
+    manifest, _ = read_set(MAZES_DIR / "pool")
+    one_door = [e for e in manifest["mazes"] if not (e["counts"]["door"] >= 2 and e["optimal_actions"] <= 45)]
+    sel = select_sets(one_door, 50, 15, seed=1)
+    unmet = {c.what for c, got in sel.eval_rows if not c.holds(got)}
+    # only rows about the solves can fail (which of them is the solver's choice)
+    assert not sel.met and unmet and all(c.reading for c, got in sel.eval_rows if c.what in unmet)
+
+
+def test_the_solve_search_fails_when_the_eval_set_lacks_what_the_solves_need():
+    ev, _ = read_set(MAZES_DIR / "eval")
+    entries = ev["mazes"]
+    assert find_solve_witness(entries, constraints_for(50)) is not None
+    no_short_scale = [e for e in entries if not (e["category"] == "scale" and e["optimal_actions"] <= 45)]
+    assert find_solve_witness(no_short_scale, constraints_for(50)) is None
 
 
 def _gridbench(*args):
