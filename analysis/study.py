@@ -210,12 +210,13 @@ def _thinking_after(t: Tables, h: dict) -> tuple[str, dict]:
         g = g.set_index("after")
         parts = []
         for nothing, worked, label in (("achieved nothing", "worked", "state"), ("no progress", "progress", "distance")):
-            parts.append(f"{label}: {_g(g.loc[nothing, 'median_reasoning_tokens'])} ({int(g.loc[nothing, 'turns'])} "
-                         f"turns) vs {_g(g.loc[worked, 'median_reasoning_tokens'])} ({int(g.loc[worked, 'turns'])})")
+            parts.append(f"{label} {_g(g.loc[nothing, 'median_reasoning_tokens'])} after {nothing} "
+                         f"({int(g.loc[nothing, 'turns'])} turns) vs {_g(g.loc[worked, 'median_reasoning_tokens'])} "
+                         f"after {worked} ({int(g.loc[worked, 'turns'])})")
             values.setdefault(arm, {})[label] = {
                 "nothing_median": _num(g.loc[nothing, "median_reasoning_tokens"]), "nothing_turns": int(g.loc[nothing, "turns"]),
                 "worked_median": _num(g.loc[worked, "median_reasoning_tokens"]), "worked_turns": int(g.loc[worked, "turns"])}
-        cells.append(f"{arm} " + ", ".join(parts))
+        cells.append(f"{arm}: " + " / ".join(parts))
     return "; ".join(cells), values
 
 
