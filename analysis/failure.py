@@ -1,5 +1,5 @@
 """Failure modes: what interaction verbs achieved, live switches, wall bumps, drift over an episode,
-per-step oracle regret and the distance-to-goal horizon.
+when progress stopped (failure onset), per-step oracle regret and the distance-to-goal horizon.
 
 All take the annotated steps of ``analysis.steps.annotate`` and report one row per arm, plus
 the pooled arm ``all`` when there are several.
@@ -155,3 +155,59 @@ def horizon(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
             rows.append({"arm": arm, "step": t, "mean_remaining": float(curves[:, t].mean()),
                          "episodes": len(mat), "running": int((lengths >= t).sum())})
     return order_arms(pd.DataFrame(rows), traces)
+
+
+EARLY = 0.5  # an unsolved episode "fails early" when its last progress came in its first half
+
+
+def onset(traces: Traces, st: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """When each episode stopped making progress (the study's Figures 7-8): per episode and per arm.
+
+    ``onset_step`` is the last step that reached a new minimum of the oracle action distance:
+    lower than the start distance and than every distance before it (0 when no step did; the
+    goal unreachable counts as infinitely far). ``onset_share = onset_step / steps``: the
+    episode made no novel progress after that share of its steps. ``novel_onset_step`` and
+    ``novel_onset_share`` do the same for the last step that reached a never-seen (position,
+    carried key, mechanism state) combination, the trace's ``novel`` column. A solved episode's
+    onset is its last step.
+
+    The per-arm table counts unsolved episodes only: medians and means of both shares, and how
+    many episodes had their onset in the first half (``onset_share <= 0.5``), in the first
+    quarter, or never progressed at all.
+    """
+    key = ["run", "episode_id"]
+    eps = traces.episodes[["run", "episode_id", "arm", "maze_id", "solved", "termination", "steps",
+                           "d_start_action"]]
+    if st.empty:
+        per = eps.assign(onset_step=0, novel_onset_step=0)
+    else:
+        s = st[[*key, "step", "action_distance", "novel"]].merge(eps[[*key, "d_start_action"]], on=key, how="left")
+        d = s["action_distance"].astype("float64").fillna(np.inf)
+        start = s["d_start_action"].astype("float64").fillna(np.inf)
+        by = [s["run"], s["episode_id"]]
+        before = d.groupby(by).cummin().groupby(by).shift(1).fillna(np.inf)
+        new_min = d < np.minimum(before, start)
+        novel = s["novel"].fillna(False).astype(bool)
+        last = s[key].assign(onset_step=s["step"].where(new_min, 0), novel_onset_step=s["step"].where(novel, 0))
+        last = last.groupby(key, sort=False)[["onset_step", "novel_onset_step"]].max().reset_index()
+        per = eps.merge(last, on=key, how="left")
+    per[["onset_step", "novel_onset_step"]] = per[["onset_step", "novel_onset_step"]].fillna(0).astype(int)
+    n = per["steps"].replace(0, np.nan)
+    per["onset_share"] = per["onset_step"] / n
+    per["novel_onset_share"] = per["novel_onset_step"] / n
+    per = per.drop(columns=["d_start_action"])
+
+    rows = []
+    for arm, g in with_pooled(per).groupby("arm", sort=False):
+        u = g[~g["solved"]]
+        rows.append({
+            "arm": arm, "episodes": len(g), "unsolved_episodes": len(u),
+            "median_onset_share": float(u["onset_share"].median()) if len(u) else np.nan,
+            "mean_onset_share": float(u["onset_share"].mean()) if len(u) else np.nan,
+            "onset_first_half": int((u["onset_share"] <= EARLY).sum()),
+            "onset_first_quarter": int((u["onset_share"] <= EARLY / 2).sum()),
+            "never_progressed": int((u["onset_step"] == 0).sum()),
+            "median_novel_onset_share": float(u["novel_onset_share"].median()) if len(u) else np.nan,
+            "novel_onset_first_half": int((u["novel_onset_share"] <= EARLY).sum()),
+        })
+    return order_arms(per, traces), order_arms(pd.DataFrame(rows), traces)

@@ -325,24 +325,107 @@ def tokens(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
 
 
 def thinking_after(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    """Two panels, one per definition of a step that worked: median next-turn reasoning per arm."""
     t = _only_arms(t)
-    t = t[t["after"].isin(["progress", "no progress"])]
     arms = list(dict.fromkeys(t["arm"]))
-    fig, (ax,) = _fig(h=max(2.6, 0.7 * len(arms) + 1.6))
+    panels = (("state", (("worked", "#2a9d8f", "it changed position, key or a mechanism"),
+                         ("achieved nothing", "#e76f51", "it changed nothing of those"))),
+              ("distance", (("progress", "#2a9d8f", "the oracle distance fell"),
+                            ("no progress", "#e76f51", "it did not fall"))))
+    fig, axes = _fig(h=max(2.8, 0.7 * len(arms) + 1.9), ncols=2, w=WIDTH + 4)
     y = np.arange(len(arms))
-    for j, (after, color) in enumerate((("progress", "#2a9d8f"), ("no progress", "#e76f51"))):
-        g = t[t["after"] == after].set_index("arm").reindex(arms)
-        ys = y + (j - 0.5) * 0.38
-        vals = g["median_reasoning_tokens"].fillna(0)
-        ax.barh(ys, vals, 0.38, color=color, label=f"after a step that made {after}")
-        for yi, v, n in zip(ys, vals, g["turns"].fillna(0), strict=True):
-            ax.text(v, yi, f" {v:,.0f} ({int(n)} turns)", va="center", fontsize=8)
-    ax.set_yticks(y, arms)
-    ax.invert_yaxis()
-    ax.set_xlabel("median reasoning tokens on the next turn (tokens)")
-    ax.set_title("Thinking after a step that cut the action distance vs one that did not", pad=28)
-    ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2)
-    ax.margins(x=0.3)
+    for ax, (definition, groups) in zip(axes, panels, strict=True):
+        d = t[t["definition"] == definition]
+        for j, (after, color, meaning) in enumerate(groups):
+            g = d[d["after"] == after].set_index("arm").reindex(arms)
+            ys = y + (j - 0.5) * 0.38
+            vals = g["median_reasoning_tokens"].fillna(0)
+            ax.barh(ys, vals, 0.38, color=color, label=f"{after}: {meaning}")
+            for yi, v, n in zip(ys, vals, g["turns"].fillna(0), strict=True):
+                ax.text(v, yi, f" {v:,.0f} ({int(n)} turns)", va="center", fontsize=8)
+        ax.set_yticks(y, arms if ax is axes[0] else [""] * len(arms))
+        ax.invert_yaxis()
+        ax.set_xlabel("median reasoning tokens on the next turn (tokens)")
+        ax.set_title(f"{definition} definition", pad=34)
+        ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1)
+        ax.margins(x=0.35)
+    fig.suptitle("Thinking after a step that worked vs one that did not")
+    return fig
+
+
+def thinking_quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    t = _only_arms(t)
+    fig, axes = _fig(h=3.6, ncols=2, w=WIDTH + 3)
+    for ax, (col, title) in zip(axes, (("median_reasoning_tokens", "median per turn"),
+                                       ("mean_reasoning_tokens", "mean per turn")), strict=True):
+        for arm in dict.fromkeys(t["arm"]):
+            g = t[t["arm"] == arm].sort_values("quarter")
+            ax.plot(g["quarter"], g[col], marker="o", color=colors[arm], label=f"{arm} ({int(g['turns'].sum())} turns)")
+        ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
+        ax.set_xlabel("quarter of the episode's steps")
+        vals = t[col].dropna()
+        if (vals > 0).all() and len(vals) and vals.max() / vals.min() > 50:
+            ax.set_yscale("log")  # arms that think 100x more would flatten the others to a line
+            ax.set_ylabel("reasoning tokens (log scale)")
+        else:
+            ax.set_ylim(bottom=0)
+            ax.set_ylabel("reasoning tokens")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_k))
+        ax.set_title(title)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    fig.suptitle("Thinking over an episode: reasoning tokens per turn, by quarter")
+    return fig
+
+
+def onset(per: pd.DataFrame, colors: dict[str, str]) -> Figure:
+    """ECDF of the onset share of unsolved episodes, per arm, under both definitions."""
+    per = per[~per["solved"]]
+    fig, axes = _fig(h=3.8, ncols=2, w=WIDTH + 3)
+    for ax, (col, title) in zip(axes, (("onset_share", "last new minimum of the oracle distance"),
+                                       ("novel_onset_share", "last never-seen state (novel)")), strict=True):
+        for arm in [a for a in colors if a in set(per["arm"])]:
+            v = np.sort(per.loc[per["arm"] == arm, col].dropna().to_numpy(dtype=float))
+            if len(v):
+                ax.step(np.concatenate([[0], v, [1]]), np.concatenate([[0], np.arange(1, len(v) + 1) / len(v), [1]]),
+                        where="post", color=colors[arm], label=f"{arm} (n={len(v)})")
+        ax.axvline(0.5, color="grey", ls="--", lw=1)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("failure onset (share of the episode's steps)")
+        ax.set_ylabel("share of unsolved episodes with onset <= x")
+        ax.set_title(title)
+    axes[0].legend(frameon=False, fontsize=8, loc="lower right")
+    fig.suptitle("Failure onset: when unsolved episodes stopped making progress")
+    return fig
+
+
+def near_goal(ep: pd.DataFrame, colors: dict[str, str], near: int) -> Figure:
+    """Each unsolved episode's closest approach against its final distance."""
+    ep = ep[~ep["solved"]]
+    fig, (ax,) = _fig(h=4.2, w=WIDTH)
+    top = float(np.nanmax(ep[["closest_action", "d_end_action"]].to_numpy(dtype=float), initial=near + 1))
+    ax.axvspan(-0.5, near + 0.5, color="#2a9d8f", alpha=0.10, lw=0)
+    ax.axhspan(-0.5, near + 0.5, color="#e9c46a", alpha=0.15, lw=0)
+    rng = np.random.default_rng(2)
+    for arm in [a for a in colors if a in set(ep["arm"])]:
+        g = ep[ep["arm"] == arm]
+        jitter = rng.uniform(-0.3, 0.3, (2, len(g)))
+        came = int((g["closest_action"] <= near).sum())
+        ended = int((g["d_end_action"] <= near).sum())
+        ax.scatter(g["closest_action"] + jitter[0], g["d_end_action"].astype(float) + jitter[1], s=14, alpha=0.7,
+                   color=colors[arm], label=f"{arm}: came within {near}: {came}, ended within {near}: {ended} "
+                                            f"(n={len(g)})")
+    ax.plot([0, top], [0, top], color="grey", lw=1, ls=":")
+    ax.text(near + 0.8, top * 0.5, f"came within {near}", rotation=90, va="center", fontsize=8, color="#2a9d8f")
+    ax.text(top * 0.5, near + 0.8, f"ended within {near}", ha="center", fontsize=8, color="#b08a1e")
+    ax.set_xlim(-1, top * 1.05 + 1)
+    ax.set_ylim(-1, top * 1.05 + 1)
+    ax.set_xlabel("closest approach (least action distance reached, actions)")
+    ax.set_ylabel("action distance at the end (actions)")
+    ax.set_title(f"Unsolved episodes near the goal (shaded: within {near} actions; "
+                 "an unreachable end is not drawn)", fontsize=10)
+    ax.legend(frameon=False, fontsize=8, loc="upper left")
     return fig
 
 

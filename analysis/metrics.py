@@ -122,6 +122,47 @@ def progress(traces: Traces) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+def near_goal(traces: Traces) -> pd.DataFrame:
+    """Unsolved episodes near the goal, two ways: that came within ``NEAR`` actions of it at some
+    step (``came_within``, the closest approach) and that ended within ``NEAR`` actions of it
+    (``ended_within``, the final action distance)."""
+    eps = with_pooled(traces.episodes)
+    unsolved = ~eps["solved"]
+    t = eps.assign(
+        unsolved=unsolved,
+        came_within=unsolved & (eps["closest_action"] <= NEAR),
+        ended_within=unsolved & (eps["d_end_action"] <= NEAR),
+        end_unsolved=eps["d_end_action"].astype("float64").where(unsolved),
+        closest_unsolved=eps["closest_action"].astype("float64").where(unsolved),
+    ).groupby("arm", sort=False).agg(
+        episodes=("episode_id", "size"), unsolved=("unsolved", "sum"),
+        came_within=("came_within", "sum"), ended_within=("ended_within", "sum"),
+        median_closest_unsolved=("closest_unsolved", "median"), median_end_unsolved=("end_unsolved", "median"),
+    ).reset_index()
+    for c in ("unsolved", "came_within", "ended_within"):
+        t[c] = t[c].astype(int)
+    return order_arms(t.rename(columns={"came_within": f"came_within_{NEAR}", "ended_within": f"ended_within_{NEAR}"}),
+                      traces)
+
+
+def overview(traces: Traces) -> pd.DataFrame:
+    """The headline per arm: episodes, solves, mean action progress with its maze-bootstrap 95%
+    interval, tokens and cost."""
+    rows = []
+    for arm, g in with_pooled(traces.episodes).groupby("arm", sort=False):
+        prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
+        cost = g["cost_usd"]
+        rows.append({
+            "arm": arm, "episodes": len(g), "mazes": g["maze_id"].nunique(), "solves": int(g["solved"].sum()),
+            **prog.as_dict("mean_progress_action"),
+            "tokens_out": int(g["tokens_out"].fillna(0).sum()),
+            "tokens_reasoning": int(g["tokens_reasoning"].fillna(0).sum()),
+            "mean_tokens_out_per_episode": float(g["tokens_out"].mean()),
+            "cost_usd": float(cost.sum()) if cost.notna().any() else float("nan"),
+        })
+    return order_arms(pd.DataFrame(rows), traces)
+
+
 def closest_approach(traces: Traces) -> pd.DataFrame:
     """One row per episode: the least action distance it reached, and whether it solved."""
     cols = ["run", "arm", "episode_id", "maze_id", "optimal_actions", "closest_action", "solved"]
@@ -173,6 +214,7 @@ def headline(traces: Traces) -> dict[str, float | int]:
         "mean_progress_tile": float(eps["progress_tile"].mean()),
         "median_closest_action": float(eps["closest_action"].median()) if len(eps) else float("nan"),
         "near_unsolved": int(near.sum()),
+        "ended_near_unsolved": int((~eps["solved"] & (eps["d_end_action"] <= NEAR)).sum()),
         "episodes_optimal_le_45": int((eps["optimal_actions"] <= SHORT_PATH).sum()),
         "solves_with_switch_gate": int(eps.loc[eps["content"].isin(["switch-gate only", "both"]), "solved"].sum()),
         "episodes_with_switch_gate": int(eps["content"].isin(["switch-gate only", "both"]).sum()),
@@ -187,6 +229,7 @@ def solved_mazes(eps: pd.DataFrame) -> dict[str, int | None]:
     return {
         "solves_max_optimal_actions": int(won["optimal_actions"].max()) if len(won) else None,
         "solves_with_switches": int((won["n_switches"] > 0).sum()),
+        "solves_with_key_door": int(won["content"].isin(["key-door only", "both"]).sum()),
         "solves_with_distractors": int((won["n_distractors"] > 0).sum()),
     }
 

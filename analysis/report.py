@@ -21,11 +21,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from markdown_it import MarkdownIt
 
 from analysis import ablation as ablation_mod
-from analysis import compute, failure, figures, metrics
+from analysis import compute, failure, figures, metrics, study
 from analysis import steps as steps_mod
-from analysis.load import Traces, load_runs
+from analysis.load import GROUP, Traces, load_runs
 from env.errors import BadInput
 
 FORMAT = "gridbench.report/1"
@@ -79,10 +80,19 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _shown(df: pd.DataFrame, max_rows: int) -> pd.DataFrame:
+    """The rows and columns a page shows: the arm label already names the run, model and
+    condition, so those columns stay in the CSV only."""
+    shown = df.head(max_rows)
+    if "arm" in shown:
+        shown = shown.drop(columns=[c for c in GROUP if c in shown])
+    return shown
+
+
 def _md_table(df: pd.DataFrame, max_rows: int = 60) -> str:
     if df.empty:
         return "_(no rows)_\n"
-    shown = df.head(max_rows)
+    shown = _shown(df, max_rows)
     lines = ["| " + " | ".join(map(str, shown.columns)) + " |", "|" + "---|" * len(shown.columns)]
     for row in shown.itertuples(index=False):
         lines.append("| " + " | ".join(_fmt(v).replace("|", "/") for v in row) + " |")
@@ -91,13 +101,32 @@ def _md_table(df: pd.DataFrame, max_rows: int = 60) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Section texts and summary lines are markdown: commonmark, with raw HTML off so that anything
+# that is not markdown is escaped rather than passed through.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})
+
+
+def _md_html(text: str) -> str:
+    return _MARKDOWN.render(text)
+
+
+def _md_inline(text: str) -> str:
+    return _MARKDOWN.renderInline(text)
+
+
 def _html_table(df: pd.DataFrame, max_rows: int = 60) -> str:
     if df.empty:
         return "<p><em>(no rows)</em></p>"
-    shown = df.head(max_rows)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-                   for row in shown.itertuples(index=False))
+    shown = _shown(df, max_rows)
+    # prose columns read left-aligned; numbers stay right-aligned
+    prose = [shown[c].map(lambda v: isinstance(v, str) and len(v) > 24).any() for c in shown.columns]
+    # long column names may wrap after an underscore, so a wide table still fits the page
+    names = [html.escape(str(c)).replace("_", "_<wbr>") for c in shown.columns]
+    head = "".join(f"<th class='prose'>{n}</th>" if wide else f"<th>{n}</th>"
+                   for n, wide in zip(names, prose, strict=True))
+    body = "".join("<tr>" + "".join(
+        f"<td class='prose'>{_md_inline(_fmt(v))}</td>" if wide else f"<td>{html.escape(_fmt(v))}</td>"
+        for v, wide in zip(row, prose, strict=True)) + "</tr>" for row in shown.itertuples(index=False))
     more = f"<p><em>{len(df) - max_rows} more rows in the CSV.</em></p>" if len(df) > max_rows else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
@@ -107,8 +136,9 @@ def _figures(**specs: tuple[pd.DataFrame, Callable[[], plt.Figure]]) -> dict[str
     return {name: make() for name, (table, make) in specs.items() if not table.empty}
 
 
-def sections(traces: Traces) -> tuple[list[Section], dict]:
-    """Compute every table and figure; the headline numbers for metrics.json."""
+def sections(traces: Traces) -> tuple[list[Section], dict, dict]:
+    """Compute every table and figure; the headline numbers and the study's findings beside this
+    run's, for metrics.json."""
     if traces.episodes.empty:
         where = ", ".join(str(d) for d in traces.run_dirs) or "runs"
         raise BadInput(where, "episodes", f"all {len(traces.errors)} episodes ended in error: nothing to report "
@@ -116,6 +146,22 @@ def sections(traces: Traces) -> tuple[list[Section], dict]:
     colors = figures.arm_colors(traces.arms)
     st = steps_mod.annotate(traces)
     out: list[Section] = []
+
+    budgets = compute.budgets(traces, st)
+    out.append(Section(
+        "overview", "Overview",
+        "One row per model (arm), pooled as `all` when there are several: episodes, mazes, solves, "
+        "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
+        "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
+        "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
+        "allowed, over the steps where it was recorded: `thinking_budget` (thinking tokens; empty "
+        "when thinking was off or the provider took an effort level), `reasoning_effort` (the effort "
+        "level sent) and `max_output_tokens` (the output cap), each with the number of steps it is "
+        "known for. Runs recorded before budgets were traced show them empty. The summary warns when "
+        "the arms got different budgets: a column differs between the arms that have it recorded, or "
+        "some arms were limited by a token budget and others by an effort level.",
+        {"overview": metrics.overview(traces), "budgets": budgets},
+    ))
 
     solves = metrics.solves(traces)
     by = {col: metrics.solves(traces, col) for col in ("grid", "category", "content")}
@@ -135,15 +181,23 @@ def sections(traces: Traces) -> tuple[list[Section], dict]:
 
     prog = metrics.progress(traces)
     closest = metrics.closest_approach(traces)
+    near = metrics.near_goal(traces)
     out.append(Section(
         "progress", "Progress and closest approach",
         "`progress_action = clip(1 - d_end / d_start, 0, 1)` over oracle action distances (barriers "
         "count), `progress_tile` the same over tile distances (barriers ignored); solved episodes "
         "score 1. Closest approach is the least action distance reached during the episode; "
-        f"`near_unsolved` counts unsolved episodes that came within {metrics.NEAR} actions of the goal.",
-        {"progress": prog, "closest_approach": closest},
+        f"`near_unsolved` counts unsolved episodes that came within {metrics.NEAR} actions of the goal. "
+        f"`near_goal` tells two things apart among unsolved episodes: `came_within_{metrics.NEAR}`, "
+        f"those that **came** within {metrics.NEAR} actions of the goal at some step (closest approach, "
+        f"the same count as `near_unsolved`), and `ended_within_{metrics.NEAR}`, those that **ended** "
+        f"within {metrics.NEAR} actions of it (`d_end_action`, the distance after the last step); with "
+        "the median closest and final distances of unsolved episodes.",
+        {"progress": prog, "closest_approach": closest, "near_goal": near},
         {"progress": figures.progress(prog, colors),
-         "closest_approach": figures.closest(closest, colors, metrics.NEAR)},
+         "closest_approach": figures.closest(closest, colors, metrics.NEAR),
+         **_figures(near_goal=(near[near["unsolved"] > 0] if not near.empty else near,
+                               lambda: figures.near_goal(traces.episodes, colors, metrics.NEAR)))},
     ))
 
     bands = metrics.bands(traces)
@@ -194,18 +248,53 @@ def sections(traces: Traces) -> tuple[list[Section], dict]:
         figs,
     ))
 
+    onset_per, onset = failure.onset(traces, st)
+    unsolved = onset_per[~onset_per["solved"]]
+    out.append(Section(
+        "onset", "Failure onset",
+        "When an episode stopped making progress. **Definition used:** the failure onset is the last "
+        "step that reached a new minimum of the oracle action distance, lower than the start "
+        "distance and than every distance before it (`onset_step`, 0 when no step did); "
+        "`onset_share = onset_step / steps` is the share of the episode after which it made no "
+        "further progress toward the goal. A second reading is given beside it: the last step that "
+        "reached a never-seen (position, carried key, mechanism state) combination (`novel_onset_step`, "
+        "`novel_onset_share`, from the trace's `novel` column). The novelty reading counts wandering into "
+        "new cells as progress, and in an episode the stall watchdog ended its last "
+        "`stall_window` steps are never novel by construction, so it mostly measures the watchdog; the "
+        "distance reading is the one the summary and the study comparison use. The per-arm table "
+        "counts unsolved episodes only (a solve's onset is its last step): medians and means of the "
+        "share, how many had their onset in the first half (`onset_first_half`, share <= 0.5) or "
+        "first quarter, and how many never got closer than at the start (`never_progressed`). "
+        "The figure shows, per arm, the share of unsolved episodes whose onset came at or before "
+        "each point of the episode (an empirical CDF): a curve that rises early means early failures.",
+        {"failure_onset": onset, "failure_onset_episodes": onset_per},
+        _figures(failure_onset=(unsolved, lambda: figures.onset(onset_per, colors))),
+    ))
+
     tok = compute.tokens(traces)
     think = compute.thinking_after(traces, st)
+    think_q = compute.thinking_quarters(traces, st)
     figs = {"tokens": figures.tokens(tok, colors)}
+    if not think_q.empty and think_q["reasoning_tokens"].sum() > 0:
+        figs["thinking_quarters"] = figures.thinking_quarters(think_q, colors)
     if not think.empty and think["turns"].sum() > 0:
         figs["thinking_after"] = figures.thinking_after(think, colors)
     out.append(Section(
         "compute", "Test-time compute",
         "Token totals and per-episode means from the episode rows; cost in USD as recorded "
-        "(per solve = total cost / solves, empty without solves). Thinking after a step: the "
-        "reasoning tokens of turn t+1 grouped by what step t did to the oracle action distance "
-        "(progress: it fell; no progress: it stayed or rose, split into neutral and wasted).",
-        {"tokens": tok, "thinking_after": think}, figs,
+        "(per solve = total cost / solves, empty without solves). **Thinking per quarter**: the "
+        "reasoning tokens of each turn, grouped by the quarter of its episode the step falls in "
+        "(the quarters of *Failure modes*), median and mean per turn. **Thinking after a step**: "
+        "the reasoning tokens of turn t+1 grouped by what step t did, under two definitions of a "
+        "move that worked, each labelled in the `definition` column. *State*: `worked` when the step "
+        "changed the agent's position, the key it carries or a mechanism (a move, a pickup or swap, "
+        "a door or switch changing), `achieved nothing` otherwise; that group is split into `turned` "
+        "(only the facing changed) and `no change` (a bump, or a pickup, toggle, done or invalid "
+        "reply that changed nothing). A turn counts as achieving nothing because it neither reaches "
+        "a new cell nor operates anything; the split lets a reader count it the other way. "
+        "*Distance*: `progress` when the oracle action distance fell, `no progress` when it stayed "
+        "(`neutral`) or rose (`wasted`). Turns whose reasoning count is unknown are left out.",
+        {"tokens": tok, "thinking_quarters": think_q, "thinking_after": think}, figs,
     ))
 
     reg = failure.regret(traces, st)
@@ -235,7 +324,20 @@ def sections(traces: Traces) -> tuple[list[Section], dict]:
     head["arms"] = traces.arms
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
-    return out, head
+    head["budget_warnings"] = compute.budget_warnings(budgets)
+    tables = {k: v for s in out for k, v in s.tables.items()}
+    recomputed, findings = study.findings(tables, head)
+    out.insert(1, Section(
+        "study", "The study's findings, recomputed",
+        "Each headline figure of the study beside the same quantity computed from these runs, with "
+        "the table and columns that hold it (docs/study.md lists every quantitative statement of the "
+        "study and how to recompute it). The study ran three models (Claude, Kimi, Qwen) on 50 "
+        "evaluation mazes, one episode each (150 episodes); where it gives a figure for one of its "
+        "models, this run's figure is given for every arm. A run of other models, mazes or "
+        "protocols need not agree with the study.",
+        {"study_findings": recomputed},
+    ))
+    return out, head, findings
 
 
 def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
@@ -246,7 +348,8 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
         f"{head['mazes_solved_by_none']} mazes solved by no model.",
         f"Mean action progress {head['mean_progress_action']:.3f}, tile progress {head['mean_progress_tile']:.3f}; "
         f"median closest approach {head['median_closest_action']:g} actions; "
-        f"{head['near_unsolved']} unsolved episodes came within {metrics.NEAR} actions of the goal.",
+        f"{head['near_unsolved']} unsolved episodes came within {metrics.NEAR} actions of the goal at some "
+        f"step, {head['ended_near_unsolved']} ended within {metrics.NEAR} actions of it.",
         f"Episodes with a switch-gate mechanism: {head['episodes_with_switch_gate']}, solved: "
         f"{head['solves_with_switch_gate']}.",
     ]
@@ -259,6 +362,14 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
         top = ax[ax["subset"] == "all"].sort_values("r2_increment", ascending=False).iloc[0]
         lines.append(f"Strongest single difficulty axis: {top['label']} (R^2 {top['r2']:.3f} with the model "
                      f"term, increment {top['r2_increment']:.3f}).")
+    onset = t.get("failure_onset")
+    if onset is not None and not onset.empty:
+        arms = onset[onset["arm"] != metrics.ALL] if (onset["arm"] != metrics.ALL).any() else onset
+        arms = arms[arms["unsolved_episodes"] > 0]
+        if not arms.empty:
+            lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
+                         "came in their first half: " + "; ".join(
+                             f"{r.arm} {r.onset_first_half} of {r.unsolved_episodes}" for r in arms.itertuples()) + ".")
     if head["mazes_unresolved"]:
         lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
                      "need the maze (wall bumps, live switches) leave those episodes out.")
@@ -275,7 +386,9 @@ def _png(fig: plt.Figure) -> bytes:
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 6px;
 text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}img{max-width:100%}
-code{background:#f3f3f3;padding:0 3px}table{display:block;overflow-x:auto;max-width:100%}"""
+code{background:#f3f3f3;padding:0 3px}table{display:block;overflow-x:auto;max-width:100%}
+th{max-width:9em;vertical-align:bottom}td.prose,th.prose{text-align:left;min-width:14em;max-width:32em}li{margin:.2em 0}
+.warn{background:#fff3cd;border:1px solid #e9c46a;padding:.5em 1em}"""
 
 
 def _check_replaceable(out_dir: Path) -> None:
@@ -300,19 +413,24 @@ def write_report(traces: Traces, out_dir: str | Path,
     out_dir = Path(out_dir)
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    secs, head = sections(traces)
+    secs, head, findings = sections(traces)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
         md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
+        warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
+        md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
         md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
         body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "
-                f"Arms: {html.escape(', '.join(head['arms']))}.</p><ul>"]
-        body += [f"<li>{html.escape(line)}</li>" for line in _summary_lines(head, secs)] + ["</ul>"]
+                f"Arms: {html.escape(', '.join(head['arms']))}.</p>"]
+        body += [f"<p class='warn'>{_md_inline(w)}</p>" for w in warnings]
+        body += ["<ul>"] + [f"<li>{_md_inline(line)}</li>" for line in _summary_lines(head, secs)]
+        body += ["</ul>", "<p>Sections: " + " &middot; ".join(
+            f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in secs) + "</p>"]
         tables_json: dict[str, list] = {}
         figure_files: list[str] = []
         for s in secs:
             md += [f"## {s.title}", "", s.text, ""]
-            body += [f"<h2>{html.escape(s.title)}</h2>", f"<p>{html.escape(s.text)}</p>"]
+            body += [f"<h2 id='{s.key}'>{html.escape(s.title)}</h2>", _md_html(s.text)]
             for name, fig in s.figures.items():
                 if progress:
                     progress(f"figure {name}")
@@ -329,7 +447,7 @@ def write_report(traces: Traces, out_dir: str | Path,
                 body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>",
                          _html_table(df)]
         metrics_json = _clean({
-            "format": FORMAT, "headline": head,
+            "format": FORMAT, "headline": head, "study_findings": findings,
             "definitions": {s.key: s.text for s in secs},
             "figures": figure_files, "tables": tables_json,
         })

@@ -7,6 +7,10 @@ Added to each step (steps ordered within an episode):
 - ``outcome``: ``progress`` (delta < 0), ``neutral`` (delta == 0, including staying unreachable)
   or ``wasted`` (delta > 0, including making the goal unreachable): the per-step oracle regret.
 - ``moved``: the step changed the cell (events ``moved`` and ``goal``).
+- ``state_change``: what the step changed: ``changed`` (the position, the carried key or a
+  mechanism: events moved, goal, pickup, swap, door_*, switch_*), ``facing`` (only the
+  direction: a turn) or ``none`` (nothing at all: a bump, or a no-op pickup, toggle, done or
+  invalid reply).
 - ``unseen``: it moved onto a cell the episode had never stood on (the start cell counts as seen).
 - ``revisit``: it moved onto a cell stood on before.
 - ``turn``: a left/right action.
@@ -28,6 +32,8 @@ from analysis.load import Traces
 from env.maze import DIR_VECTORS
 
 MOVE_EVENTS = ("moved", "goal")
+FACING_EVENTS = ("turned",)
+NOTHING_EVENTS = ("bump", "noop")
 
 
 def _as_distance(s: pd.Series) -> np.ndarray:
@@ -37,8 +43,8 @@ def _as_distance(s: pd.Series) -> np.ndarray:
 def annotate(traces: Traces) -> pd.DataFrame:
     st = traces.steps.copy()
     if st.empty:
-        for c in ("d_before", "delta", "outcome", "moved", "unseen", "revisit", "turn", "quarter",
-                  "bump", "wall_bump", "on_live_switch", "n_steps"):
+        for c in ("d_before", "delta", "outcome", "moved", "state_change", "unseen", "revisit", "turn",
+                  "quarter", "bump", "wall_bump", "on_live_switch", "n_steps"):
             st[c] = pd.Series(dtype="object")
         return st
     eps = traces.episodes.set_index(["run", "episode_id"])
@@ -57,6 +63,8 @@ def annotate(traces: Traces) -> pd.DataFrame:
     st["outcome"] = np.select([delta < 0, delta > 0], ["progress", "wasted"], "neutral")
 
     st["moved"] = st["event"].isin(MOVE_EVENTS)
+    st["state_change"] = np.select([st["event"].isin(FACING_EVENTS), st["event"].isin(NOTHING_EVENTS)],
+                                   ["facing", "none"], "changed")
     st["turn"] = st["action"].isin(["left", "right"])
     st["bump"] = st["event"] == "bump"
     n = st.groupby(key)["step"].transform("size").to_numpy()

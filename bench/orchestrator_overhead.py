@@ -54,7 +54,7 @@ ABLATION = [
     {"name": "baseline"}, {"name": "prompt-minimal", "prompt": "minimal"},
     {"name": "prompt-detailed", "prompt": "detailed"}, {"name": "image-only", "observation": "image"},
     {"name": "text-only", "observation": "text"}, {"name": "history-0", "history_frames": 0},
-    {"name": "history-1", "history_frames": 1}, {"name": "history-8", "history_frames": 8},
+    {"name": "history-1", "history_frames": 1}, {"name": "history-2", "history_frames": 2},
     {"name": "no-locations", "mechanism_locations": False}, {"name": "no-example", "icl_example": False},
     {"name": "no-thinking", "thinking": False}, {"name": "multi-turn", "conversation": "multi"},
 ]

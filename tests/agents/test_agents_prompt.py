@@ -75,7 +75,7 @@ def test_final_prompt_shape(example_maze, example_midway):
     icl_images = len(icl_episode()[1])
     assert len(images_of(messages)) == icl_images + 3 + 1  # example, 3 history frames, current
     assert "You picked up the yellow key at step 4" in text
-    assert "the yellow door unlocked and opened at step 7" in text
+    assert "the yellow door went from locked to open at step 7" in text
     assert "the blue gate opened at step 12" in text
     assert text.rstrip().endswith(texts()["request"])
 
@@ -172,7 +172,7 @@ def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze
     history, _ = walk(example_maze, [*midway_actions, 4])  # the switch on, then off again
     summary = activity_summary(example_maze, history)
     assert summary.count("at step") == 6
-    assert "you turned the blue switch off at step 13; the blue gate closed at step 13." in summary
+    assert "the blue switch turned off at step 13; the blue gate closed at step 13." in summary
     assert activity_summary(example_maze, ()) == texts()["summary_none"]
 
 

@@ -149,3 +149,58 @@ def test_tokens_and_cost_per_solve(data):
     assert q["cost_per_solve_usd"] != q["cost_per_solve_usd"]  # no solve: no cost per solve
     o = _arm(t, "oracle")
     assert o["solves"] == 1 and o["cost_per_solve_usd"] == pytest.approx(o["cost_usd"])
+
+
+def test_failure_onset_under_both_definitions(data):
+    traces, st = data
+    per, summary = failure.onset(traces, st)
+    per = per.set_index("arm")
+    # distances 19 -> 18 21 20 19 18 21 21 20: only step 1 set a new minimum (step 5 only equalled it);
+    # the last never-seen (position, key, mechanisms) was step 2: the turns, the walk back and the bump
+    # revisit what the first two steps reached
+    q = per.loc["quarters"]
+    assert (q["onset_step"], q["novel_onset_step"]) == (1, 2)
+    assert (q["onset_share"], q["novel_onset_share"]) == pytest.approx((1 / 8, 2 / 8))
+    # forward (closer), forward past the turn to the key (farther), then 33 bumps
+    w = per.loc["walls"]
+    assert (w["onset_step"], w["novel_onset_step"], w["steps"]) == (1, 2, 35)
+    # distances 20 19 18 ... 12 13 12 ... 7: each of its last steps is a new minimum
+    assert per.loc["keys", "onset_step"] == 19 and per.loc["keys", "onset_share"] == 1.0
+    o = per.loc["oracle"]  # a solve's onset is its last step
+    assert o["onset_step"] == o["steps"] and o["onset_share"] == 1.0
+    s = summary.set_index("arm")
+    assert s.loc["oracle", "unsolved_episodes"] == 0
+    a = s.loc["all"]
+    assert (a["episodes"], a["unsolved_episodes"]) == (4, 3)
+    assert (a["onset_first_half"], a["onset_first_quarter"], a["never_progressed"]) == (2, 2, 0)
+    assert s.loc["walls", "median_onset_share"] == pytest.approx(1 / 35)
+
+
+def test_failure_onset_when_nothing_ever_got_closer(tmp_path):
+    maze = env.resolve_maze("example")
+    # turning in place on the start cell: the distance never falls below the start's
+    row, st = play(maze, ["left", "left", "left"], model_name="spinner")
+    traces = load_runs([write_run(tmp_path / "r", [row], st)])
+    per, summary = failure.onset(traces, annotate(traces))
+    assert per.iloc[0]["onset_step"] == 0 and per.iloc[0]["onset_share"] == 0.0
+    assert summary.iloc[0]["never_progressed"] == 1
+
+
+def test_thinking_after_a_step_that_changed_the_state_or_not(data):
+    traces, st = data
+    t = compute.thinking_after(traces, st)
+    q = t[(t["arm"] == "quarters") & (t["definition"] == "state")].set_index("after")
+    # steps 1, 2, 5, 6 moved (next turns 20, 30, 60, 70); 3, 4 turned (40, 50); 7 bumped (80)
+    assert q.loc["worked", "turns"] == 4 and q.loc["worked", "median_reasoning_tokens"] == 45
+    assert q.loc["achieved nothing", "turns"] == 3 and q.loc["achieved nothing", "median_reasoning_tokens"] == 50
+    assert q.loc["turned", "median_reasoning_tokens"] == 45 and q.loc["no change", "median_reasoning_tokens"] == 80
+    assert set(t["definition"]) == {"state", "distance"}
+
+
+def test_thinking_per_quarter(data):
+    traces, st = data
+    t = compute.thinking_quarters(traces, st)
+    q = t[t["arm"] == "quarters"].set_index("quarter")
+    assert list(q["turns"]) == [2, 2, 2, 2]
+    assert list(q["median_reasoning_tokens"]) == [15, 35, 55, 75]
+    assert list(q["reasoning_tokens"]) == [30, 70, 110, 150]

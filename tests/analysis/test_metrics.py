@@ -7,7 +7,16 @@ import pytest
 from tracefab import episode_row, write_run
 
 from analysis.load import load_runs, mechanism_content, path_band
-from analysis.metrics import bands, difficulty_axes, headline, progress, solves, terminations
+from analysis.metrics import (
+    bands,
+    difficulty_axes,
+    headline,
+    near_goal,
+    overview,
+    progress,
+    solves,
+    terminations,
+)
 
 # (model, maze, grid side, optimal, keys, doors, switches, gates, solved, progress, closest, termination)
 ROWS = [
@@ -98,6 +107,29 @@ def test_progress_and_closest_approach(traces):
     assert h["solves"] == 2 and h["near_unsolved"] == 1 and h["mazes"] == 4 and h["mazes_solved_by_none"] == 2
     assert h["episodes_with_switch_gate"] == 4 and h["solves_with_switch_gate"] == 0
     assert (h["solves_max_optimal_actions"], h["solves_with_switches"], h["solves_with_distractors"]) == (80, 0, 0)
+
+
+def test_near_goal_tells_coming_close_from_ending_close(tmp_path):
+    # (solved, closest approach, final distance): came near and left; came near and stayed; never near;
+    # a solve; came near, then made the goal unreachable (no final distance)
+    cases = [(False, 2, 9), (False, 3, 3), (False, 10, 12), (True, 0, 0), (False, 1, None)]
+    rows = [episode_row(maze_id=f"m{i}", solved=s, closest_action=c, d_end_action=d,
+                        termination="solved" if s else "stall") for i, (s, c, d) in enumerate(cases)]
+    traces = load_runs([write_run(tmp_path / "near", rows, [])])
+    r = near_goal(traces).iloc[0]
+    assert (r["episodes"], r["unsolved"], r["came_within_3"], r["ended_within_3"]) == (5, 4, 3, 1)
+    assert r["median_end_unsolved"] == 9 and r["median_closest_unsolved"] == 2.5
+    h = headline(traces)
+    assert (h["near_unsolved"], h["ended_near_unsolved"]) == (3, 1)
+
+
+def test_overview_per_arm(traces):
+    t = overview(traces)
+    a = _row(t, arm="A")
+    assert (a["episodes"], a["mazes"], a["solves"], a["tokens_out"]) == (4, 4, 1, 40)
+    assert a["mean_progress_action"] == pytest.approx(1.7 / 4)
+    assert a["mean_progress_action_ci_low"] < a["mean_progress_action"] < a["mean_progress_action_ci_high"]
+    assert _row(t, arm="all")[["episodes", "solves"]].tolist() == [8, 2]
 
 
 def test_bands_counts_means_and_intervals(traces):

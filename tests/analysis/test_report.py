@@ -8,6 +8,7 @@ The fast run plays episodes with ``orchestrator.episode.run_episode`` and writes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -160,3 +161,124 @@ def test_gridbench_run_then_report(tmp_path):
     metrics = _check_report_folder(run / "report", pd.read_parquet(run / "episodes"))
     assert metrics["headline"]["episodes"] == 2 * 2 * 6
     assert {row["condition"] for row in metrics["tables"]["ablation"]} == {"text"}
+
+
+# ---- the shipped main sweep, its models played by scripted OpenAI-compatible servers --------
+SCRIPTED_MAZES = ("p0004", "p0171", "p0019", "p0169")  # 8x8 switch-gate, 8x8 two keys, 10x10 and 14x14 walks
+SECTIONS = ("overview", "study", "solves", "progress", "bands", "difficulty", "failure", "onset", "compute",
+            "regret")
+
+
+def _scripted_replies(weights: list[float], words: tuple[int, int], seed: int, n: int = 3000) -> list[dict]:
+    """Replies with reasoning of varied length and actions drawn with the given weights."""
+    import random
+
+    rng = random.Random(seed)
+    names = ["left", "right", "forward", "pickup", "toggle", "done"]
+    out = []
+    for _ in range(n):
+        action = rng.choices(names, weights)[0]
+        out.append({"reply": f"I will try {action}.\nACTION: {action}",
+                    "reasoning": "I compare this frame with the last one. " * rng.randint(*words)})
+    return out
+
+
+@pytest.fixture(scope="module")
+def scripted_main_run(tmp_path_factory):
+    """The shipped `main` sweep on four eval mazes, each model an OpenAI-compatible scripted server:
+    one wanders forward-heavy and thinks little, one turns a lot and thinks at length, one plays
+    the oracle. Episodes run as the driver runs them (`run_episode`, traces written per episode),
+    without Ray."""
+    import yaml
+
+    from agents.scripted_server import ScriptedServer
+    from env.sets import set_dir
+    from orchestrator.sweep import SWEEPS_DIR, load_sweep
+
+    root = tmp_path_factory.mktemp("scripted")
+    mazes = root / "mazes"
+    mazes.mkdir()
+    for mid in SCRIPTED_MAZES:
+        (mazes / f"{mid}.json").write_text((set_dir("eval") / f"{mid}.json").read_text())
+    servers = {
+        "claude": ScriptedServer(_scripted_replies([1, 1, 6, 1, 1, 0.1], (2, 30), seed=1)),
+        "kimi": ScriptedServer(_scripted_replies([3, 3, 4, 1, 1, 0.1], (40, 300), seed=2)),
+        "qwen": ScriptedServer(mode="oracle", mazes=str(mazes)),
+    }
+    sweep_data = yaml.safe_load((SWEEPS_DIR / "main.yaml").read_text())
+    assert [m["name"] for m in sweep_data["models"]] == list(servers)
+    out = root / "results" / "main"
+    with contextlib.ExitStack() as stack:
+        for srv in servers.values():
+            stack.enter_context(srv)
+        sweep_data["models"] = [{"name": n, "model": f"openai/{n}", "api_base": s.url, "client": "openai",
+                                 "price": {"input": 1e-6, "output": 4e-6}} for n, s in servers.items()]
+        (root / "main.yaml").write_text(yaml.safe_dump(sweep_data))
+        sweep = load_sweep(root / "main.yaml", mazes=str(mazes))
+
+        async def play(spec):
+            m = spec.model
+            agent = build_agent(m.model, spec.condition.protocol, seed=spec.seed, name=m.name, api_base=m.api_base,
+                                price=m.price, client=m.client)
+            try:
+                result = await run_episode(spec.maze, agent, spec.condition.protocol, run="main",
+                                           episode_id=spec.episode_id, model_name=m.name, model=m.model,
+                                           condition=spec.condition.name, repeat=spec.repeat)
+            finally:
+                await agent.aclose()
+            write_episode(out, result)
+
+        async def play_all():
+            await asyncio.gather(*(play(spec) for spec in sweep.episodes()))
+
+        asyncio.run(play_all())
+    write_manifest(out, run="main", sweep=sweep.resolved(), mazes={m.checksum: m.to_dict() for m in sweep.mazes},
+                   invocation={"command": ["test"]})
+    return out
+
+
+@pytest.mark.slow
+def test_report_of_the_main_sweep_has_every_section_and_the_study_comparison(scripted_main_run):
+    from analysis.study import FINDINGS
+
+    run = scripted_main_run
+    episodes = pd.read_parquet(run / "episodes")
+    assert len(episodes) == 3 * len(SCRIPTED_MAZES) and (episodes["termination"] != "error").all()
+    r = _cli("report", str(run))
+    assert r.returncode == 0, r.stderr
+    report = run / "report"
+    metrics = _check_report_folder(report, episodes)
+    assert set(SECTIONS) <= set(metrics["definitions"])
+    html = (report / "report.html").read_text()
+    md = (report / "report.md").read_text()
+    for key in SECTIONS:
+        assert f"<h2 id='{key}'>" in html
+    # the headline table per arm opens the report, before the first detailed section
+    assert html.index(">overview <small>") < html.index("<h2 id='solves'>")
+    assert md.index("**overview**") < md.index("## Solves")
+    # section texts are markdown: inline code and emphasis render, no backticks show
+    assert "<code>progress_action</code>" in html and "<strong>Definition used:</strong>" in html
+    body = html.split("<body>", 1)[1]
+    assert "`" not in body.replace("data:image", "")
+
+    tables = metrics["tables"]
+    assert {"overview", "budgets", "study_findings", "near_goal", "failure_onset", "failure_onset_episodes",
+            "thinking_quarters", "thinking_after"} <= set(tables)
+    assert {"near_goal.png", "failure_onset.png", "thinking_quarters.png", "thinking_after.png"} <= set(
+        metrics["figures"])
+    assert {row["definition"] for row in tables["thinking_after"]} == {"state", "distance"}
+    assert {row["arm"] for row in tables["overview"]} == {"claude", "kimi", "qwen", "all"}
+    h = metrics["headline"]
+    assert {"ended_near_unsolved", "near_unsolved", "budget_warnings", "solves_with_key_door"} <= set(h)
+    assert h["budget_warnings"] == []  # budgets are not in these traces: nothing to compare
+
+    # the study's findings beside this run's, in the report and in metrics.json
+    findings = metrics["study_findings"]
+    assert list(findings) == [f.key for f in FINDINGS] == [row["key"] for row in tables["study_findings"]]
+    for key, f in findings.items():
+        assert f["study"] and f["this_run"] and f["this_run"] != "not computed for this run", key
+    assert findings["solves"]["this_run"].startswith(f"{h['solves']} of {h['episodes']} episodes")
+    assert findings["solves"]["values"]["per_arm"]["qwen"] == len(SCRIPTED_MAZES)  # the oracle server solves all
+    solves = {row["arm"]: row["solves"] for row in tables["solves"]}
+    assert findings["solves"]["values"]["per_arm"] == {a: solves[a] for a in ("claude", "kimi", "qwen")}
+    assert "6 of 150" in findings["solves"]["study"]

@@ -3,7 +3,9 @@
 ``play`` runs a list of action names through the normative dynamics (``env.state.step``) and the
 oracle, so hand-built episodes carry the same events and distances a real run would.
 ``episode_row`` fills an episode row from explicit numbers, for statistics tests that need no
-steps. ``write_run`` writes one Parquet file per episode, as the trace writer does.
+steps. ``write_run`` writes one Parquet file per episode, as the trace writer does. Steps carry
+the per-step budget columns (``analysis.load.BUDGET_FIELDS``) even while the trace schema does
+not record them yet.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analysis.load import BUDGET_COLUMNS, BUDGET_FIELDS
 from env.minigrid_env import mechanism_info
 from env.oracle import action_distance, optimal_actions, tile_distance
 from env.state import ACTIONS, initial_state, step
 from orchestrator.schema import EPISODES, STEPS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+STEPS_WRITTEN = pa.schema([*STEPS, *(f for f in BUDGET_FIELDS if f.name not in STEPS.names)])
 
 
 def episode_row(**kw) -> dict:
@@ -42,12 +46,15 @@ def episode_row(**kw) -> dict:
 
 def play(maze, actions: list[str | None], run="run-a", model_name="m", condition="baseline",
          episode_id=None, repeat=0, termination=None, reasoning_tokens=None, tokens_out=None,
-         cost_per_step=0.0) -> tuple[dict, list[dict]]:
-    """Run ``actions`` (None = an invalid reply, a no-op) on ``maze``; the episode row and steps."""
+         cost_per_step=0.0, budget: dict | None = None) -> tuple[dict, list[dict]]:
+    """Run ``actions`` (None = an invalid reply, a no-op) on ``maze``; the episode row and steps.
+
+    ``budget``: the budget columns every step records (missing ones are null)."""
     s = initial_state(maze)
     d0 = action_distance(maze, s)
     t0 = tile_distance(maze, s.pos)
     steps, dists = [], []
+    seen = {s.mechanism_key()}  # the start counts as seen, as in the episode runner
     solved = False
     eid = episode_id or f"{model_name}-{maze.id}-{condition}-{repeat}"
     for i, a in enumerate(actions):
@@ -64,12 +71,14 @@ def play(maze, actions: list[str | None], run="run-a", model_name="m", condition
             "reply": "", "reasoning": "", "event": event, "x": s.pos[0], "y": s.pos[1], "dir": s.dir,
             "carrying": info["carrying"],
             "mechanisms": json.dumps({k: info[k] for k in ("keys", "doors", "switches", "gates")}),
-            "novel": True, "action_distance": d, "tile_distance": tile_distance(maze, s.pos),
+            "novel": s.mechanism_key() not in seen, "action_distance": d, "tile_distance": tile_distance(maze, s.pos),
             "tokens_in": 100, "tokens_out": tokens_out[i] if tokens_out else 10,
             "tokens_reasoning": reasoning_tokens[i] if reasoning_tokens else 0,
             "reasoning_estimated": False, "cost_usd": cost_per_step, "latency_s": 0.1,
             "finish_reason": "stop", "retries": 0, "reasks": 0, "prompt_hash": "h", "image_hashes": [],
+            **{c: (budget or {}).get(c) for c in BUDGET_COLUMNS},
         })
+        seen.add(s.mechanism_key())
         if event == "goal":
             solved = True
             break
@@ -105,7 +114,7 @@ def write_run(run_dir: Path, episodes: list[dict], steps: list[dict]) -> Path:
         eid = e["episode_id"]
         pq.write_table(pa.Table.from_pylist([e], schema=EPISODES), run_dir / "episodes" / f"{eid}.parquet")
         mine = [s for s in steps if s["episode_id"] == eid and s["run"] == e["run"]]
-        pq.write_table(pa.Table.from_pylist(mine, schema=STEPS), run_dir / "steps" / f"{eid}.parquet")
+        pq.write_table(pa.Table.from_pylist(mine, schema=STEPS_WRITTEN), run_dir / "steps" / f"{eid}.parquet")
     return run_dir
 
 
@@ -122,10 +131,12 @@ def room_maze(side: int, maze_id: str | None = None, objects=(), meta=None) -> o
 
 
 def demo_run(run_dir: Path, mazes, policies: dict[str, tuple[float, ...]], repeats: int = 1, seed: int = 0,
-             run: str | None = None, condition: str = "baseline", max_steps: int = 60) -> Path:
+             run: str | None = None, condition: str = "baseline", max_steps: int = 60,
+             budgets: dict[str, dict] | None = None) -> Path:
     """Biased random agents on real mazes: a run with known structure for end-to-end tests.
 
-    ``policies`` maps a model name to the probabilities of the six actions.
+    ``policies`` maps a model name to the probabilities of the six actions; ``budgets`` a model
+    name to the budget columns its steps record.
     """
     import numpy as np
 
@@ -139,7 +150,7 @@ def demo_run(run_dir: Path, mazes, policies: dict[str, tuple[float, ...]], repea
                 reasoning = list(rng.integers(50, 500, size=max_steps))
                 row, st = play(m, acts, run=run, model_name=name, condition=condition, repeat=r,
                                reasoning_tokens=reasoning, tokens_out=[x + 20 for x in reasoning],
-                               cost_per_step=0.001)
+                               cost_per_step=0.001, budget=(budgets or {}).get(name))
                 if not row["solved"]:
                     row["termination"] = "step_cap"
                 rows.append(row)

@@ -1,0 +1,155 @@
+"""No prompt tells the model how the maze works.
+
+The study's baseline states the task, the actions relative to the facing direction and where the
+mechanisms are, and nothing about how to operate them (its central finding is that models stood
+on live switches without finding out what toggle does to them). So no prompt level, no fixed
+sentence of a turn and no rendered prompt of any preset or shipped sweep condition may say what
+an action does to a kind of object, or where an action must be used.
+
+Observations are left out of the check: a text map describes the visible state (including
+"standing on the blue switch" when the agent hides a switch glyph), never what an action does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import cache
+
+import pytest
+
+from agents import PRESETS, Protocol, Turn, build_messages
+from agents.prompt import LEVELS, icl_episode, instructions, reask_messages, texts
+from env.text import text_projection
+from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
+
+KINDS = r"(?:keys?|doors?|switch(?:es)?|gates?|objects?|circles?)"
+# what a hint looks like: each pattern names the kind of rule it catches
+FORBIDDEN = {
+    "where an action acts (standing on a cell)": re.compile(r"\b(?:stand|standing|stood|step|stepping)\s+on\b"),
+    "where an action acts (the cell in front)": re.compile(
+        r"\bin front of\b|\b(?:pickup|pick up|toggle|take|use)\b[^.;\n]{0,60}\b(?:ahead|underfoot|beneath|below)\b"),
+    "where an action acts (while/when you ...)": re.compile(
+        r"\b(?:while|when|once|if) you(?:'re| are)? (?:stand|face|facing|carry|carrying|hold|holding|are on)\b"),
+    "a mechanism's rule (unlocking)": re.compile(r"\bunlock"),
+    "a mechanism's rule (present-tense effect)": re.compile(
+        r"\b(?:opens|closes|flips|controls|activates|operates|toggles|unlocks)\b"),
+    "an object kind with its effect": re.compile(
+        rf"\b{KINDS}\b[^.;\n]{{0,60}}\b(?:open|close|flip|control|activate|operate|toggle)s\b"
+        rf"|\b{KINDS} (?:can |will |must )?(?:open|close|flip|control|activate|operate|toggle|unlock)\b"),
+    "an action named with the object kind it acts on": re.compile(
+        rf"\b(?:pickup|pick up|toggle|use)\b[^.;\n]{{0,60}}\b{KINDS}\b"),
+    "a colour-matching rule": re.compile(r"\b(?:matching|same) colou?r\b|\bits (?:key|switch|door|gate)\b"),
+    "how to use an object": re.compile(rf"\b(?:used? (?:on|with|to)|to use)\b[^.;\n]{{0,40}}\b{KINDS}\b"),
+}
+
+# main's prompts before they were made neutral, and hints a future edit might write: the patterns
+# must catch every one of them
+KNOWN_HINTS = [
+    "- pickup: pick up the object in the cell in front of you",
+    "- toggle: use the object in front of you or the one you are standing on",
+    "the yellow door unlocked and opened at step 7",
+    "A key opens the door of its colour.",
+    "A switch controls the gate of the same colour.",
+    "Toggle while standing on a switch to flip it.",
+    "toggle: flip the switch you are on",
+    "pickup: take the key ahead of you",
+    "toggle: use what is ahead",
+    "Switches open gates.",
+    "Use a key on a door.",
+    "Keys can unlock doors; a key is used to open its door.",
+]
+
+
+def hints(text: str) -> list[str]:
+    low = text.lower()
+    return [f"{what}: {m.group(0)!r}" for what, pat in FORBIDDEN.items() for m in pat.finditer(low)]
+
+
+@pytest.mark.parametrize("hint", KNOWN_HINTS)
+def test_the_patterns_catch_known_hints(hint):
+    assert hints(hint), hint
+
+
+def _strings(node) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for v in node.values():
+            yield from _strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _strings(v)
+
+
+def test_no_prompt_level_or_turn_sentence_gives_a_hint():
+    for level in LEVELS:
+        assert hints(instructions(level)) == [], level
+    for sentence in _strings(texts()):
+        assert hints(sentence) == [], sentence
+
+
+def test_actions_are_described_only_relative_to_the_facing_direction():
+    for level in LEVELS:
+        text = instructions(level)
+        listed = [line for line in text.splitlines() if line.startswith("- ")]
+        described = {line[2:].split(":", 1)[0] for line in listed if ":" in line}
+        # only turning and moving get a description; pickup, toggle and done are only named
+        assert {"left", "right", "forward"} <= described, level
+        assert not described & {"pickup", "toggle", "done"}, level
+        assert "relative to the direction you are facing" in text
+
+
+@cache
+def shipped_protocols() -> dict[str, Protocol]:
+    """Every preset and every condition of every shipped sweep, as each model runs it."""
+    found = {f"preset {name}": p for name, p in PRESETS.items()}
+    for name in shipped_sweeps():
+        sweep = load_sweep(name)
+        for model in sweep.models:
+            for cond in model_conditions(model, sweep.conditions):
+                found[f"{name}/{model.name}/{cond.name}"] = cond.protocol
+    return found
+
+
+def _variants(p: Protocol) -> dict[str, Protocol]:
+    """The protocol as shipped and with the texts it may leave out switched on."""
+    d = p.to_dict()
+    return {
+        "as shipped": p,
+        "steps_remaining": Protocol(**{**d, "steps_remaining": True}),
+        "multi": Protocol(**{**d, "conversation": "multi", "steps_remaining": True}),
+    }
+
+
+def _text(messages) -> str:
+    out = []
+    for m in messages:
+        content = m["content"]
+        out += [content] if isinstance(content, str) else [p["text"] for p in content if p["type"] == "text"]
+    return "\n".join(out)
+
+
+def _without_observations(text: str, maze, states) -> str:
+    for s in states:
+        text = text.replace(text_projection(maze, s), "[text map]")
+    return text
+
+
+@pytest.mark.parametrize("name", list(shipped_protocols()))
+def test_no_rendered_prompt_of_a_preset_or_shipped_condition_gives_a_hint(name, example_maze, walk, midway_actions):
+    # key taken, door unlocked, switch on, then off again: the summary holds every kind of event
+    history, state = walk(example_maze, [*midway_actions, 4])
+    icl_maze, icl_states, _ = icl_episode()
+    for variant, protocol in _variants(shipped_protocols()[name]).items():
+        for past, now in (((), history[0].state_before), (history, state)):
+            turn = Turn(example_maze, protocol, len(past) + 1, now, past, 57)
+            messages = build_messages(turn)
+            asked_again = reask_messages(messages, "I am not sure.")
+            text = _text(asked_again)
+            text = _without_observations(text, example_maze, [h.state_before for h in past] + [now])
+            text = _without_observations(text, icl_maze, icl_states)
+            assert "[text map]" in text or not protocol.uses_text, (name, variant)
+            assert hints(text) == [], (name, variant, len(past))
+            if protocol.steps_remaining:
+                assert "steps left" in text

@@ -1,0 +1,93 @@
+"""Budgets per arm: what each arm's requests allowed, and the warning when arms got different ones.
+
+Steps carry ``thinking_budget``, ``reasoning_effort`` and ``max_output_tokens``; runs written
+before those were recorded lack them, and they read as null.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from tracefab import play, write_run
+
+import env
+from analysis import compute
+from analysis.load import load_runs
+from analysis.report import write_report
+from analysis.steps import annotate
+from orchestrator.schema import STEPS
+
+WALK = ["forward", "right", "forward", "left", "forward"]
+
+
+def _run(tmp_path, budgets: dict[str, dict | None], name="run"):
+    maze = env.resolve_maze("example")
+    rows, steps = [], []
+    for model, budget in budgets.items():
+        row, st = play(maze, WALK, model_name=model, budget=budget, reasoning_tokens=[5, 6, 7, 8, 9])
+        rows.append(row)
+        steps += st
+    return load_runs([write_run(tmp_path / name, rows, steps)])
+
+
+def _budgets(traces):
+    return compute.budgets(traces, annotate(traces)).set_index("arm")
+
+
+def test_budgets_per_arm_and_the_warnings(tmp_path):
+    traces = _run(tmp_path, {
+        "tokens64k": {"thinking_budget": 64000, "max_output_tokens": 70000},
+        "tokens32k": {"thinking_budget": 32000, "max_output_tokens": 70000},
+        "effort": {"reasoning_effort": "xhigh", "max_output_tokens": 70000},
+        "old": None,
+    })
+    t = _budgets(traces)
+    assert t.loc["tokens64k", "thinking_budget"] == "64000" and t.loc["tokens64k", "thinking_budget_steps"] == 5
+    assert t.loc["effort", "reasoning_effort"] == "xhigh" and t.loc["effort", "thinking_budget"] == ""
+    assert t.loc["old", "max_output_tokens_steps"] == 0 and t.loc["old", "max_output_tokens"] == ""
+    warnings = compute.budget_warnings(t.reset_index())
+    assert len(warnings) == 2
+    assert warnings[0] == "thinking_budget differs between arms: tokens32k 32000; tokens64k 64000."  # arm order
+    assert "token budget for tokens32k, tokens64k but by an effort level for effort" in warnings[1]
+    # the output cap is the same wherever it is known: no warning about it; "old" is left out
+
+
+def test_equal_budgets_and_unrecorded_budgets_warn_nothing(tmp_path):
+    same = {"thinking_budget": 64000, "reasoning_effort": None, "max_output_tokens": 70000}
+    t = _budgets(_run(tmp_path, {"a": same, "b": same}, "same"))
+    assert compute.budget_warnings(t.reset_index()) == []
+    t = _budgets(_run(tmp_path, {"a": None, "b": None}, "none"))
+    assert compute.budget_warnings(t.reset_index()) == [] and (t["thinking_budget_steps"] == 0).all()
+
+
+def test_runs_without_budget_columns_read_as_null(tmp_path):
+    maze = env.resolve_maze("example")
+    new_row, new_steps = play(maze, WALK, model_name="new", budget={"thinking_budget": 1024, "max_output_tokens": 9})
+    old_row, old_steps = play(maze, WALK, model_name="old")
+    run = write_run(tmp_path / "mixed", [new_row, old_row], new_steps + old_steps)
+    # the old episode's steps file as runs wrote it before budgets were recorded
+    old_file = run / "steps" / f"{old_row['episode_id']}.parquet"
+    plain = [{k: v for k, v in s.items() if k in STEPS.names} for s in old_steps]
+    pq.write_table(pa.Table.from_pylist(plain, schema=STEPS), old_file)
+    assert "thinking_budget" not in pq.read_schema(old_file).names
+    steps = load_runs([run]).steps
+    by = steps.groupby("model_name")
+    assert by["thinking_budget"].apply(lambda s: s.isna().all()).to_dict() == {"new": False, "old": True}
+    assert set(steps.loc[steps["model_name"] == "new", "max_output_tokens"]) == {9}
+
+
+@pytest.mark.slow
+def test_report_warns_in_its_summary_when_budgets_differ(tmp_path):
+    traces = _run(tmp_path, {"a": {"thinking_budget": 64000}, "b": {"thinking_budget": 16000}})
+    metrics = write_report(traces, tmp_path / "report")
+    assert metrics["headline"]["budget_warnings"] == ["thinking_budget differs between arms: a 64000; b 16000."]
+    md = (tmp_path / "report" / "report.md").read_text()
+    summary = md.split("## ")[0]
+    assert "Warning: the arms got different budgets" in summary and "a 64000; b 16000" in summary
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "class='warn'" in html and "<strong>Warning: the arms got different budgets.</strong>" in html
+    assert metrics["study_findings"]["budgets"]["values"]["differ"] is True
+    assert json.loads((tmp_path / "report" / "metrics.json").read_text())["tables"]["budgets"][0]["arm"] == "a"
