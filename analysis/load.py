@@ -10,35 +10,26 @@ figures of a single run read as plain model names.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from agents.usage import Budget
 from env.errors import BadInput
 from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
-from orchestrator.schema import STEPS
-from orchestrator.traces import STEPS_DIR, read_run
+from orchestrator.traces import read_run
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
 
-# What each request allowed the model: the thinking-token budget (null when thinking was off or
-# the provider took an effort level instead), the effort level sent, and the output-token cap.
-# Runs written before these were recorded lack them, and they read as null. The trace schema
-# declares them once it records them (``orchestrator.schema.STEPS``); these types only stand in
-# for a schema that does not have them yet.
-BUDGET_FIELDS = (
-    pa.field("thinking_budget", pa.int32()),
-    pa.field("reasoning_effort", pa.string()),
-    pa.field("max_output_tokens", pa.int32()),
-)
-BUDGET_COLUMNS = tuple(f.name for f in BUDGET_FIELDS)
+# the per-step budget columns (``agents.usage.Budget``): runs written before they were recorded
+# read them as null
+BUDGET_COLUMNS = tuple(f.name for f in fields(Budget))
 
 
 @dataclass
@@ -69,24 +60,7 @@ def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         raise BadInput(str(run_dir), "episodes", f"unreadable trace files ({str(e).splitlines()[0][:200]})") from None
     if episodes.empty:
         raise BadInput(str(run_dir), "episodes", "no finished episodes in this run")
-    return episodes, _with_budgets(run_dir, steps)
-
-
-def _with_budgets(run_dir: Path, steps: pd.DataFrame) -> pd.DataFrame:
-    """The per-step budget columns, null where a file lacks them, when the schema read skipped them."""
-    missing = [f for f in BUDGET_FIELDS if f.name not in STEPS.names]
-    if not missing:
-        return steps
-    files = sorted((run_dir / STEPS_DIR).glob("*.parquet"))  # the files read_run read, in its order
-    if not files or steps.empty:
-        return steps.assign(**{f.name: pd.Series(dtype=f.type.to_pandas_dtype()) for f in missing})
-    try:
-        extra = pq.read_table([str(f) for f in files], schema=pa.schema(missing)).to_pandas()
-    except (pa.ArrowException, OSError) as e:
-        raise BadInput(str(run_dir), "steps", f"unreadable trace files ({str(e).splitlines()[0][:200]})") from None
-    if len(extra) != len(steps):  # a file changed between the two reads
-        raise BadInput(str(run_dir), "steps", "the steps files changed while they were read")
-    return pd.concat([steps, extra], axis=1)
+    return episodes, steps
 
 
 def mechanism_content(episodes: pd.DataFrame) -> pd.Series:

@@ -15,7 +15,7 @@ from tracefab import play, write_run
 
 import env
 from analysis import compute
-from analysis.load import load_runs
+from analysis.load import BUDGET_COLUMNS, load_runs
 from analysis.report import write_report
 from analysis.steps import annotate
 from orchestrator.schema import STEPS
@@ -70,8 +70,9 @@ def test_runs_without_budget_columns_read_as_null(tmp_path):
     run = write_run(tmp_path / "mixed", [new_row, old_row], new_steps + old_steps)
     # the old episode's steps file as runs wrote it before budgets were recorded
     old_file = run / "steps" / f"{old_row['episode_id']}.parquet"
-    plain = [{k: v for k, v in s.items() if k in STEPS.names} for s in old_steps]
-    pq.write_table(pa.Table.from_pylist(plain, schema=STEPS), old_file)
+    before = pa.schema([f for f in STEPS if f.name not in BUDGET_COLUMNS])
+    plain = [{k: v for k, v in s.items() if k in before.names} for s in old_steps]
+    pq.write_table(pa.Table.from_pylist(plain, schema=before), old_file)
     assert "thinking_budget" not in pq.read_schema(old_file).names
     steps = load_runs([run]).steps
     by = steps.groupby("model_name")

@@ -164,7 +164,20 @@ def test_gridbench_run_then_report(tmp_path):
 
 
 # ---- the shipped main sweep, its models played by scripted OpenAI-compatible servers --------
-SCRIPTED_MAZES = ("p0004", "p0171", "p0019", "p0169")  # 8x8 switch-gate, 8x8 two keys, 10x10 and 14x14 walks
+# from the eval set, by what they hold: an 8x8 switch-gate maze, two keys and doors, 10x10 and 14x14 walks
+SCRIPTED_KINDS = (
+    lambda e: e["grid"] == "8x8" and e["counts"]["switch"] > 0 and e["counts"]["gate"] > 0,
+    lambda e: e["counts"]["key"] == 2 and e["counts"]["door"] == 2,
+    lambda e: e["grid"] == "10x10" and e["category"] == "scale",
+    lambda e: e["grid"] == "14x14" and e["category"] == "scale",
+)
+
+
+def scripted_mazes() -> list[str]:
+    from env.sets import read_manifest
+
+    entries = read_manifest("eval")
+    return [next(e["id"] for e in entries if kind(e)) for kind in SCRIPTED_KINDS]
 SECTIONS = ("overview", "study", "solves", "progress", "bands", "difficulty", "failure", "onset", "compute",
             "regret")
 
@@ -198,7 +211,7 @@ def scripted_main_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("scripted")
     mazes = root / "mazes"
     mazes.mkdir()
-    for mid in SCRIPTED_MAZES:
+    for mid in scripted_mazes():
         (mazes / f"{mid}.json").write_text((set_dir("eval") / f"{mid}.json").read_text())
     servers = {
         "claude": ScriptedServer(_scripted_replies([1, 1, 6, 1, 1, 0.1], (2, 30), seed=1)),
@@ -217,13 +230,9 @@ def scripted_main_run(tmp_path_factory):
         sweep = load_sweep(root / "main.yaml", mazes=str(mazes))
 
         async def play(spec):
-            m = spec.model
-            agent = build_agent(m.model, spec.condition.protocol, seed=spec.seed, name=m.name, api_base=m.api_base,
-                                price=m.price, client=m.client)
+            agent = build_agent(spec.model.config, spec.condition.protocol, seed=spec.seed)
             try:
-                result = await run_episode(spec.maze, agent, spec.condition.protocol, run="main",
-                                           episode_id=spec.episode_id, model_name=m.name, model=m.model,
-                                           condition=spec.condition.name, repeat=spec.repeat)
+                result = await run_episode(spec.maze, agent, spec.condition.protocol, spec.identity("main"))
             finally:
                 await agent.aclose()
             write_episode(out, result)
@@ -243,7 +252,7 @@ def test_report_of_the_main_sweep_has_every_section_and_the_study_comparison(scr
 
     run = scripted_main_run
     episodes = pd.read_parquet(run / "episodes")
-    assert len(episodes) == 3 * len(SCRIPTED_MAZES) and (episodes["termination"] != "error").all()
+    assert len(episodes) == 3 * len(scripted_mazes()) and (episodes["termination"] != "error").all()
     r = _cli("report", str(run))
     assert r.returncode == 0, r.stderr
     report = run / "report"
@@ -278,7 +287,7 @@ def test_report_of_the_main_sweep_has_every_section_and_the_study_comparison(scr
     for key, f in findings.items():
         assert f["study"] and f["this_run"] and f["this_run"] != "not computed for this run", key
     assert findings["solves"]["this_run"].startswith(f"{h['solves']} of {h['episodes']} episodes")
-    assert findings["solves"]["values"]["per_arm"]["qwen"] == len(SCRIPTED_MAZES)  # the oracle server solves all
+    assert findings["solves"]["values"]["per_arm"]["qwen"] == len(scripted_mazes())  # the oracle server solves all
     solves = {row["arm"]: row["solves"] for row in tables["solves"]}
     assert findings["solves"]["values"]["per_arm"] == {a: solves[a] for a in ("claude", "kimi", "qwen")}
     assert "6 of 150" in findings["solves"]["study"]

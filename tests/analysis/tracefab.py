@@ -3,9 +3,7 @@
 ``play`` runs a list of action names through the normative dynamics (``env.state.step``) and the
 oracle, so hand-built episodes carry the same events and distances a real run would.
 ``episode_row`` fills an episode row from explicit numbers, for statistics tests that need no
-steps. ``write_run`` writes one Parquet file per episode, as the trace writer does. Steps carry
-the per-step budget columns (``analysis.load.BUDGET_FIELDS``) even while the trace schema does
-not record them yet.
+steps. ``write_run`` writes one Parquet file per episode, as the trace writer does.
 """
 
 from __future__ import annotations
@@ -17,14 +15,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.load import BUDGET_COLUMNS, BUDGET_FIELDS
+from analysis.load import BUDGET_COLUMNS
 from env.minigrid_env import mechanism_info
 from env.oracle import action_distance, optimal_actions, tile_distance
 from env.state import ACTIONS, initial_state, step
 from orchestrator.schema import EPISODES, STEPS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-STEPS_WRITTEN = pa.schema([*STEPS, *(f for f in BUDGET_FIELDS if f.name not in STEPS.names)])
 
 
 def episode_row(**kw) -> dict:
@@ -114,7 +111,7 @@ def write_run(run_dir: Path, episodes: list[dict], steps: list[dict]) -> Path:
         eid = e["episode_id"]
         pq.write_table(pa.Table.from_pylist([e], schema=EPISODES), run_dir / "episodes" / f"{eid}.parquet")
         mine = [s for s in steps if s["episode_id"] == eid and s["run"] == e["run"]]
-        pq.write_table(pa.Table.from_pylist(mine, schema=STEPS_WRITTEN), run_dir / "steps" / f"{eid}.parquet")
+        pq.write_table(pa.Table.from_pylist(mine, schema=STEPS), run_dir / "steps" / f"{eid}.parquet")
     return run_dir
 
 
