@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from orchestrator.records import EpisodeRecord, HoldsEpisode, StepRecord
@@ -39,6 +40,7 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gridbench.run/1"
 EPISODES_DIR = "episodes"
 STEPS_DIR = "steps"
+SCHEMAS = {EPISODES_DIR: EPISODES, STEPS_DIR: STEPS}
 PACKAGES = (
     "gridbench", "ray", "litellm", "minigrid", "gymnasium", "numpy", "pyarrow", "pandas", "pydantic",
     "vllm", "llama_cpp_python",
@@ -146,47 +148,54 @@ def episodes_frame(episodes: Iterable[EpisodeRecord]) -> pd.DataFrame:
     return episodes_table(episodes).to_pandas()
 
 
-def _read_folder(folder: Path, schema: pa.Schema, columns: list[str] | None = None,
-                 files: list[Path] | None = None) -> pa.Table:
-    if files is None:
-        files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not files:
-        empty = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-        return empty.empty_table()
-    return pq.read_table([str(f) for f in files], schema=schema, columns=columns)
+def trace_dataset(run_dir: str | os.PathLike, table: str,
+                  ids: Iterable[str] | None = None) -> ds.Dataset:
+    """One of a run's tables (``episodes`` or ``steps``) as a lazy Arrow dataset with the fixed
+    schema, over every Parquet file of its folder, however many episodes each file holds; hidden
+    files (temporary ones) are skipped. Nothing is read until the dataset is scanned, so DuckDB,
+    pyarrow or pandas can stream it. ``ids`` narrows a per-episode layout to those episodes' files."""
+    folder = Path(run_dir) / table
+    if not folder.is_dir():
+        files: list[str] = []
+    elif ids is not None and all((folder / f"{i}.parquet").is_file() for i in ids):
+        files = [str(folder / f"{i}.parquet") for i in sorted(ids)]
+    else:
+        files = sorted(str(p) for p in folder.rglob("*.parquet") if not p.name.startswith((".", "_")))
+    return ds.dataset(files, schema=SCHEMAS[table], format="parquet")
+
+
+def _read(run_dir: str | os.PathLike, table: str, columns: list[str] | None = None,
+          ids: Iterable[str] | None = None) -> pa.Table:
+    ids = None if ids is None else sorted(set(ids))
+    data = trace_dataset(run_dir, table, ids)
+    where = None if ids is None else ds.field("episode_id").isin(ids)
+    return data.to_table(columns=columns, filter=where)
 
 
 def read_run(run_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(episodes, steps) of a run as DataFrames with the fixed schemas; empty when nothing ran."""
-    run_dir = Path(run_dir)
-    episodes = _read_folder(run_dir / EPISODES_DIR, EPISODES).to_pandas()
-    steps = _read_folder(run_dir / STEPS_DIR, STEPS).to_pandas()
-    return episodes, steps
+    return _read(run_dir, EPISODES_DIR).to_pandas(), _read(run_dir, STEPS_DIR).to_pandas()
 
 
 def read_episodes(run_dir: str | os.PathLike, ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Only the episodes table of a run (cheap: one row per episode); with ``ids``, only the
-    episodes among those that have a file."""
-    folder = Path(run_dir) / EPISODES_DIR
-    files = None if ids is None else [p for p in (folder / f"{i}.parquet" for i in sorted(ids)) if p.is_file()]
-    return _read_folder(folder, EPISODES, files=files).to_pandas()
+    episodes among those that are complete."""
+    return _read(run_dir, EPISODES_DIR, ids=ids).to_pandas()
 
 
 def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
-    """One episode's row (as a dict) and its steps in step order."""
-    run_dir = Path(run_dir)
-    ep_path = run_dir / EPISODES_DIR / f"{episode_id}.parquet"
-    st_path = run_dir / STEPS_DIR / f"{episode_id}.parquet"
-    if not ep_path.is_file():
-        raise FileNotFoundError(ep_path)
-    row = pq.read_table(ep_path, schema=EPISODES).to_pylist()[0]
-    steps = pq.read_table(st_path, schema=STEPS).to_pandas() if st_path.is_file() else STEPS.empty_table().to_pandas()
-    return row, steps.sort_values("step").reset_index(drop=True)
+    """One episode's row (as a dict) and its steps in step order; ``FileNotFoundError`` when the run
+    holds no such complete episode."""
+    rows = _read(run_dir, EPISODES_DIR, ids=[episode_id]).to_pylist()
+    if not rows:
+        raise FileNotFoundError(f"{run_dir}: no episode {episode_id}")
+    steps = _read(run_dir, STEPS_DIR, ids=[episode_id]).to_pandas()
+    return rows[0], steps.sort_values("step").reset_index(drop=True)
 
 
 def completed_ids(run_dir: str | os.PathLike, *, include_errors: bool = True) -> set[str]:
     """Ids of the episodes whose files are complete; ``include_errors=False`` leaves out ``error``."""
-    table = _read_folder(Path(run_dir) / EPISODES_DIR, EPISODES, ["episode_id", "termination"])
+    table = _read(run_dir, EPISODES_DIR, ["episode_id", "termination"])
     ids, terms = table.column("episode_id").to_pylist(), table.column("termination").to_pylist()
     return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != "error"}
 
