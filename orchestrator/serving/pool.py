@@ -91,6 +91,13 @@ class ServerPool:
         self.healthy: dict[str, list[bool]] = {}
         self.checked: dict[tuple[str, int], float] = {}
 
+    @classmethod
+    def for_sweep(cls, run_dir: str | Path, sweep: Any) -> ServerPool:
+        """The pool of a sweep's served models, each spec resolved for the largest
+        ``history_frames`` of the sweep's conditions; starts nothing."""
+        return cls(run_dir, served_models(sweep.models),
+                   history_frames=max(c.protocol.history_frames for c in sweep.conditions))
+
     def __bool__(self) -> bool:
         return bool(self.models)
 
