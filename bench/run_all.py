@@ -7,8 +7,9 @@ Each script in bench/ (except this one and its results helper) runs in its own p
 ``bench/bench_results.py``) are gathered into one rich table: the script, each figure, its goal,
 the measured value, the ratio the goal is judged on, and whether it is met. A script that
 fails or records nothing still gets a row, so a broken bench never disappears from the table.
-``gpu_vllm_check.sh`` runs only where ``nvidia-smi`` finds a GPU. Exit code 1 when a goal is
-not met or a script failed.
+``gpu_vllm_check.sh`` runs only where ``nvidia-smi`` finds a GPU; ``vllm_cli_check.py`` checks
+only the vLLM versions whose throwaway environments exist (``--install`` makes them, once) and
+reports the others as skipped. Exit code 1 when a goal is not met or a script failed.
 """
 
 from __future__ import annotations

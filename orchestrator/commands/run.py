@@ -174,11 +174,10 @@ def run_command(
     pool = None
     t0 = time.monotonic()
     try:
-        served = [m for m in s.models if m.serve is not None]
-        if served:
-            # model servers first: episodes of served models get their endpoint and node from the pool
-            pool = ServerPool(run_dir, served, history_frames=max(c.protocol.history_frames for c in s.conditions))
-            Console(stderr=True).print(f"starting model servers for {', '.join(m.name for m in served)} ...")
+        # model servers first: episodes of served models get their endpoint and node from the pool
+        pool = ServerPool.for_sweep(run_dir, s) or None  # None: the sweep serves no model
+        if pool is not None:
+            Console(stderr=True).print(f"starting model servers for {', '.join(pool.models)} ...")
             try:
                 pool.start()
             except ServerStartError as err:

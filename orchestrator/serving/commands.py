@@ -1,7 +1,8 @@
 """Command lines of the two engines, built from a resolved ``ServeSpec``.
 
-The vLLM flags follow ``vllm serve``'s engine arguments (checked against vLLM 0.10/0.11's
-``vllm/engine/arg_utils.py``; docs/cluster.md lists them). Both servers speak the OpenAI API
+The vLLM flags are ``vllm serve``'s; ``bench/vllm_cli_check.py`` feeds every command line the
+sweeps and tests give to vLLM's own parser (docs/cluster.md lists them and the versions checked).
+Both servers speak the OpenAI API
 under ``/v1``; the model is served under the name the sweep's litellm string carries, so the
 agent's ``hosted_vllm/<name>`` or ``openai/<name>`` request reaches it unchanged.
 """

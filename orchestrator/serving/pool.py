@@ -22,7 +22,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
 from orchestrator.serving.spec import ServeSpec
-from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY, ModelEntry
+from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY, ModelEntry, Sweep, model_conditions
 
 STATUS_TIMEOUT_S = 30.0
 RECHECK_S = 1.0
@@ -71,12 +71,17 @@ class ServedEntry:
 
 
 class ServerPool:
-    def __init__(self, run_dir: str | Path, models: Iterable[ModelEntry], *, history_frames: int = 0):
-        """``models``: a sweep's model entries; those with ``serve`` get servers."""
+    def __init__(self, run_dir: str | Path, models: Iterable[ModelEntry], *,
+                 history_frames: int | dict[str, int] = 0):
+        """``models``: a sweep's model entries; those with ``serve`` get servers. ``history_frames``:
+        past frames a prompt holds (per model name, or one number for all), which sizes vLLM's
+        image limit."""
         self.run_dir = Path(run_dir).resolve()
+        frames = history_frames if isinstance(history_frames, dict) else {}
         self.models: dict[str, ServedEntry] = {
-            m.name: ServedEntry(m, m.serve.resolved(history_frames=history_frames,
-                                                    max_concurrency=m.max_concurrency or DEFAULT_LLM_CONCURRENCY))
+            m.name: ServedEntry(m, m.serve.resolved(
+                history_frames=frames.get(m.name, history_frames if isinstance(history_frames, int) else 0),
+                max_concurrency=m.max_concurrency or DEFAULT_LLM_CONCURRENCY))
             for m in models if m.serve is not None
         }
         self.actors: dict[str, list[Any]] = {}
@@ -85,6 +90,15 @@ class ServerPool:
         self.balancers: dict[str, ReplicaBalancer] = {}
         self.healthy: dict[str, list[bool]] = {}
         self.checked: dict[tuple[str, int], float] = {}
+
+    @classmethod
+    def for_sweep(cls, run_dir: str | Path, sweep: Sweep) -> ServerPool:
+        """The pool of a sweep's served models, each spec resolved for the largest
+        ``history_frames`` the model runs with (its own protocol fields over every condition);
+        starts nothing."""
+        frames = {m.name: max(c.protocol.history_frames for c in model_conditions(m, sweep.conditions))
+                  for m in sweep.models}
+        return cls(run_dir, sweep.models, history_frames=frames)
 
     def __bool__(self) -> bool:
         return bool(self.models)
