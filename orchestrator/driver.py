@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import secrets
 import time
 from collections import deque
 from collections.abc import Callable
@@ -68,6 +69,25 @@ ACTOR_LOST = (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError, rex.
 
 # ---- Ray ------------------------------------------------------------------------------------
 
+def _embedded_auth_token() -> None:
+    """Give an embedded Ray a token that lives as long as this process, unless the user has one
+    (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``) or turned token
+    authentication off (``RAY_AUTH_MODE=disabled``).
+
+    Without a token, Ray (2.59 on) writes a new one to ``~/.ray/auth_token`` for a local
+    instance. That file outlives the run, and a later ``ray start --head`` that finds it turns
+    token authentication on for the user's own cluster, whose ``ray job submit`` then fails
+    until ``RAY_AUTH_MODE=token`` is set (docs/cluster.md). A token in this process's environment,
+    which its Ray processes inherit, protects the instance as well and leaves nothing behind."""
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+        return
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    if (Path.home() / ".ray" / "auth_token").is_file():
+        return
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+
+
 def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
     """Join a cluster (``address``, or ``RAY_ADDRESS`` inside ``ray job submit``) or start an
     embedded local Ray without dashboard and with quiet logs. Returns True when this call
@@ -81,6 +101,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or None, **quiet)
     else:
+        _embedded_auth_token()
         # Ray runs its workers at niceness 15, so on a busy machine any other process starves the
         # episodes; an embedded instance exists only for this run, so its workers run at 0
         # address="local": always a fresh instance, never a cluster someone `ray start`ed here

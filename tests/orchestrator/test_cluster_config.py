@@ -28,6 +28,12 @@ def test_cluster_yaml_passes_rays_schema_and_launcher_checks():
     assert any("gridbench[run,vllm]" in c for c in config["worker_setup_commands"])
 
 
+def test_every_node_starts_ray_with_the_launching_machines_token():
+    config = yaml.safe_load(CLUSTER.read_text())
+    assert config["file_mounts"]["~/.ray/auth_token"] == "~/.ray/auth_token"
+    assert any("export RAY_AUTH_MODE=token" in c and ".bashrc" in c for c in config["setup_commands"])
+
+
 def test_the_schema_check_catches_a_misspelt_field():
     config = yaml.safe_load(CLUSTER.read_text())
     config["available_node_types"]["head"]["resorces"] = {"CPU": 8}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sweep_runs import FAST_PROTOCOL as FAST_PROTOCOL  # the tests import it from here too
+from sweep_runs import MAZES, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-MAZES = ROOT / "tests" / "orchestrator" / "mazes"
 BUILTINS = [{"name": "oracle", "model": "builtin/oracle"}, {"name": "random", "model": "builtin/random"},
             {"name": "explorer", "model": "builtin/explorer"}]
 
@@ -83,9 +83,6 @@ def copy_mazes(dest: Path, names: list[str]) -> Path:
 # A made-up key: the security tests search every output for it
 FAKE_KEY = "sk-fake-gridbench-0123456789abcdefSECRET"
 KEY_ENV = "GRIDBENCH_TEST_KEY"
-# what LLM episodes look like in these tests: short, text only, no frames to draw
-FAST_PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_example": False,
-                 "stall_window": 10, "step_cap_factor": 1}
 
 
 def actor_pid(actor, timeout: float = 60.0) -> int | None:

@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 import yaml
 from conftest import BUILTINS, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, actor_pid, copy_mazes, sweep_file
+from sweep_runs import assert_each_episode_once
 
 from agents.scripted_server import ScriptedServer
 from orchestrator.cli import main as cli_main
@@ -43,21 +43,6 @@ KILL_DRIVER = Path(__file__).with_name("kill_driver.py")
 def scripted_model(name: str, url: str, **extra) -> dict:
     return {"name": name, "model": f"openai/{name}", "api_base": url, "api_key_env": KEY_ENV,
             "price": {"input": 0.0, "output": 0.0}, "params": {"timeout": 2, "retries": 1}, **extra}
-
-
-def assert_each_episode_once(run_dir: Path, expected_ids: set[str]) -> pd.DataFrame:
-    """Every file readable on its own, each planned episode exactly once, steps whole."""
-    for sub in ("episodes", "steps"):
-        for f in (run_dir / sub).glob("*.parquet"):
-            pq.read_table(f)
-        assert not list((run_dir / sub).glob(".*.tmp")), f"temporary files left in {sub}/"
-    episodes = pd.read_parquet(run_dir / "episodes")
-    steps = pd.read_parquet(run_dir / "steps")
-    assert episodes["episode_id"].is_unique and set(episodes["episode_id"]) == expected_ids
-    assert set(steps["episode_id"]) <= expected_ids
-    assert not steps.duplicated(["episode_id", "step"]).any()
-    assert int(episodes["steps"].sum()) == len(steps)  # no orphan or doubled steps
-    return episodes
 
 
 def _sigkill_later(pid: int, delay: float) -> None:
