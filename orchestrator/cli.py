@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "orchestrator.commands.maze",
     "orchestrator.commands.pool",
     "orchestrator.commands.run",
+    "orchestrator.commands.compact",
     "orchestrator.commands.replay",
     "orchestrator.commands.report",
     "orchestrator.commands.view",

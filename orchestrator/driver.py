@@ -39,9 +39,11 @@ from typing import Any
 import ray
 from ray import exceptions as rex
 
+from orchestrator.compaction import extract
 from orchestrator.episode import failed_episode
 from orchestrator.records import EpisodeRecord
 from orchestrator.serving.actor import ServerStartError
+from orchestrator.store import RunStore, open_store
 from orchestrator.sweep import EpisodeSpec, Sweep
 from orchestrator.traces import (
     EncodedEpisode,
@@ -209,7 +211,7 @@ class Reporter:
 
 @dataclass
 class RunOutcome:
-    run_dir: Path
+    run_dir: Path | str  # a local folder, or the run's URI
     planned: int
     skipped: int  # already complete before this invocation
     ran: int
@@ -225,7 +227,7 @@ class Driver:
     def __init__(
         self,
         sweep: Sweep,
-        run_dir: str | os.PathLike,
+        run_dir: str | os.PathLike | RunStore,
         *,
         run: str | None = None,
         retry_errors: bool = False,
@@ -237,8 +239,9 @@ class Driver:
         command: list[str] | None = None,
     ):
         self.sweep = sweep
-        self.run_dir = Path(run_dir)
-        self.run = run or self.run_dir.name
+        self.store = open_store(run_dir)
+        self.run_dir: Path | str = self.store.root if self.store.local else self.store.location
+        self.run = run or self.store.name
         self.retry_errors = retry_errors
         self.reporter = reporter or Reporter()
         self.pool = pool
@@ -263,16 +266,20 @@ class Driver:
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
         """(every episode of the matrix, those still to run)."""
         specs = self.sweep.episodes()
-        done = completed_ids(self.run_dir, include_errors=not self.retry_errors)
+        done = completed_ids(self.store, include_errors=not self.retry_errors)
         return specs, [s for s in specs if s.episode_id not in done]
 
     def execute(self) -> RunOutcome:
-        clean_partial(self.run_dir)
+        clean_partial(self.store)
         specs, todo = self.plan()
+        if self.retry_errors and todo:
+            # episodes to rerun that a compaction packed: back to files of their own, which the
+            # rerun then replaces as in a run never compacted
+            extract(self.store, [s.episode_id for s in todo])
         self._enqueue(todo)
         self._start_cpu_workers()  # actors import and pre-warm while the manifest is written
         write_manifest(
-            self.run_dir, run=self.run, sweep=self.sweep.resolved(),
+            self.store, run=self.run, sweep=self.sweep.resolved(),
             mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes},
             invocation={"command": self.command, "planned": len(specs), "to_run": len(todo),
                         "retry_errors": self.retry_errors},
@@ -327,7 +334,7 @@ class Driver:
         """The matrix's episodes: rows written now, files for those finished before."""
         import pandas as pd
 
-        earlier = read_episodes(self.run_dir, ids={s.episode_id for s in specs} - self.rows.keys())
+        earlier = read_episodes(self.store, ids={s.episode_id for s in specs} - self.rows.keys())
         now = episodes_frame(list(self.rows.values()))
         frames = [f for f in (earlier, now) if len(f)]
         if not frames:
@@ -341,7 +348,7 @@ class Driver:
         self._drain_writes(WRITE_BACKLOG)
 
     def _write_now(self, result: EncodedEpisode) -> None:
-        write_encoded(self.run_dir, result)
+        write_encoded(self.store, result)
         self.rows[result.episode_id] = result.episode
         self.ran += 1
         self.reporter.episode_done(result.episode)

@@ -21,7 +21,8 @@ from env.oracle import distance_table, tile_distance
 from env.render import render_state
 from env.state import ACTIONS, MazeState, initial_state, step
 from orchestrator.episode import mechanisms_json
-from orchestrator.traces import read_episode, read_manifest
+from orchestrator.store import open_store
+from orchestrator.traces import MANIFEST, read_episode, read_manifest
 
 # Checked per step, in this order; the first mismatch of each step is reported.
 CHECKED = ("event", "x", "y", "dir", "carrying", "mechanisms", "novel", "action_distance", "tile_distance")
@@ -57,7 +58,7 @@ class ReplayResult:
 
 def load_run_maze(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Maze:
     manifest = read_manifest(run_dir)
-    source = str(Path(run_dir) / "manifest.json")
+    source = open_store(run_dir, "RUN_DIR").display(MANIFEST)
     if manifest is None:
         raise BadInput(str(run_dir), "manifest.json", "missing: not a gridbench run folder")
     data = manifest.get("mazes", {}).get(episode["maze_checksum"])

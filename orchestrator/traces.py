@@ -1,15 +1,20 @@
-"""Parquet traces of a run (DESIGN section 7): one episodes file and one steps file per episode.
+"""Parquet traces of a run (DESIGN section 7) and the rules that keep them exactly-once.
 
-Layout of ``results/<run>/``::
+Layout of a run (a local folder or an ``s3://``/``gs://`` prefix, see ``orchestrator.store``)::
 
-    manifest.json                 the resolved sweep, its mazes, git, packages, host
-    episodes/<episode_id>.parquet one row (schema ``orchestrator.schema.EPISODES``)
-    steps/<episode_id>.parquet    one row per step (schema ``STEPS``)
+    manifest.json                       the resolved sweep, its mazes, git, packages, host
+    episodes/<episode_id>.parquet       one finished episode's row (schema ``orchestrator.schema.EPISODES``)
+    steps/<episode_id>.parquet          its steps, one row each (schema ``STEPS``)
+    episodes/compacted-<gen>-<token>-<part>.parquet   many episodes' rows, after a compaction
+    steps/compacted-<gen>-<token>-<part>.parquet      their steps, sorted by episode id and step
+    compaction/<gen>-<token>.json       the record of the compaction in force (``orchestrator.compaction``)
 
-Every file is written under a temporary dot-name in its final folder, flushed, fsynced and then
-renamed, so a reader (or a rerun after a crash) never sees half a file. The steps file is
-renamed first and the episodes file last: an episodes file is the proof that an episode is
-complete, and ``clean_partial`` removes steps files left without one.
+A finished episode is written as its own two files (atomically: see ``RunStore.put``), the steps
+file first and the episodes file last: an episodes file is the proof that an episode is
+complete, and ``clean_partial`` removes steps files left without one. ``gridbench compact`` (and
+the end of ``gridbench run``) packs them into a few large files; ``table_files`` says which files
+make up a table at any moment, before, during, after, or after a killed compaction, so that
+every reader sees each episode exactly once.
 """
 
 from __future__ import annotations
@@ -23,68 +28,35 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.parquet as pq
 
+from orchestrator.compaction import dataset_of, roll_forward, table_files
 from orchestrator.records import EpisodeRecord, HoldsEpisode, StepRecord
-from orchestrator.schema import EPISODES, STEPS
+from orchestrator.schema import (
+    EPISODES,
+    EPISODES_DIR,
+    PER_EPISODE_COMPRESSION,
+    STEPS,
+    STEPS_DIR,
+    TABLES,
+    parquet_bytes,
+)
+from orchestrator.store import RunStore, open_store
 
 if TYPE_CHECKING:  # pandas only in annotations: frames come from pyarrow's to_pandas
     import pandas as pd
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gridbench.run/1"
-EPISODES_DIR = "episodes"
-STEPS_DIR = "steps"
-SCHEMAS = {EPISODES_DIR: EPISODES, STEPS_DIR: STEPS}
+Run = str | os.PathLike | RunStore  # a run: a local folder, an s3:// or gs:// URI, or its store
 PACKAGES = (
     "gridbench", "ray", "litellm", "minigrid", "gymnasium", "numpy", "pyarrow", "pandas", "pydantic",
     "vllm", "llama_cpp_python",
 )
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write through ``write(file)`` to a hidden temporary name, fsync, and rename onto ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # a disk turned read-only cannot take the temporary file back: the original error counts
-        if isinstance(err, OSError) and not err.filename:
-            err.filename = str(path)  # a full disk fails a write(), which names no file: name the one written
-        raise
-    _fsync_dir(path.parent)
-
-
-def parquet_bytes(table: pa.Table, compression: str = "zstd") -> bytes:
-    """A whole Parquet file in memory."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression)
-    return sink.getvalue().to_pybytes()
 
 
 def episodes_table(episodes: Iterable[EpisodeRecord]) -> pa.Table:
@@ -117,28 +89,25 @@ class EncodedEpisode(HoldsEpisode):
 
 def encode_episode(result: HasRecords) -> EncodedEpisode:
     """Both files of an episode, checked against the fixed schemas (a schema error raises here)."""
-    # one row compresses to nothing: the episodes file is left plain, which also halves its cost
-    return EncodedEpisode(result.episode, parquet_bytes(episodes_table([result.episode]), compression="none"),
-                          parquet_bytes(steps_table(result.steps)))
+    return EncodedEpisode(result.episode,
+                          parquet_bytes(episodes_table([result.episode]), PER_EPISODE_COMPRESSION[EPISODES_DIR]),
+                          parquet_bytes(steps_table(result.steps), PER_EPISODE_COMPRESSION[STEPS_DIR]))
 
 
-def write_encoded(run_dir: str | os.PathLike, encoded: EncodedEpisode) -> tuple[Path, Path]:
-    """Write (or replace) one encoded episode's two files; returns (episodes file, steps file)."""
-    run_dir = Path(run_dir)
+def write_encoded(run_dir: Run, encoded: EncodedEpisode) -> tuple[PurePath, PurePath]:
+    """Write (or replace) one encoded episode's two files, the steps file first; returns
+    (episodes file, steps file)."""
+    store = open_store(run_dir)
     eid = encoded.episode_id
-    ep_dir, st_dir = run_dir / EPISODES_DIR, run_dir / STEPS_DIR
-    ep_dir.mkdir(parents=True, exist_ok=True)
-    st_dir.mkdir(parents=True, exist_ok=True)
-    ep_path, st_path = ep_dir / f"{eid}.parquet", st_dir / f"{eid}.parquet"
-    _atomic_write(st_path, lambda f: f.write(encoded.steps_file))
-    _atomic_write(ep_path, lambda f: f.write(encoded.episode_file))
+    st_path = store.put(f"{STEPS_DIR}/{eid}.parquet", encoded.steps_file)
+    ep_path = store.put(f"{EPISODES_DIR}/{eid}.parquet", encoded.episode_file)
     return ep_path, st_path
 
 
-def write_episode(run_dir: str | os.PathLike, result: HasRecords) -> tuple[Path, Path]:
+def write_episode(run_dir: Run, result: HasRecords) -> tuple[PurePath, PurePath]:
     """Write (or replace) one episode's two files; returns (episodes file, steps file).
 
-    Both files are encoded before anything touches the disk: a schema error writes nothing.
+    Both files are encoded before anything is written: a schema error writes nothing.
     """
     return write_encoded(run_dir, encode_episode(result))
 
@@ -148,42 +117,42 @@ def episodes_frame(episodes: Iterable[EpisodeRecord]) -> pd.DataFrame:
     return episodes_table(episodes).to_pandas()
 
 
-def trace_dataset(run_dir: str | os.PathLike, table: str,
-                  ids: Iterable[str] | None = None) -> ds.Dataset:
+def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) -> ds.Dataset:
     """One of a run's tables (``episodes`` or ``steps``) as a lazy Arrow dataset with the fixed
-    schema, over every Parquet file of its folder, however many episodes each file holds; hidden
-    files (temporary ones) are skipped. Nothing is read until the dataset is scanned, so DuckDB,
-    pyarrow or pandas can stream it. ``ids`` narrows a per-episode layout to those episodes' files."""
-    folder = Path(run_dir) / table
-    if not folder.is_dir():
-        files: list[str] = []
-    elif ids is not None and all((folder / f"{i}.parquet").is_file() for i in ids):
-        files = [str(folder / f"{i}.parquet") for i in sorted(ids)]
-    else:
-        files = sorted(str(p) for p in folder.rglob("*.parquet") if not p.name.startswith((".", "_")))
-    return ds.dataset(files, schema=SCHEMAS[table], format="parquet")
+    schema, over the files that hold it now (``orchestrator.compaction.table_files``: compacted
+    files and per-episode files, each episode in exactly one, whether the run is compacted,
+    not, partly, or in the middle of a compaction), local or in object storage. Nothing is
+    read until the dataset is scanned, so DuckDB, pyarrow or pandas can stream it. ``ids``
+    leaves out the per-episode files of other episodes (filter the scan on ``episode_id`` too:
+    compacted files hold many episodes, and their row-group statistics let a scan skip the rest)."""
+    store = open_store(run_dir, "RUN")
+    view = table_files(store, table)
+    own = view.per_episode
+    if ids is not None:
+        wanted = {f"{i}.parquet" for i in ids}
+        own = [e for e in own if e.name in wanted]
+    return dataset_of(store, table, [*view.compacted, *own])
 
 
-def _read(run_dir: str | os.PathLike, table: str, columns: list[str] | None = None,
-          ids: Iterable[str] | None = None) -> pa.Table:
+def _read(run_dir: Run, table: str, columns: list[str] | None = None, ids: Iterable[str] | None = None) -> pa.Table:
     ids = None if ids is None else sorted(set(ids))
     data = trace_dataset(run_dir, table, ids)
-    where = None if ids is None else ds.field("episode_id").isin(ids)
+    where = None if ids is None else ds.field("episode_id").isin(pa.array(ids, pa.string()))
     return data.to_table(columns=columns, filter=where)
 
 
-def read_run(run_dir: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+def read_run(run_dir: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(episodes, steps) of a run as DataFrames with the fixed schemas; empty when nothing ran."""
     return _read(run_dir, EPISODES_DIR).to_pandas(), _read(run_dir, STEPS_DIR).to_pandas()
 
 
-def read_episodes(run_dir: str | os.PathLike, ids: Iterable[str] | None = None) -> pd.DataFrame:
+def read_episodes(run_dir: Run, ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Only the episodes table of a run (cheap: one row per episode); with ``ids``, only the
     episodes among those that are complete."""
     return _read(run_dir, EPISODES_DIR, ids=ids).to_pandas()
 
 
-def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
+def read_episode(run_dir: Run, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """One episode's row (as a dict) and its steps in step order; ``FileNotFoundError`` when the run
     holds no such complete episode."""
     rows = _read(run_dir, EPISODES_DIR, ids=[episode_id]).to_pylist()
@@ -193,30 +162,29 @@ def read_episode(run_dir: str | os.PathLike, episode_id: str) -> tuple[dict[str,
     return rows[0], steps.sort_values("step").reset_index(drop=True)
 
 
-def completed_ids(run_dir: str | os.PathLike, *, include_errors: bool = True) -> set[str]:
+def completed_ids(run_dir: Run, *, include_errors: bool = True) -> set[str]:
     """Ids of the episodes whose files are complete; ``include_errors=False`` leaves out ``error``."""
     table = _read(run_dir, EPISODES_DIR, ["episode_id", "termination"])
     ids, terms = table.column("episode_id").to_pylist(), table.column("termination").to_pylist()
     return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != "error"}
 
 
-def clean_partial(run_dir: str | os.PathLike) -> list[Path]:
-    """Remove what a killed driver can leave behind: temporary files and steps without an episode."""
-    run_dir = Path(run_dir)
-    removed: list[Path] = []
-    for sub in (EPISODES_DIR, STEPS_DIR):
-        folder = run_dir / sub
-        if folder.is_dir():
-            for tmp in folder.glob(".*.tmp"):
-                tmp.unlink(missing_ok=True)
-                removed.append(tmp)
-    steps = run_dir / STEPS_DIR
-    if steps.is_dir():
-        done = {p.stem for p in (run_dir / EPISODES_DIR).glob("*.parquet")}
-        for p in steps.glob("*.parquet"):
-            if p.stem not in done:
-                p.unlink(missing_ok=True)
-                removed.append(p)
+def clean_partial(run_dir: Run) -> list[PurePath]:
+    """Bring a run that a killed driver or compaction left behind to a clean state: finish or
+    take back a compaction (``orchestrator.compaction.roll_forward``), then remove temporary
+    files and steps files without their episodes file. Other folders (``partial/``, ``servers/``)
+    are left alone."""
+    store = open_store(run_dir)
+    roll_forward(store)
+    removed: list[PurePath] = []
+    for table in TABLES:
+        for e in store.list(table):
+            if e.name.startswith(".") and e.name.endswith(".tmp") and store.delete(f"{table}/{e.name}"):
+                removed.append(store.file(f"{table}/{e.name}"))
+    episodes = {e.name for e in table_files(store, EPISODES_DIR).per_episode}
+    for e in table_files(store, STEPS_DIR).per_episode:
+        if e.name not in episodes and store.delete(f"{STEPS_DIR}/{e.name}"):
+            removed.append(store.file(f"{STEPS_DIR}/{e.name}"))
     return removed
 
 
@@ -263,35 +231,37 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def read_manifest(run_dir: str | os.PathLike) -> dict[str, Any] | None:
-    path = Path(run_dir) / MANIFEST
-    if not path.is_file():
+def read_manifest(run_dir: Run) -> dict[str, Any] | None:
+    try:
+        data = open_store(run_dir, "RUN").read_bytes(MANIFEST)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(data.decode("utf-8"))
 
 
 def write_manifest(
-    run_dir: str | os.PathLike,
+    run_dir: Run,
     *,
     run: str,
     sweep: dict[str, Any],
     mazes: dict[str, dict[str, Any]],
     invocation: dict[str, Any],
-) -> Path:
+) -> PurePath:
     """Create or update ``manifest.json``.
 
     ``sweep`` is the resolved sweep (no secrets: only names of key variables ever reach it);
     ``mazes`` maps each maze checksum to its content, so a run replays without the maze files.
     A resumed run keeps its creation time and earlier mazes and appends its invocation.
+    ``location`` is where the run lives (a folder or a URI, which never holds credentials).
     """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(run_dir)
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    old = read_manifest(run_dir) or {}
+    old = read_manifest(store) or {}
     git = git_info()
     manifest = {
         "format": MANIFEST_FORMAT,
         "run": run,
+        "location": store.location,
         "created_at": old.get("created_at", now),
         "updated_at": now,
         "sweep": sweep,
@@ -302,6 +272,4 @@ def write_manifest(
         "mazes": {**old.get("mazes", {}), **mazes},
     }
     text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"
-    path = run_dir / MANIFEST
-    _atomic_write(path, lambda f: f.write(text.encode("utf-8")))
-    return path
+    return store.put(MANIFEST, text.encode("utf-8"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -125,11 +124,11 @@ def _summary_table(outcome: Any, sweep: Any) -> Table:
     return table
 
 
-def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: Path, name: str | None,
+def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
                   address: str | None, retry_errors: bool) -> list[str]:
     """The invocation as the manifest records it: rebuilt from the options, never from raw argv."""
     cmd = ["gridbench", "run", sweep, *(a for m in model or [] for a in ("--model", m))]
-    for flag, value in (("--mazes", mazes), ("--out", str(out)), ("--name", name), ("--address", address)):
+    for flag, value in (("--mazes", mazes), ("--out", out), ("--name", name), ("--address", address)):
         if value is not None:
             cmd += [flag, value]
     return [*cmd, "--retry-errors"] if retry_errors else cmd
@@ -139,13 +138,15 @@ def run_command(
     sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, quickstart)"),
     model: list[str] = typer.Option(None, "--model", help="run only these models (name or model string); repeatable"),
     mazes: str | None = typer.Option(None, "--mazes", help="replace the sweep's mazes: a named set, a folder or a maze id"),
-    out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
+    out: str = typer.Option("results", "--out", help="where runs are kept: a folder, or s3://BUCKET/PREFIX or "
+                                                     "gs://BUCKET/PREFIX (credentials from the environment)"),
     name: str | None = typer.Option(None, "--name", help="run name (default: the sweep's name); rerun to resume"),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: an embedded local Ray)"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="also rerun episodes that ended in error"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and exit"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
+    from orchestrator.store import open_store
     from orchestrator.sweep import NAME_PATTERN, load_sweep
     from orchestrator.traces import completed_ids
 
@@ -156,26 +157,33 @@ def run_command(
     run_name = name or s.name
     if not NAME_PATTERN.match(run_name):
         raise BadInput("--name", "", f"{run_name!r} is not a valid run name (letters, digits, '_', '-', '.')")
-    run_dir = out / run_name
+    store = open_store(out, "--out").child(run_name)
+    if not store.local:
+        store.check_bucket()  # before any server or actor starts
+    run_dir = store.display()
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
-        done = completed_ids(run_dir, include_errors=not retry_errors)
+        done = completed_ids(store, include_errors=not retry_errors)
         todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
         stdout.print(_matrix_table(s, todo))
         stdout.print(f"run folder: {run_dir}")
         return
 
+    from orchestrator.commands.compact import compact_with_progress, summary_line
     from orchestrator.driver import Driver, connect
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
+    from orchestrator.store import upload_folder
 
     started = connect(address)
     pool = None
     t0 = time.monotonic()
     try:
         # model servers first: episodes of served models get their endpoint and node from the pool
-        pool = ServerPool.for_sweep(run_dir, s) or None  # None: the sweep serves no model
+        # their logs are written on this machine: into the run, or first into a local folder
+        # when the run is in object storage (uploaded at the end)
+        pool = ServerPool.for_sweep(store.local_dir(), s) or None  # None: the sweep serves no model
         if pool is not None:
             Console(stderr=True).print(f"starting model servers for {', '.join(pool.models)} ...")
             try:
@@ -184,16 +192,21 @@ def run_command(
                 # not bad input: the server's own log tail says what went wrong
                 print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
                 raise typer.Exit(1) from None
-        driver = Driver(s, run_dir, run=run_name, retry_errors=retry_errors, pool=pool,
+        driver = Driver(s, store, run=run_name, retry_errors=retry_errors, pool=pool,
                         reporter=RichReporter(Console(stderr=True)), command=_command_line(sweep, model, mazes, out, name, address, retry_errors))
         outcome = driver.execute()
     finally:
         if pool is not None:
             pool.stop()
+            if not store.local:
+                upload_folder(store.local_dir() / "servers", store.child("servers"))
         if started:
             import ray
 
             ray.shutdown()
+    # the run has ended: its per-episode files, needed while it ran, are packed into a few large ones
+    err = Console(stderr=True)
+    err.print(summary_line(store, compact_with_progress(store, err)))
     stdout.print(_summary_table(outcome, s))
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - t0:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")

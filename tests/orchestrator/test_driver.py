@@ -114,7 +114,11 @@ def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsy
     assert code in (0, None)
     out = capsys.readouterr().out
     assert "oracle" in out and "6 episodes in the matrix, 0 ended in error" in out
-    assert len(list((tmp_path / "qs" / "episodes").glob("*.parquet"))) == 6
+    # the run has ended: its six per-episode files are packed into one compacted file per table
+    for table in ("episodes", "steps"):
+        files = list((tmp_path / "qs" / table).iterdir())
+        assert len(files) == 1 and files[0].name.startswith("compacted-"), files
+    assert len(pd.read_parquet(tmp_path / "qs" / "episodes")) == 6
 
 
 def test_model_episodes_run_on_model_actors_and_a_failing_model_never_stops_the_sweep(

@@ -118,9 +118,11 @@ def test_a_sweep_submitted_as_a_job_is_stopped_and_resumed(cluster, tmp_path):
         kept = episode_files(run_dir)
         assert STOP_AFTER <= len(kept) < len(planned), f"the stop did not land mid-sweep: {len(kept)} done"
         # complete episodes only: each episodes file has a steps file with all its steps
+        finished = {}
         for eid in kept:
             row = pd.read_parquet(run_dir / "episodes" / f"{eid}.parquet").iloc[0]
             assert len(pd.read_parquet(run_dir / "steps" / f"{eid}.parquet")) == row["steps"]
+            finished[eid] = (row["finished_at"], row["attempts"])
 
         again = ray_job(cluster, "submit", "--submission-id", "gb-again", "--working-dir", ".", *command,
                         home=laptop, env=authed, cwd=ROOT, timeout=300)
@@ -128,15 +130,17 @@ def test_a_sweep_submitted_as_a_job_is_stopped_and_resumed(cluster, tmp_path):
 
     episodes = assert_each_episode_once(run_dir, planned)
     assert (episodes["termination"] != "error").all() and episodes["solved"].all()
-    after = episode_files(run_dir)
-    assert {eid: after[eid] for eid in kept} == kept  # the second job left finished episodes alone
+    # the second job left finished episodes alone (its end packed them into compacted files)
+    after = episodes.set_index("episode_id")
+    assert {eid: (after.loc[eid, "finished_at"], after.loc[eid, "attempts"]) for eid in kept} == finished
+    assert all(name.startswith("compacted-") for name in episode_files(run_dir))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     head_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert [i["git"]["commit"] for i in manifest["invocations"]] == [head_commit, head_commit]
     # one episode of each job through `gridbench replay --verify`, both at once
     replays = [subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "replay", str(run_dir), eid, "--verify"],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-               for eid in (min(kept), min(set(after) - set(kept)))]
+               for eid in (min(kept), min(set(after.index) - set(kept)))]
     for replay in replays:
         output = replay.communicate(timeout=120)[0]
         assert replay.returncode == 0 and "verified" in output, output

@@ -1,0 +1,55 @@
+"""``gridbench compact RUN``: pack a run's per-episode files into a few large Parquet files."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from env.errors import BadInput
+
+
+def compact_with_progress(store, console: Console):
+    """Compact ``store`` with a bar per table on ``console``; returns the ``CompactionResult``."""
+    from orchestrator.compaction import compact
+
+    columns = [TextColumn("compacting {task.description:<8}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+               TextColumn("files"), TimeRemainingColumn()]
+    with Progress(*columns, console=console, transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def progress(table: str, done: int, total: int) -> None:
+            if table not in tasks:
+                tasks[table] = bar.add_task(table, total=total)
+            bar.update(tasks[table], completed=done, total=total)
+
+        return compact(store, progress=progress)
+
+
+def summary_line(store, result) -> str:
+    if not result.changed:
+        return (f"{store.display()}: already compact ({result.files.get('episodes', 0)} episodes files, "
+                f"{result.files.get('steps', 0)} steps files)")
+    rows = result.rows
+    return (f"{store.display()}: packed {result.episodes} episodes"
+            + (f" and rewrote {result.rewritten} compacted files" if result.rewritten else "")
+            + f" into {result.files['episodes']} episodes files ({rows.get('episodes', 0)} rows written) and "
+            f"{result.files['steps']} steps files ({rows.get('steps', 0)} rows written)")
+
+
+def compact_command(
+    run_dir: str = typer.Argument(..., help="a run: its folder (results/<run>) or its s3:// or gs:// URI"),
+) -> None:
+    """Pack a run's per-episode files into a few large Parquet files (safe to rerun or to kill)."""
+    from orchestrator.store import open_store
+    from orchestrator.traces import EPISODES_DIR, MANIFEST
+
+    store = open_store(run_dir, "RUN")
+    if not store.exists(MANIFEST) and not store.is_dir(EPISODES_DIR):
+        raise BadInput(store.display(), "", "no such run (neither manifest.json nor episodes/ is there)")
+    result = compact_with_progress(store, Console(stderr=True))
+    typer.echo(summary_line(store, result))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compact")(compact_command)
