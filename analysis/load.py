@@ -22,7 +22,8 @@ from env.errors import BadInput
 from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
-from orchestrator.traces import read_run
+from orchestrator.store import is_uri, open_store
+from orchestrator.traces import read_manifest, read_run
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
@@ -39,7 +40,7 @@ class Traces:
     episodes: pd.DataFrame  # every non-error episode, with ``arm`` and derived maze columns
     steps: pd.DataFrame  # steps of those episodes, ordered by (episode_id, step), with ``arm``
     errors: pd.DataFrame  # episodes whose termination is ``error``: excluded from every metric
-    run_dirs: list[Path] = field(default_factory=list)
+    run_dirs: list[Path | str] = field(default_factory=list)  # folders, or URIs of runs in object storage
     mazes: dict[str, Maze | None] = field(default_factory=dict)  # maze_id -> maze, None if unknown
 
     @property
@@ -48,11 +49,12 @@ class Traces:
 
 
 def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The raw episodes and steps tables of one run folder (``orchestrator.traces.read_run``)."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
+    """The raw episodes and steps tables of one run (``orchestrator.traces.read_run``): a folder
+    or an ``s3://``/``gs://`` URI."""
+    store = open_store(run_dir, "RUN_DIR")
+    if not store.is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
-    if not (run_dir / "episodes").is_dir():
+    if not store.is_dir("episodes"):
         raise BadInput(str(run_dir), "episodes", "run folder has no episodes/ (is it a gridbench run?)")
     try:
         episodes, steps = read_run(run_dir)
@@ -92,13 +94,13 @@ def _arm_labels(eps: pd.DataFrame) -> pd.Series:
     return label
 
 
-def manifest_mazes(run_dirs: list[Path]) -> dict[str, Maze]:
+def manifest_mazes(run_dirs: list[Path | str]) -> dict[str, Maze]:
     """Mazes the runs recorded in their manifests (``mazes``: checksum -> maze content)."""
     found: dict[str, Maze] = {}
     for d in run_dirs:
         for checksum, content in (manifest(d).get("mazes") or {}).items():
             try:
-                found[checksum] = maze_from_dict(content, f"{d / 'manifest.json'}: mazes")
+                found[checksum] = maze_from_dict(content, f"{open_store(d).display('manifest.json')}: mazes")
             except BadInput:
                 continue
     return found
@@ -125,13 +127,14 @@ def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = Tru
     """Read runs, drop error episodes into ``errors``, add derived columns, order the steps."""
     if isinstance(run_dirs, (str, Path)):
         run_dirs = [run_dirs]
-    dirs = [Path(d) for d in run_dirs]
+    dirs = [d if is_uri(d) else Path(d) for d in run_dirs]
     eps_parts, step_parts = [], []
     for d in dirs:
         e, s = read_run_tables(d)
         # a run folder is the unit the user named: it wins over a blank run column
-        e["run"] = e["run"].fillna(d.name).replace("", d.name)
-        s["run"] = s["run"].fillna(d.name).replace("", d.name)
+        name = open_store(d).name
+        e["run"] = e["run"].fillna(name).replace("", name)
+        s["run"] = s["run"].fillna(name).replace("", name)
         eps_parts.append(e)
         step_parts.append(s)
     episodes = pd.concat(eps_parts, ignore_index=True)
@@ -160,11 +163,8 @@ def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = Tru
     return Traces(ok, steps, errors, dirs, mazes)
 
 
-def manifest(run_dir: Path) -> dict:
-    p = Path(run_dir) / "manifest.json"
-    if not p.is_file():
-        return {}
+def manifest(run_dir: Path | str) -> dict:
     try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
+        return read_manifest(run_dir) or {}
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return {}

@@ -8,8 +8,8 @@ import typer
 
 
 def replay_command(
-    run_dir: Path = typer.Argument(..., help="a run folder (results/<run>)"),
-    episode_id: str = typer.Argument(..., help="the episode's id (episodes/<id>.parquet)"),
+    run_dir: str = typer.Argument(..., help="a run: its folder (results/<run>) or its s3:// or gs:// URI"),
+    episode_id: str = typer.Argument(..., help="the episode's id (the episode_id column)"),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="check every recorded step against the replay"),
     gif: Path | None = typer.Option(None, "--gif", help="write the episode as an animated GIF"),
     tile_size: int = typer.Option(16, "--tile-size", min=4, max=128, help="pixels per cell in the GIF"),

@@ -8,17 +8,23 @@ import typer
 
 
 def report(
-    run_dirs: list[Path] = typer.Argument(..., help="run folders (results/<run>); several share one report"),
-    out: Path | None = typer.Option(None, "--out", help="report folder (default: RUN_DIR/report for one run, "
-                                                        "./report for several)"),
+    run_dirs: list[str] = typer.Argument(..., help="runs: folders (results/<run>) or s3:// / gs:// URIs; "
+                                                   "several share one report"),
+    out: str | None = typer.Option(None, "--out", help="report folder or URI (default: RUN_DIR/report for one "
+                                                       "run, ./report for several)"),
 ) -> None:
     """Write report.md, report.html (self-contained), figures (PNG), tables (CSV) and metrics.json."""
     # analysis is imported here, not at module level: only this command needs pandas and matplotlib
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from analysis.load import load_runs
+    from orchestrator.store import LocalStore, open_store, upload_folder
 
-    target = out or (run_dirs[0] / "report" if len(run_dirs) == 1 else Path("report"))
+    stores = [open_store(d, "RUN_DIR") for d in run_dirs]
+    target = open_store(out, "--out") if out else (stores[0].child("report") if len(stores) == 1
+                                                    else LocalStore("report"))
+    # a report for object storage is written to a local folder first, then uploaded
+    folder = Path(target.root) if target.local else target.local_dir()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as bar:
         task = bar.add_task("reading traces")
         traces = load_runs(run_dirs)
@@ -26,10 +32,14 @@ def report(
         # matplotlib, scipy and statsmodels load only once the runs have been read
         from analysis.report import write_report
 
-        metrics = write_report(traces, target, progress=lambda what: bar.update(task, description=f"drawing {what}"))
+        metrics = write_report(traces, folder, progress=lambda what: bar.update(task, description=f"drawing {what}"))
+        if not target.local:
+            bar.update(task, description=f"uploading to {target.display()}")
+            upload_folder(folder, target, last=("report.html", "report.md"))
     head = metrics["headline"]
+    where = str(folder) if target.local else f"{target.display()} (local copy: {folder})"
     typer.echo(f"{head['episodes']} episodes, {head['solves']} solved, "
-               f"{len(metrics['figures'])} figures, {len(metrics['tables'])} tables -> {target}")
+               f"{len(metrics['figures'])} figures, {len(metrics['tables'])} tables -> {where}")
 
 
 def register(app: typer.Typer) -> None:

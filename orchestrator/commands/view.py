@@ -8,13 +8,21 @@ import typer
 
 
 def view(
-    run_dir: Path = typer.Argument(..., help="a run folder (results/<run>)"),
-    out: Path | None = typer.Option(None, "--out", help="where to write the bundle (default RUN_DIR/view)"),
+    run_dir: str = typer.Argument(..., help="a run: its folder (results/<run>) or its s3:// or gs:// URI"),
+    out: str | None = typer.Option(None, "--out", help="where to write the bundle: a folder or a URI "
+                                                       "(default RUN_DIR/view)"),
 ) -> None:
     """Write a static HTML viewer of a run: an episode index and one page per episode."""
+    from orchestrator.store import open_store, upload_folder
     from orchestrator.web.viewer import build_view
 
-    summary = build_view(run_dir, out)
+    target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")
+    # a bundle for object storage is built in a local folder first, then uploaded, the index last
+    folder = Path(target.root) if target.local else target.local_dir()
+    summary = build_view(run_dir, folder)
+    if not target.local:
+        upload_folder(folder, target, last=("index.html",))
+        typer.echo(f"uploaded to {target.display()}")
     typer.echo(f"wrote {summary.episodes} episode pages and {summary.frames_drawn} new frames; "
                f"open {summary.out_dir / 'index.html'}")
     if summary.without_frames:

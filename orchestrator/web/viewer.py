@@ -27,8 +27,6 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agents.prompt import activity_summary
@@ -45,8 +43,8 @@ from env import (
     step,
 )
 from env.oracle import solve
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest
+from orchestrator.store import open_store
+from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, trace_dataset
 
 # the columns of the index table, in display order
 INDEX_COLUMNS = (
@@ -79,22 +77,19 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _rows(folder: Path, schema: pa.Schema, columns: list[str] | None = None) -> list[dict[str, Any]]:
-    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    if not files:
-        return []
-    return pq.read_table([str(f) for f in files], schema=schema, columns=columns).to_pylist()
+def _rows(run_dir: str | Path, table: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
+    return trace_dataset(run_dir, table).to_table(columns=columns).to_pylist()
 
 
-def read_run_rows(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+def read_run_rows(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
     """Episode rows (sorted for the index) and, per episode id, its step rows in step order."""
-    if not run_dir.is_dir():
+    if not open_store(run_dir, "RUN_DIR").is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
-    episodes = _rows(run_dir / EPISODES_DIR, EPISODES)
+    episodes = _rows(run_dir, EPISODES_DIR)
     if not episodes:
         raise BadInput(str(run_dir), EPISODES_DIR, "the run holds no finished episodes")
     steps: dict[str, list[dict[str, Any]]] = {}
-    for row in _rows(run_dir / STEPS_DIR, STEPS, ["episode_id", *STEP_COLUMNS]):
+    for row in _rows(run_dir, STEPS_DIR, ["episode_id", *STEP_COLUMNS]):
         steps.setdefault(row["episode_id"], []).append(row)
     for rows in steps.values():
         rows.sort(key=lambda r: r["step"])
@@ -193,9 +188,9 @@ def episode_data(episode: dict[str, Any], steps: list[dict[str, Any]], maze: Maz
 class RunMazes:
     """The mazes of a run, from its manifest (stored there by checksum), each loaded and solved once."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: str | Path):
         manifest = read_manifest(run_dir) or {}
-        self._source = str(run_dir / MANIFEST)
+        self._source = open_store(run_dir).display(MANIFEST)
         self._data: dict[str, Any] = manifest.get("mazes") or {}
         self._mazes: dict[str, Maze | None] = {}
         self._paths: dict[str, list[list[int]]] = {}
@@ -262,11 +257,14 @@ def _write(path: Path, text: str) -> None:
 
 
 def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress: bool = True) -> ViewSummary:
-    """Write the static viewer of ``run_dir`` into ``out_dir`` (default ``run_dir/view``)."""
-    run_dir = Path(run_dir)
-    out_dir = Path(out_dir) if out_dir is not None else run_dir / "view"
+    """Write the static viewer of ``run_dir`` (a folder or a URI) into the local ``out_dir``
+    (default ``run_dir/view``; for a run in object storage, a local folder that
+    ``gridbench view`` uploads to ``RUN/view``)."""
+    store = open_store(run_dir, "RUN_DIR")
+    view = store.child("view")
+    out_dir = Path(out_dir) if out_dir is not None else view.local_dir()
     episodes, steps = read_run_rows(run_dir)  # bad input fails here, before anything is written
-    run_name = episodes[0].get("run") or run_dir.name
+    run_name = episodes[0].get("run") or store.name
     mazes = RunMazes(run_dir)
     (out_dir / "episodes").mkdir(parents=True, exist_ok=True)
     (out_dir / "frames").mkdir(parents=True, exist_ok=True)
