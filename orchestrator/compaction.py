@@ -77,6 +77,8 @@ ROW_GROUP_BYTES = 32 * 2**20  # Arrow bytes buffered per row group: bounds memor
 PART_ROWS = {STEPS_DIR: 4_000_000, EPISODES_DIR: 1_000_000}
 READ_BATCH_ROWS = 16_384
 PER_EPISODE_READAHEAD = 32  # per-episode files read ahead (small: one episode each)
+PER_EPISODE_CHUNK = 512
+COALESCE_BATCHES = 256
 VIEW_ATTEMPTS = 20
 
 Progress = Callable[[str, int, int], None]  # (table, files done, files in all)
@@ -388,6 +390,12 @@ class _PartWriter:
         self._buf.append(batch)
         self._buf_rows += batch.num_rows
         self._buf_bytes += batch.nbytes
+        if len(self._buf) >= COALESCE_BATCHES:
+            # a batch per episode costs kilobytes of buffers beyond its rows (16k one-row
+            # episodes batches: ~200 MB): held as one batch, the buffer weighs what its rows do
+            merged = pa.Table.from_batches(self._buf, self.schema).combine_chunks()
+            self._buf = merged.to_batches()
+            self._buf_bytes = merged.nbytes
         if self._buf_rows >= ROW_GROUP_ROWS[self.table] or self._buf_bytes >= ROW_GROUP_BYTES:
             self._flush(final=False)
 
@@ -579,15 +587,16 @@ def _write_parts(store: RunStore, table: str, gen: int, token: str, rewrite: lis
             done += 1
             if progress:
                 progress(table, done, total)
-        last = None
-        for tagged in dataset_of(store, table, per_episode).scanner(
-                batch_size=READ_BATCH_ROWS, fragment_readahead=PER_EPISODE_READAHEAD, batch_readahead=2).scan_batches():
-            writer.write(tagged.record_batch)
-            if tagged.fragment.path != last:
-                last = tagged.fragment.path
-                done += 1
-                if progress and done % 64 == 0:
-                    progress(table, min(done, total), total)
+        # a few hundred files per dataset: a scanned fragment keeps its file's metadata, so one
+        # dataset over every file would hold all of them in memory until the end
+        for start in range(0, len(per_episode), PER_EPISODE_CHUNK):
+            chunk = per_episode[start:start + PER_EPISODE_CHUNK]
+            for batch in dataset_of(store, table, chunk).to_batches(
+                    batch_size=READ_BATCH_ROWS, fragment_readahead=PER_EPISODE_READAHEAD, batch_readahead=2):
+                writer.write(batch)
+            done += len(chunk)
+            if progress:
+                progress(table, done, total)
         names = writer.close()
     except BaseException:
         writer.abort()
