@@ -70,8 +70,8 @@ STAGING_DIR = f"{COMPACTION_DIR}/staging"
 RECORD_FORMAT = "gridbench.compaction/1"
 REPLACES_SUFFIX = ".replaces.parquet"
 PREFIX = "compacted-"
-# a finished episode's row group sizes: small enough that a lookup by id reads little, large
-# enough that a whole-table scan is not dominated by per-group overhead
+# row groups of compacted files: small enough that a lookup by id reads little, large enough
+# that a whole-table scan is not dominated by per-group overhead
 ROW_GROUP_ROWS = {STEPS_DIR: 65_536, EPISODES_DIR: 16_384}
 ROW_GROUP_BYTES = 32 * 2**20  # Arrow bytes buffered per row group: bounds memory with long replies
 PART_ROWS = {STEPS_DIR: 4_000_000, EPISODES_DIR: 1_000_000}
