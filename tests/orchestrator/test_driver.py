@@ -104,6 +104,35 @@ def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster,
     assert len(episodes) == 18 and (episodes["termination"] != "error").all()
 
 
+def test_a_compacted_run_resumes_and_retries_its_errors(ray_cluster, maze_dir, sweep_dict, tmp_path):
+    """Resuming a compacted run runs exactly the missing episodes; --retry-errors reruns an error
+    episode that compaction had packed, which then appears once, finished."""
+    from orchestrator.compaction import compact, table_files
+    from orchestrator.episode import failed_episode
+    from orchestrator.traces import read_run, write_episode
+
+    one = parse_sweep(sweep_dict(maze_dir, models=[{"name": "oracle", "model": "builtin/oracle"}]), "t.yaml")
+    run = tmp_path / "resumed"
+    assert Driver(one, run).execute().ran == 6
+    # one episode of the sweep recorded as an infrastructure error, then the run compacted
+    spec = one.episodes()[0]
+    write_episode(run, failed_episode(spec.identity("resumed"), spec.maze, spec.condition.protocol,
+                                      "RayActorError", "lost", 3))
+    compact(run)
+    assert not table_files(run, "episodes").per_episode
+    two = parse_sweep(sweep_dict(maze_dir, models=[{"name": "oracle", "model": "builtin/oracle"}], repeats=2),
+                      "t.yaml")
+    resumed = Driver(two, run).execute()
+    assert (resumed.ran, resumed.skipped, resumed.errors) == (6, 6, 1)
+    retried = Driver(two, run, retry_errors=True).execute()
+    assert (retried.ran, retried.errors) == (1, 0)
+    compact(run)
+    episodes, steps = read_run(run)
+    assert sorted(episodes["episode_id"]) == sorted(s.episode_id for s in two.episodes())
+    assert (episodes["termination"] == "solved").all() and int(episodes["steps"].sum()) == len(steps)
+    assert len(pd.read_parquet(run / "episodes")) == 12 and not table_files(run, "episodes").per_episode
+
+
 def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsys):
     code = 0
     try:
