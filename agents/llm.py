@@ -70,12 +70,18 @@ def litellm_module() -> Any:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Capped exponential backoff with jitter; Retry-After, when a server sends one, wins."""
+    """Capped exponential backoff with jitter; Retry-After, when a server sends one, wins.
+
+    Rate limits (429) are waited out rather than counted as failures: up to ``max_rate_limited``
+    of them, apart from the ``max_retries`` other transient failures, so a provider's 429 storm
+    slows a sweep down (the driver lowers its concurrency meanwhile) instead of failing episodes.
+    """
 
     max_retries: int = 8
     base_s: float = 2.0
     cap_s: float = 120.0
     max_retry_after_s: float = 600.0
+    max_rate_limited: int = 100
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         backoff = min(self.cap_s, self.base_s * 2**retry)
@@ -127,8 +133,10 @@ class LLMAgent:
         endpoint: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        on_rate_limit: Callable[[float | None], Any] | None = None,
     ):
         self.config = config
+        self._on_rate_limit = on_rate_limit
         self.protocol = protocol
         self.seed = seed
         self.name = config.name
@@ -286,17 +294,25 @@ class LLMAgent:
             if self._api_key:
                 request["api_key"] = self._api_key
         budget = budget_of(request)
-        retries = 0
+        failures = rate_limited = 0
         while True:
             try:
                 completion = await attempt(request)
-                return replace(completion, usage=replace(completion.usage, retries=retries)), budget
+                return replace(completion, usage=replace(completion.usage, retries=failures + rate_limited)), budget
             except _Retryable as err:
-                if retries >= self.retry.max_retries:
+                limited = err.error_class == "RateLimitError"
+                if (rate_limited >= self.retry.max_rate_limited) if limited else (failures >= self.retry.max_retries):
                     raise InfraError(err.error_class, scrub(
-                        f"{self.name}: gave up after {retries + 1} attempts: {err}", self._secrets)) from None
-                retries += 1
-                await self._sleep(self.retry.delay(retries - 1, err.retry_after, self._rng))
+                        f"{self.name}: gave up after {failures + rate_limited + 1} attempts: {err}",
+                        self._secrets)) from None
+                if limited:
+                    rate_limited += 1
+                    if self._on_rate_limit is not None:
+                        self._on_rate_limit(err.retry_after)
+                else:
+                    failures += 1
+                backoff = (rate_limited if limited else failures) - 1
+                await self._sleep(self.retry.delay(backoff, err.retry_after, self._rng))
 
     async def _attempt_litellm(self, kwargs: dict[str, Any]) -> Completion:
         started = time.perf_counter()
