@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pyarrow as pa
 import pytest
@@ -94,3 +95,19 @@ def test_progress_is_clipped_and_unreachable_goals_score_zero():
     assert progress(20, 30, False) == 0.0
     assert progress(20, None, False) == 0.0
     assert progress(20, 7, True) == 1.0
+
+
+def test_recorded_state_is_the_state_each_step_reached():
+    from env import ACTIONS, initial_state, step
+    from orchestrator.episode import recorded_state
+
+    maze = resolve_maze("example")
+    rows = play(maze, build_agent("builtin/oracle", Protocol.preset("final"))).steps
+    state = initial_state(maze)
+    for row in rows:
+        state, _ = step(maze, state, ACTIONS.index(row["action"]))
+        assert recorded_state(maze, row["x"], row["y"], row["dir"], row["carrying"],
+                              json.loads(row["mechanisms"])) == state
+    assert state.carrying == 0 and state.doors == (0,)  # the key was carried through an unlocked door
+    with pytest.raises(ValueError):
+        recorded_state(maze, 1, 1, 0, "no-such-key", json.loads(rows[0]["mechanisms"]))
