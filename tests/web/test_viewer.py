@@ -336,9 +336,11 @@ def test_stepping_through_an_episode(view, page, tmp_path):
     page.reload()
     page.wait_for_selector("body[data-ready='episode']")
     assert page.inner_text("#step-label") == "step 19 / 19"
+    assert page.title() == "oracle · example · baseline"
     page.keyboard.press("Escape")
     page.wait_for_selector("body[data-ready='index']")
     assert page.is_visible("#rows") and not page.is_visible("#frame")
+    assert page.title() == "gridbench · small"
     page.screenshot(path=str(tmp_path / "index.png"), full_page=True)
     assert page.errors == []
 

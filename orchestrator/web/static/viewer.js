@@ -207,6 +207,7 @@ window.gridbench = window.gridbench || {};
       document.body.dataset.ready = view;
     }, 0));
   };
+  const listTitle = document.title;
   function route() {
     const want = new URLSearchParams(location.hash.slice(1));
     document.body.dataset.ready = "";
@@ -217,6 +218,7 @@ window.gridbench = window.gridbench || {};
     } else {
       $("episode-view").hidden = true;
       $("index-view").hidden = false;
+      document.title = listTitle;
       gb.ready("index");
     }
   }
