@@ -29,6 +29,7 @@ from agents.secrets import scrub
 from agents.types import Agent, Decision, InfraError, PastStep, ResumeMismatch, Turn
 from agents.usage import Usage
 from env import ENV_VERSION, Maze, MazeEnv, MazeState, mechanism_info
+from env.maze import DOOR_STATES
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.state import ACTIONS, initial_state
 from orchestrator.records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
@@ -66,6 +67,22 @@ def mechanisms_json(maze: Maze, state: MazeState) -> str:
     info = mechanism_info(maze, state)
     return json.dumps(
         {k: info[k] for k in ("keys", "doors", "switches", "gates")}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
+                   mechanisms: dict[str, Any]) -> MazeState:
+    """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
+    ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
+    maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
+    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
+    return MazeState(
+        pos=(x, y),
+        dir=direction,
+        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
+        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
+        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
+        switches=tuple(bool(switches[s.id]) for s in maze.switches),
     )
 
 
