@@ -33,7 +33,7 @@ from typing import Any
 from agents.model import ModelConfig
 from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, usage_of
 from agents.parse import parse_action
-from agents.prompt import build_messages, fingerprint, reask_messages
+from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
 from agents.secrets import scrub
 from agents.types import Decision, InfraError, Turn
@@ -134,7 +134,9 @@ class LLMAgent:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         on_rate_limit: Callable[[float | None], Any] | None = None,
+        offline: bool = False,
     ):
+        """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent."""
         self.config = config
         self._on_rate_limit = on_rate_limit
         self.protocol = protocol
@@ -142,11 +144,11 @@ class LLMAgent:
         self.name = config.name
         self.model = config.model
         self.api_base = endpoint or config.api_base
-        if config.client == "openai" and not self.api_base:
+        if config.client == "openai" and not self.api_base and not offline:
             raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
         self.retry = retry or RetryPolicy(max_retries=config.retries)
         # a custom endpoint never gets a provider key from the environment by accident
-        self._api_key = config.api_key() or ("EMPTY" if self.api_base else None)
+        self._api_key = None if offline else config.api_key() or ("EMPTY" if self.api_base else None)
         self._secrets = (self._api_key,)
         self._sleep = sleep
         self._rng = random.Random(seed)
@@ -154,7 +156,7 @@ class LLMAgent:
         self._provider: str | None = None
         self._supported: list[str] = []
         self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
-                      if config.client == "openai" and self.api_base else None)
+                      if config.client == "openai" and self.api_base and not offline else None)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -250,9 +252,20 @@ class LLMAgent:
         return {}
 
     # ---- one turn ----------------------------------------------------------------------------
+    @property
+    def marks_cache(self) -> bool:
+        """Anthropic caches a prompt prefix only where the request marks it; OpenAI and vLLM
+        cache identical prefixes by themselves (the protocol puts the fixed part first)."""
+        if self._http is not None:
+            return False
+        self._resolve_provider()
+        return self._provider == "anthropic" or (self._provider in ("bedrock", "vertex_ai") and "claude" in self.model)
+
     async def act(self, turn: Turn) -> Decision:
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
+        if self.marks_cache:
+            messages = with_cache_markers(messages, turn)
         completions: list[Completion] = []
         budget = Budget()
         action: int | None = None

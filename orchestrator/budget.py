@@ -9,7 +9,9 @@ running ones stop after their current turn, resumable.
 ``Concurrency``: how many episodes of a model may be in flight, additive increase and
 multiplicative decrease on the provider's 429s: halved on a rate limit (at most once per
 ``cooldown_s``, and no sooner than its Retry-After), one more after a window of successful calls,
-never above the entry's ``max_concurrency`` nor below 1. Its history is kept for the manifest.
+never above the entry's ``max_concurrency`` nor below 1. Its history is kept for the manifest. The
+driver starts no episode of a model beyond its limit, and its running episodes take turn slots of
+the same number, so that the calls in flight follow the limit at once.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class Concurrency:
 
     ceiling: int
     limit: int = 0
-    cooldown_s: float = 5.0
+    cooldown_s: float = 1.0
     successes: int = 0
     history: list[tuple[float, int, str]] = field(default_factory=list)  # (seconds since start, limit, why)
     _quiet_until: float = 0.0

@@ -24,6 +24,7 @@ episodes (``--retry-errors`` also reruns those that ended in ``error``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -172,6 +173,8 @@ class EpisodeActor:
                     should_stop=sender.should_stop if sender is not None else None)
             finally:
                 await agent.aclose()
+                if sender is not None:
+                    await sender.close()
         if result.suspended:
             return Suspended(spec.episode_id, len(result.steps))
         return encode_episode(result)
@@ -196,10 +199,11 @@ class Suspended:
 
 
 class StepSender:
-    """The actor's side of the journal: each step of a called model goes to the journal actor, and
-    is durable, before the episode asks for its next turn; steps of built-in agents (free, and
-    thousands a second) are sent in batches at most ``FREE_FLUSH_S`` apart. The journal's answer
-    says whether a budget ran out."""
+    """The actor's side of the journal. Before each turn of a called model, the episode takes a
+    turn slot of its model (``turn``: at most the model's current concurrency at once, and none
+    once its budget is spent); each step then goes to the journal, and is durable, before the next
+    turn. Steps of built-in agents (free, thousands a second) are sent in batches at most
+    ``FREE_FLUSH_S`` apart and take no slot."""
 
     FREE_FLUSH_S = 1.0
 
@@ -208,12 +212,13 @@ class StepSender:
         self.episode_id, self.model = spec.episode_id, spec.model.name
         self.paid = not spec.model.builtin
         self.stop = False
+        self.gated = False
         self.pending: list[str] = []
         self.pending_cost = 0.0
         self.last = time.monotonic()
 
     async def start(self, keep: int) -> None:
-        self.stop = await self.journal.start.remote(self.episode_id, self.attempt, keep, self.model)
+        self.stop, self.gated = await self.journal.start.remote(self.episode_id, self.attempt, keep, self.model)
 
     async def __call__(self, record: StepRecord) -> None:
         self.pending.append(step_line(record.row()))
@@ -221,53 +226,112 @@ class StepSender:
         if self.paid or time.monotonic() - self.last >= self.FREE_FLUSH_S:
             lines, cost = self.pending, self.pending_cost
             self.pending, self.pending_cost, self.last = [], 0.0, time.monotonic()
-            self.stop = await self.journal.append.remote(self.episode_id, self.attempt, lines, self.model, cost,
-                                                         self.paid)
+            self.stop, self.gated = await self.journal.append.remote(self.episode_id, self.attempt, lines,
+                                                                     self.model, cost, self.paid)
 
-    def should_stop(self) -> bool:
+    async def should_stop(self) -> bool:
+        # a turn slot is asked for only while the model runs below its concurrency (rate limited)
+        if self.paid and self.gated and not self.stop:
+            self.stop = await self.journal.turn.remote(self.episode_id, self.model)
         return self.stop
+
+    async def close(self) -> None:
+        if self.paid:
+            await self.journal.release.remote(self.episode_id, self.model)
 
     def rate_limited(self, retry_after: float | None) -> None:
         self.journal.rate_limited.remote(self.model, retry_after)
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+@ray.remote(num_cpus=0, max_restarts=0, max_concurrency=10_000)
 class JournalActor:
-    """Keeps the run's journals on the driver's node, and the ledger and rate-limit signals that
-    every step passes by. One per run; the driver reads its ``status``."""
+    """Keeps the run's journals on the driver's node, and what every step passes by: the ledger,
+    the rate-limit signals, and each model's turn slots (how many of its episodes may be waiting
+    on a call at once: the driver sets it from the model's adaptive concurrency). One per run; the
+    driver reads its ``status``. An asyncio actor: an episode waiting for a slot holds no thread."""
 
-    def __init__(self, folder: str, ledger: Ledger):
+    SYNC_S = 0.25  # how often journals written since are fsynced
+
+    def __init__(self, folder: str, ledger: Ledger, slots: dict[str, int]):
         self.writer = JournalWriter(Path(folder))
         self.ledger = ledger
         self.rate_limits: dict[str, list[float | None]] = {}
         self.successes: dict[str, int] = {}
+        self.ceilings = dict(slots)
+        self.slots = dict(slots)
+        self.calling: dict[str, set[str]] = {}  # model -> episodes in a turn
+        self.changed = asyncio.Condition()
+        self.syncing: asyncio.Task | None = None
 
-    def start(self, episode_id: str, attempt: int, keep: int, model: str) -> bool:
+    async def _sync_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.SYNC_S)
+            dirty = self.writer.take_dirty()
+            if dirty:
+                await asyncio.to_thread(self.writer.sync, dirty)  # off the loop: appends go on meanwhile
+
+    def _answer(self, model: str) -> tuple[bool, bool]:
+        """(the model's budget is spent, its turns go through slots: it runs below its ceiling)."""
+        if self.syncing is None:
+            self.syncing = asyncio.get_running_loop().create_task(self._sync_forever())
+        return self.ledger.exhausted(model), self.slots.get(model, 0) < self.ceilings.get(model, 0)
+
+    async def start(self, episode_id: str, attempt: int, keep: int, model: str) -> tuple[bool, bool]:
         self.writer.start(episode_id, attempt, keep)
         self.ledger.set_running(model, episode_id, read_journal(self.writer.folder, episode_id).cost_usd)
-        return self.ledger.exhausted(model)
+        return self._answer(model)
 
-    def append(self, episode_id: str, attempt: int, lines: list[str], model: str, cost: float, paid: bool) -> bool:
+    async def turn(self, episode_id: str, model: str) -> bool:
+        """Wait for a turn slot of ``model``; True (and no slot) when its budget is spent."""
+        async with self.changed:
+            calling = self.calling.setdefault(model, set())
+            await self.changed.wait_for(lambda: self.ledger.exhausted(model) or episode_id in calling
+                                        or len(calling) < self.slots.get(model, 1 << 30))
+            if self.ledger.exhausted(model):
+                return True
+            calling.add(episode_id)
+            return False
+
+    async def append(self, episode_id: str, attempt: int, lines: list[str], model: str, cost: float,
+                     paid: bool) -> tuple[bool, bool]:
         if self.writer.append(episode_id, attempt, lines, sync=paid):
             self.ledger.add_step(model, episode_id, cost)
             if paid:
                 self.successes[model] = self.successes.get(model, 0) + len(lines)
-        return self.ledger.exhausted(model)
+        if episode_id in self.calling.get(model, ()):
+            await self.release(episode_id, model)
+        return self._answer(model)
 
-    def finish(self, episode_id: str, model: str, cost: float, keep_journal: bool = False) -> None:
+    async def release(self, episode_id: str, model: str) -> None:
+        async with self.changed:
+            self.calling.get(model, set()).discard(episode_id)
+            self.changed.notify_all()
+
+    async def set_slots(self, slots: dict[str, int]) -> None:
+        async with self.changed:
+            self.slots.update(slots)
+            self.changed.notify_all()
+
+    async def finish(self, episode_id: str, model: str, cost: float, keep_journal: bool = False) -> None:
         if not keep_journal:
             self.writer.discard(episode_id)
         self.ledger.finish(model, episode_id, cost)
 
-    def rate_limited(self, model: str, retry_after: float | None) -> None:
+    async def rate_limited(self, model: str, retry_after: float | None) -> None:
         self.rate_limits.setdefault(model, []).append(retry_after)
 
-    def status(self) -> dict[str, Any]:
+    async def flush(self) -> None:
+        """Every journal written so far on disk (the driver's last call)."""
+        await asyncio.to_thread(self.writer.sync, self.writer.take_dirty())
+
+    async def status(self) -> dict[str, Any]:
         """The ledger, and the rate limits and successful calls per model since the last status."""
         out = {"ledger": self.ledger.snapshot(), "exhausted": {m: self.ledger.exhausted(m) for m in self.ledger.limits},
                "total_exhausted": self.ledger.total_limit is not None and self.ledger.total() >= self.ledger.total_limit,
                "rate_limits": self.rate_limits, "successes": self.successes}
         self.rate_limits, self.successes = {}, {}
+        async with self.changed:
+            self.changed.notify_all()  # a spent budget frees every episode waiting for a slot
         return out
 
 
@@ -459,7 +523,7 @@ class Driver:
         here = ray.get_runtime_context().get_node_id()
         self.journal = JournalActor.options(
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        ).remote(str(self.journal_folder), ledger)
+        ).remote(str(self.journal_folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
         self._poll(force=True)
 
     def _poll(self, force: bool = False) -> None:
@@ -471,12 +535,16 @@ class Driver:
         self._polled = now
         status = ray.get(self.journal.status.remote())
         self.ledger = status["ledger"]
+        before = {name: c.limit for name, c in self.concurrency.items()}
         for name, retry_afters in status["rate_limits"].items():
             if name in self.concurrency:
                 self.concurrency[name].rate_limited(max((r or 0.0) for r in retry_afters))
         for name, calls in status["successes"].items():
             if name in self.concurrency:
                 self.concurrency[name].succeeded(calls)
+        changed = {name: c.limit for name, c in self.concurrency.items() if c.limit != before[name]}
+        if changed:
+            self.journal.set_slots.remote(changed)
         for m in self.sweep.models:
             if status["total_exhausted"] or status["exhausted"].get(m.name):
                 self._stop_starting(m.name)
@@ -501,6 +569,7 @@ class Driver:
             return
         try:
             self._poll(force=True)  # after every finish() the writer sent: the ledger is final
+            ray.get(self.journal.flush.remote())
         finally:
             ray.kill(self.journal, no_restart=True)
             self.journal = None
@@ -697,13 +766,15 @@ class Driver:
         self.per_model[task.spec.model.name] = self.per_model.get(task.spec.model.name, 0) + 1
         if self.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
             self.on_dispatch(task.spec, worker.handle, task.attempts)
-        # the episode continues from its journal, wherever an earlier attempt (or run) left it
-        journal = read_journal(self.journal_folder, task.spec.episode_id)
-        resume = Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
-        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base, resume, self.journal,
-                                       task.seq)
+        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base, self._resume(task.spec),
+                                       self.journal, task.seq)
         self.in_flight[ref] = task
         worker.queue[ref] = task
+
+    def _resume(self, spec: EpisodeSpec) -> Resume:
+        """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""
+        journal = read_journal(self.journal_folder, spec.episode_id)
+        return Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
 
     def _finish_task(self, ref: Any, task: Task) -> None:
         task.actor.queue.pop(ref, None)

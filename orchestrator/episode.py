@@ -226,7 +226,7 @@ async def run_episode(
     attempts: int = 1,
     recorded: Sequence[StepRecord] = (),
     resumed: int = 0,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[], Awaitable[bool] | bool] | None = None,
 ) -> EpisodeResult:
     """Play one episode to its end (from its ``recorded`` steps, when it resumes) and return its
     records.
@@ -234,7 +234,8 @@ async def run_episode(
     ``on_step`` (optional, sync or async) sees each new step's record as soon as it exists and is
     awaited before the next turn: the driver makes the step durable there, the human player and
     live viewers show it. ``should_stop`` is asked between turns: when it says so, the episode
-    stops as ``suspended``. The agent is not closed here; whoever built it closes it.
+    stops as ``suspended`` (it may also wait there: the driver holds a turn back while its model is
+    rate limited). The agent is not closed here; whoever built it closes it.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -263,8 +264,10 @@ async def run_episode(
         except ResumeMismatch as err:
             return ended("error", play, error=("ResumeMismatch", str(err)))
         while play.termination.reason is None:
-            if should_stop is not None and should_stop():
-                return ended("suspended", play, suspended=True)
+            if should_stop is not None:
+                stop = should_stop()
+                if stop if not inspect.isawaitable(stop) else await stop:
+                    return ended("suspended", play, suspended=True)
             try:
                 decision = await agent.act(play.turn())
             except InfraError as err:

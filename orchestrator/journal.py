@@ -111,12 +111,16 @@ class JournalWriter:
     ``start`` opens an attempt at an episode: the journal is cut back to the steps the attempt was
     given (a step from an attempt that died after the driver read its journal is dropped) and a
     resume line is written; ``append`` adds steps of the current attempt only; a stale attempt's
-    late steps are ignored. Lines are written and flushed at once; ``sync`` fsyncs them.
+    late steps are ignored. Lines are written to the file at once (a process that dies after
+    ``append`` returned loses nothing); ``sync_dirty`` fsyncs the files written since its last
+    call, against the loss of the machine itself, in batches (an fsync per step would cost more
+    than the step on many disks).
     """
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.attempts: dict[str, int] = {}
+        self.dirty: set[Path] = set()
 
     def path(self, episode_id: str) -> Path:
         return self.folder / f"{episode_id}{SUFFIX}"
@@ -138,17 +142,34 @@ class JournalWriter:
         os.replace(tmp, path)
 
     def append(self, episode_id: str, attempt: int, lines: list[str], sync: bool) -> bool:
-        """Append ``lines`` of ``attempt``; False (nothing written) for a stale attempt."""
+        """Append ``lines`` of ``attempt``; False (nothing written) for a stale attempt. ``sync``:
+        the lines record paid calls, worth a disk flush at the next ``sync_dirty``."""
         if self.attempts.get(episode_id, attempt) != attempt:
             return False
         self.attempts[episode_id] = attempt
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.path(episode_id), "a", encoding="utf-8") as f:
+        path = self.path(episode_id)
+        with open(path, "a", encoding="utf-8") as f:
             f.writelines(lines)
-            f.flush()
-            if sync:  # a paid call: worth a disk flush; free steps of built-in agents are not
-                os.fsync(f.fileno())
+        if sync:
+            self.dirty.add(path)
         return True
+
+    def take_dirty(self) -> set[Path]:
+        dirty, self.dirty = self.dirty, set()
+        return dirty
+
+    @staticmethod
+    def sync(paths: set[Path]) -> None:
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # finished and removed meanwhile
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def discard(self, episode_id: str) -> None:
         self.attempts.pop(episode_id, None)

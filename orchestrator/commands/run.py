@@ -153,6 +153,41 @@ def _summary_table(outcome: Any, sweep: Any) -> Table:
     return table
 
 
+def _estimate_table(sweep: Any, todo: set[str], run_dir: Path, max_cost: float | None) -> Table:
+    """What the episodes still to run will cost: an upper bound and a typical figure per model."""
+    from orchestrator.estimate import TYPICAL_TURNS, estimate
+    from orchestrator.traces import read_episodes
+
+    observed: dict[str, float] = {}
+    finished = read_episodes(run_dir)
+    for name, g in finished.groupby("model_name") if len(finished) else ():
+        if g["steps"].sum() > 0:
+            observed[name] = float(g["tokens_out"].sum() / g["steps"].sum())
+    rows = estimate([e for e in sweep.episodes() if e.episode_id in todo], observed)
+    table = Table(title=f"cost of the episodes to run (calls <= step caps; typical: {TYPICAL_TURNS} turns an "
+                        "episode, the study's observed length)")
+    for col, justify in (("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
+                         ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("$ <=", "right"),
+                         ("$ ~", "right"), ("price", "left")):
+        table.add_column(col, justify=justify)
+
+    def usd(v: float | None) -> str:
+        return "unknown" if v is None else f"{v:,.2f}"
+
+    for e in rows:
+        table.add_row(e.name, str(e.episodes), f"{e.calls_max:,}", f"{e.calls_typical:,}",
+                      f"{e.mean_prompt_tokens:,.0f}" if e.calls_max else "", f"{e.output_cap:,}" if e.output_cap else "",
+                      usd(e.cost_max), usd(e.cost_typical), e.price_source)
+    costs_max = [e.cost_max for e in rows]
+    costs_typ = [e.cost_typical for e in rows]
+    total_max = None if None in costs_max else sum(c for c in costs_max if c is not None)
+    total_typ = None if None in costs_typ else sum(c for c in costs_typ if c is not None)
+    table.add_row("all", str(sum(e.episodes for e in rows)), f"{sum(e.calls_max for e in rows):,}",
+                  f"{sum(e.calls_typical for e in rows):,}", "", "", usd(total_max), usd(total_typ),
+                  f"--max-cost {max_cost:,.2f}" if max_cost else "", style="bold")
+    return table
+
+
 def _spending_table(outcome: Any, sweep: Any, max_cost: float | None) -> Table:
     """Per model: spent against its budget, and how its concurrency moved (rate limits)."""
     table = Table(title="spending and concurrency")
@@ -214,6 +249,7 @@ def run_command(
         done = completed_ids(run_dir, include_errors=not retry_errors)
         todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
         stdout.print(_matrix_table(s, todo))
+        stdout.print(_estimate_table(s, todo, run_dir, max_cost))
         stdout.print(f"run folder: {run_dir}")
         return
 
