@@ -174,6 +174,17 @@ class Sweep:
             "env_version": ENV_VERSION,
         }
 
+    def check_keys(self) -> list[str]:
+        """Every model's key variable is set (``BadInput`` naming the first that is not); returns
+        the variables checked. Checked when a run starts, not when a sweep is loaded, so that a
+        dry run and its cost estimate need no keys."""
+        for i, m in enumerate(self.models):
+            try:
+                m.config.api_key()
+            except BadInput as err:
+                raise BadInput(self.source, f"models[{i}].api_key_env", err.message) from None
+        return [m.config.api_key_env for m in self.models if m.config.api_key_env]
+
     def select(self, model_names: list[str] | None = None) -> Sweep:
         """This sweep restricted to some models (by name or model string)."""
         models = self.models

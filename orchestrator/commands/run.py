@@ -6,6 +6,7 @@ other commands stay fast.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -246,6 +247,10 @@ def run_command(
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
+        for m in s.models:
+            if m.config.api_key_env and not os.environ.get(m.config.api_key_env):
+                Console(stderr=True).print(f"[yellow]note[/]: {m.name}'s key variable {m.config.api_key_env} is not "
+                                           "set; a run would refuse to start")
         done = completed_ids(run_dir, include_errors=not retry_errors)
         todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
         stdout.print(_matrix_table(s, todo))
@@ -253,6 +258,7 @@ def run_command(
         stdout.print(f"run folder: {run_dir}")
         return
 
+    s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
     from orchestrator.driver import Driver, connect
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
