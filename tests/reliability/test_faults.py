@@ -27,8 +27,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import BUILTINS, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, actor_pid, copy_mazes, sweep_file
-from sweep_runs import assert_each_episode_once
+from sweep_runs import (
+    BUILTINS,
+    FAST_PROTOCOL,
+    KEY_ENV,
+    MAZES,
+    ROOT,
+    actor_pid,
+    assert_each_episode_once,
+    copy_mazes,
+    sweep_file,
+)
 
 from agents.scripted_server import ScriptedServer
 from orchestrator.cli import main as cli_main

@@ -29,7 +29,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
+from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
 
 from agents.scripted_server import ScriptedServer
 
