@@ -1,6 +1,6 @@
 """Read one or more runs into two tables and attach what every analysis needs.
 
-A run is a folder written by ``gridbench run`` (DESIGN section 7): ``episodes/*.parquet`` and
+A run is a folder written by ``gridbench run`` (docs/design.md §7): ``episodes/*.parquet`` and
 ``steps/*.parquet`` with the fixed schemas of ``orchestrator.schema``. Several runs are
 concatenated; the ``run`` column tells them apart. Each episode gets an ``arm`` label: the
 model, prefixed by the run and suffixed by the condition only when those vary, so tables and

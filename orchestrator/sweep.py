@@ -1,4 +1,4 @@
-"""Sweep files (DESIGN section 6): parse, validate, and expand into episodes.
+"""Sweep files (docs/design.md §6): parse, validate, and expand into episodes.
 
 A sweep names a maze set, models, a base protocol and conditions; its matrix is
 mazes x models x conditions x repeats. Every rule breaks with one ``BadInput`` line naming the

@@ -1,4 +1,4 @@
-"""Parquet traces of a run (DESIGN section 7): one episodes file and one steps file per episode.
+"""Parquet traces of a run (docs/design.md §7): one episodes file and one steps file per episode.
 
 Layout of ``results/<run>/``::
 

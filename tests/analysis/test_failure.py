@@ -1,4 +1,4 @@
-"""Step-level analyses on hand-built episodes of the DESIGN example maze, every count by hand.
+"""Step-level analyses on hand-built episodes of the design example (docs/design.md §2), every count by hand.
 
 The example (9x6): start (1,1) facing east, key k1 at (2,3), locked door d1 at (4,2), switch s1
 at (5,1) controlling gate g1 at (7,3), goal (7,4).
