@@ -72,16 +72,18 @@ def litellm_module() -> Any:
 class RetryPolicy:
     """Capped exponential backoff with jitter; Retry-After, when a server sends one, wins.
 
-    Rate limits (429) are waited out rather than counted as failures: up to ``max_rate_limited``
-    of them, apart from the ``max_retries`` other transient failures, so a provider's 429 storm
-    slows a sweep down (the driver lowers its concurrency meanwhile) instead of failing episodes.
+    Rate limits (429) are waited out rather than counted as failures, apart from the
+    ``max_retries`` other transient failures, for up to ``rate_limited_s`` seconds of waiting a
+    turn (the model's request timeout, by default 900 s), so a provider's 429 storm slows a sweep
+    down (the driver lowers its concurrency meanwhile) instead of failing episodes; an endpoint that
+    does nothing but refuse still ends the turn in the end.
     """
 
     max_retries: int = 8
     base_s: float = 2.0
     cap_s: float = 120.0
     max_retry_after_s: float = 600.0
-    max_rate_limited: int = 100
+    rate_limited_s: float = 900.0
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         backoff = min(self.cap_s, self.base_s * 2**retry)
@@ -146,7 +148,7 @@ class LLMAgent:
         self.api_base = endpoint or config.api_base
         if config.client == "openai" and not self.api_base and not offline:
             raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
-        self.retry = retry or RetryPolicy(max_retries=config.retries)
+        self.retry = retry or RetryPolicy(max_retries=config.retries, rate_limited_s=config.timeout_s)
         # a custom endpoint never gets a provider key from the environment by accident
         self._api_key = None if offline else config.api_key() or ("EMPTY" if self.api_base else None)
         self._secrets = (self._api_key,)
@@ -308,24 +310,26 @@ class LLMAgent:
                 request["api_key"] = self._api_key
         budget = budget_of(request)
         failures = rate_limited = 0
+        waited = 0.0  # on rate limits, this turn
         while True:
             try:
                 completion = await attempt(request)
                 return replace(completion, usage=replace(completion.usage, retries=failures + rate_limited)), budget
             except _Retryable as err:
                 limited = err.error_class == "RateLimitError"
-                if (rate_limited >= self.retry.max_rate_limited) if limited else (failures >= self.retry.max_retries):
+                delay = self.retry.delay(rate_limited if limited else failures, err.retry_after, self._rng)
+                if (waited + delay > self.retry.rate_limited_s) if limited else (failures >= self.retry.max_retries):
                     raise InfraError(err.error_class, scrub(
                         f"{self.name}: gave up after {failures + rate_limited + 1} attempts: {err}",
                         self._secrets)) from None
                 if limited:
                     rate_limited += 1
+                    waited += delay
                     if self._on_rate_limit is not None:
                         self._on_rate_limit(err.retry_after)
                 else:
                     failures += 1
-                backoff = (rate_limited if limited else failures) - 1
-                await self._sleep(self.retry.delay(backoff, err.retry_after, self._rng))
+                await self._sleep(delay)
 
     async def _attempt_litellm(self, kwargs: dict[str, Any]) -> Completion:
         started = time.perf_counter()
