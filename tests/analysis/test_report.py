@@ -17,17 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from golden import MAZES, builtin_runs
 from PIL import Image
 from tracefab import episode_row, write_run
 
-from agents import Protocol, build_agent
-from env import resolve_mazes
+from agents import build_agent
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.traces import write_episode, write_manifest
-
-MAZES = Path(__file__).resolve().parents[1] / "orchestrator" / "mazes"
-AGENTS = ("oracle", "random", "explorer")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -37,20 +33,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """Built-in agents on the test mazes under two conditions (the random agent's seed differs)."""
-    out = tmp_path_factory.mktemp("results") / "builtin"
-    mazes = resolve_mazes(str(MAZES))
-    protocol = Protocol.preset("final")
-    for condition, seed in (("baseline", 1), ("reseeded", 2)):
-        for m in mazes:
-            for name in AGENTS:
-                agent = build_agent(f"builtin/{name}", protocol, seed=seed)
-                identity = EpisodeIdentity(run="builtin", episode_id=f"{name}-{m.id}-{condition}", model_name=name,
-                                           model=f"builtin/{name}", condition=condition, repeat=0, maze_id=m.id)
-                result = asyncio.run(run_episode(m, agent, protocol, identity))
-                write_episode(out, result)
-    write_manifest(out, run="builtin", sweep={"name": "builtin"}, mazes={m.checksum: m.to_dict() for m in mazes},
-                   invocation={"command": ["test"]})
-    return out
+    (run,) = builtin_runs(tmp_path_factory.mktemp("results"))
+    return run
 
 
 def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
