@@ -145,6 +145,13 @@ def sections(traces: Traces) -> tuple[list[Section], dict, dict]:
                                           "(rerun them with `gridbench run --retry-errors`)")
     colors = figures.arm_colors(traces.arms)
     st = steps_mod.annotate(traces)
+    try:
+        return _sections(traces, st, colors)
+    finally:
+        st.close()
+
+
+def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -> tuple[list[Section], dict, dict]:
     out: list[Section] = []
 
     budgets = compute.budgets(traces, st)

@@ -118,6 +118,13 @@ def test_bad_run_folders_are_one_line_exit_2(tmp_path):
     r = _cli("report", str(tmp_path / "broken"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "broken" / "report").exists()
+    # the steps are read only once the report starts: a damaged steps file is one line too
+    write_run(tmp_path / "badsteps", [episode_row()], [])
+    (tmp_path / "badsteps" / "steps" / "y.parquet").write_bytes(b"not parquet either")
+    r = _cli("report", str(tmp_path / "badsteps"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "steps" in r.stderr and "unreadable trace files" in r.stderr
+    assert not (tmp_path / "badsteps" / "report").exists()
     write_run(tmp_path / "errors", [episode_row(termination="error", error_class="RateLimitError")], [])
     r = _cli("report", str(tmp_path / "errors"))
     assert r.returncode == 2 and "ended in error" in r.stderr and len(r.stderr.strip().splitlines()) == 1
