@@ -55,7 +55,8 @@ class Traces:
 
     @property
     def arms(self) -> list[str]:
-        return list(dict.fromkeys(self.episodes.sort_values(["run", "model_name", "condition"])["arm"]))
+        arms = self.episodes.drop_duplicates(["run", "model_name", "condition"])  # sort a row per arm, not all
+        return list(dict.fromkeys(arms.sort_values(["run", "model_name", "condition"])["arm"]))
 
 
 def unreadable(run_dir: Path, table: str, error: Exception) -> BadInput:
