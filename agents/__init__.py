@@ -18,6 +18,7 @@ pulling in the prompt builder, the oracle or litellm.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,10 +36,10 @@ _HOMES = {
 
 
 def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
-                endpoint: str | None = None) -> Agent:
+                endpoint: str | None = None, on_rate_limit: Callable[[float | None], Any] | None = None) -> Agent:
     """The agent for one episode (``config`` may be a bare model string such as ``builtin/oracle``).
     ``seed`` varies the random agent and the model's sampling seed; ``endpoint`` is the URL of a
-    server the sweep started for this model."""
+    server the sweep started for this model; ``on_rate_limit(retry_after)`` hears of each 429."""
     if isinstance(config, str):
         from agents.model import ModelConfig
 
@@ -54,7 +55,7 @@ def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
         )
     from agents.llm import LLMAgent
 
-    return LLMAgent(config, protocol, seed=seed, endpoint=endpoint)
+    return LLMAgent(config, protocol, seed=seed, endpoint=endpoint, on_rate_limit=on_rate_limit)
 
 
 def __getattr__(name: str) -> Any:

@@ -33,7 +33,7 @@ from typing import Any
 from agents.model import ModelConfig
 from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, usage_of
 from agents.parse import parse_action
-from agents.prompt import build_messages, fingerprint, reask_messages
+from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
 from agents.secrets import scrub
 from agents.types import Decision, InfraError, Turn
@@ -70,12 +70,20 @@ def litellm_module() -> Any:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Capped exponential backoff with jitter; Retry-After, when a server sends one, wins."""
+    """Capped exponential backoff with jitter; Retry-After, when a server sends one, wins.
+
+    Rate limits (429) are waited out rather than counted as failures, apart from the
+    ``max_retries`` other transient failures, for up to ``rate_limited_s`` seconds of waiting a
+    turn (the model's request timeout, by default 900 s), so a provider's 429 storm slows a sweep
+    down (the driver lowers its concurrency meanwhile) instead of failing episodes; an endpoint that
+    does nothing but refuse still ends the turn in the end.
+    """
 
     max_retries: int = 8
     base_s: float = 2.0
     cap_s: float = 120.0
     max_retry_after_s: float = 600.0
+    rate_limited_s: float = 900.0
 
     def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
         backoff = min(self.cap_s, self.base_s * 2**retry)
@@ -127,18 +135,22 @@ class LLMAgent:
         endpoint: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        on_rate_limit: Callable[[float | None], Any] | None = None,
+        offline: bool = False,
     ):
+        """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent."""
         self.config = config
+        self._on_rate_limit = on_rate_limit
         self.protocol = protocol
         self.seed = seed
         self.name = config.name
         self.model = config.model
         self.api_base = endpoint or config.api_base
-        if config.client == "openai" and not self.api_base:
+        if config.client == "openai" and not self.api_base and not offline:
             raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
-        self.retry = retry or RetryPolicy(max_retries=config.retries)
+        self.retry = retry or RetryPolicy(max_retries=config.retries, rate_limited_s=config.timeout_s)
         # a custom endpoint never gets a provider key from the environment by accident
-        self._api_key = config.api_key() or ("EMPTY" if self.api_base else None)
+        self._api_key = None if offline else config.api_key() or ("EMPTY" if self.api_base else None)
         self._secrets = (self._api_key,)
         self._sleep = sleep
         self._rng = random.Random(seed)
@@ -146,7 +158,7 @@ class LLMAgent:
         self._provider: str | None = None
         self._supported: list[str] = []
         self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
-                      if config.client == "openai" and self.api_base else None)
+                      if config.client == "openai" and self.api_base and not offline else None)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -242,9 +254,20 @@ class LLMAgent:
         return {}
 
     # ---- one turn ----------------------------------------------------------------------------
+    @property
+    def marks_cache(self) -> bool:
+        """Anthropic caches a prompt prefix only where the request marks it; OpenAI and vLLM
+        cache identical prefixes by themselves (the protocol puts the fixed part first)."""
+        if self._http is not None:
+            return False
+        self._resolve_provider()
+        return self._provider == "anthropic" or (self._provider in ("bedrock", "vertex_ai") and "claude" in self.model)
+
     async def act(self, turn: Turn) -> Decision:
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
+        if self.marks_cache:
+            messages = with_cache_markers(messages, turn)
         completions: list[Completion] = []
         budget = Budget()
         action: int | None = None
@@ -286,17 +309,27 @@ class LLMAgent:
             if self._api_key:
                 request["api_key"] = self._api_key
         budget = budget_of(request)
-        retries = 0
+        failures = rate_limited = 0
+        waited = 0.0  # on rate limits, this turn
         while True:
             try:
                 completion = await attempt(request)
-                return replace(completion, usage=replace(completion.usage, retries=retries)), budget
+                return replace(completion, usage=replace(completion.usage, retries=failures + rate_limited)), budget
             except _Retryable as err:
-                if retries >= self.retry.max_retries:
+                limited = err.error_class == "RateLimitError"
+                delay = self.retry.delay(rate_limited if limited else failures, err.retry_after, self._rng)
+                if (waited + delay > self.retry.rate_limited_s) if limited else (failures >= self.retry.max_retries):
                     raise InfraError(err.error_class, scrub(
-                        f"{self.name}: gave up after {retries + 1} attempts: {err}", self._secrets)) from None
-                retries += 1
-                await self._sleep(self.retry.delay(retries - 1, err.retry_after, self._rng))
+                        f"{self.name}: gave up after {failures + rate_limited + 1} attempts: {err}",
+                        self._secrets)) from None
+                if limited:
+                    rate_limited += 1
+                    waited += delay
+                    if self._on_rate_limit is not None:
+                        self._on_rate_limit(err.retry_after)
+                else:
+                    failures += 1
+                await self._sleep(delay)
 
     async def _attempt_litellm(self, kwargs: dict[str, Any]) -> Completion:
         started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Reading the chosen action out of a model's reply (DESIGN section 5).
+"""Reading the chosen action out of a model's reply (docs/design.md §5).
 
 The reply's last line ``ACTION: <name>`` is ``exact``. Unambiguous variants on the last line
 (other casing, markdown, ``turn_left`` / ``Move Forward`` spellings, trailing punctuation, a

@@ -271,6 +271,40 @@ def build_messages(turn: Turn, replies: Sequence[str] | None = None) -> list[dic
     return _single(turn)
 
 
+CACHE_MARKER = {"type": "ephemeral"}
+
+
+def with_cache_markers(messages: list[dict[str, Any]], turn: Turn) -> list[dict[str, Any]]:
+    """The messages with prompt-cache markers (Anthropic's ``cache_control``) where what every
+    turn repeats ends: after the fixed preamble (instructions, worked example, start, object
+    locations) and, in a multi-turn conversation, after the last past turn. The text is unchanged
+    byte for byte: a marker can only sit on a part's end, so the part that holds the end of the
+    preamble is cut in two there, its paragraph separator staying with the first half."""
+    preamble = _Parts()
+    _preamble(preamble, turn)
+    fixed = preamble.done()
+    if not fixed or not messages or not isinstance(messages[0].get("content"), list):
+        return messages
+    first = list(messages[0]["content"])
+    k = len(fixed) - 1
+    if first[:k] != fixed[:k] or len(first) <= k:
+        return messages
+    last, here = fixed[k], first[k]
+    if last == here:
+        first[k] = {**here, "cache_control": CACHE_MARKER}
+    elif last["type"] == "text" and here["type"] == "text" and here["text"].startswith(last["text"] + "\n\n"):
+        cut = len(last["text"]) + 2
+        first[k:k + 1] = [{"type": "text", "text": here["text"][:cut], "cache_control": CACHE_MARKER},
+                          {"type": "text", "text": here["text"][cut:]}]
+    else:
+        return messages
+    out = [{**messages[0], "content": first}, *messages[1:]]
+    if turn.protocol.conversation == "multi" and len(out) > 2 and out[-2]["role"] == "assistant":
+        reply = out[-2]["content"]
+        out[-2] = {**out[-2], "content": [{"type": "text", "text": reply, "cache_control": CACHE_MARKER}]}
+    return out
+
+
 def reask_messages(messages: list[dict[str, Any]], reply: str) -> list[dict[str, Any]]:
     """Ask again after an invalid reply: the same turn, the reply, and a reminder of the format."""
     return [
@@ -329,5 +363,5 @@ def render_for_humans(messages: list[dict[str, Any]]) -> str:
 __all__ = [
     "LEVELS", "activity_events", "activity_summary", "build_messages", "fingerprint",
     "frame_uri", "icl_parts", "instructions", "mechanism_locations", "reask_messages",
-    "render_for_humans", "start_info",
+    "render_for_humans", "start_info", "with_cache_markers",
 ]

@@ -1,4 +1,4 @@
-"""The episode protocol (DESIGN section 5): a flat, frozen, hashable record and its presets.
+"""The episode protocol (docs/design.md §5): a flat, frozen, hashable record and its presets.
 
 Every field can be varied by a sweep condition, so every field is validated here once and the
 rest of gridbench trusts the record. ``resolve_protocol`` is the one door from user input
@@ -89,7 +89,8 @@ PRESETS: dict[str, Protocol] = {
 
 
 def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
-    """A ``Protocol`` from a mapping of section 5 fields; left-out fields come from a preset.
+    """A ``Protocol`` from a mapping of protocol fields (docs/design.md §5); left-out fields come
+    from a preset.
 
     ``preset: baseline`` starts from the ablation baseline, anything else from ``final``.
     Unknown fields and bad values raise ``BadInput`` naming the field.

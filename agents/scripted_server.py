@@ -1,7 +1,8 @@
-"""A scripted OpenAI-compatible chat server on 127.0.0.1, for tests and benches.
+"""A scripted OpenAI- and Anthropic-compatible chat server on 127.0.0.1, for tests and benches.
 
-It speaks ``POST /v1/chat/completions`` and ``GET /v1/models`` over real HTTP, so the litellm
-agent is exercised exactly as against a provider: retries, faults, usage and cost accounting.
+It speaks ``POST /v1/chat/completions``, Anthropic's ``POST /v1/messages`` and ``GET /v1/models``
+over real HTTP, so the agent is exercised exactly as against a provider: retries, faults, usage,
+prompt caching and cost accounting.
 
 Where the replies come from (``mode``):
 
@@ -17,7 +18,16 @@ Where the replies come from (``mode``):
 - ``garbage``: prose that names no action on its last line.
 
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
-(a fault name). Every request is recorded (path, headers, parsed body) in ``requests``.
+(a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
+in ``requests``; ``answered_steps()`` counts the answered ones per turn (the step number the
+prompt asks about), which is how tests prove that no call was paid for twice.
+
+``on_request(request)`` is called for each chat request before it is answered; returning
+``"drop"`` closes the connection unanswered (a test kills a process there). ``capacity``: more
+requests than this at once are refused with 429 and ``Retry-After: retry_after`` (a provider's
+rate limit). Anthropic requests report ``cache_read_input_tokens`` for the part of the prompt up
+to the last ``cache_control`` marker when the same part was sent before, as Anthropic's prompt
+cache does.
 
 Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
 process: ``python -m agents.scripted_server --port 0 --mode oracle --maze example`` prints its
@@ -70,6 +80,14 @@ class RecordedRequest:
     headers: dict[str, str]  # names in lower case
     body: Any
     received_at: float = field(default_factory=time.time)
+    answered: bool = False  # a completion was sent back (what a provider bills)
+    wire: Any = None  # the body as it came (``body`` is an Anthropic request in the OpenAI shape)
+
+    @property
+    def step(self) -> int | None:
+        """The step the prompt asks about (``before step N``), None when it names none."""
+        found = _STEP.findall(_request_text(self.body or {}))
+        return int(found[-1]) if found else None
 
     def images(self) -> list[str]:
         """The data URIs of every image part in the request."""
@@ -104,6 +122,9 @@ class ScriptedServer:
         port: int = 0,
         hang_s: float = 600.0,
         seed: int = 0,
+        on_request: Any = None,
+        capacity: int | None = None,
+        retry_after: float = 1.0,
     ):
         self.mode = mode or ("actions" if actions else "script")
         if self.mode not in MODES:
@@ -125,6 +146,11 @@ class ScriptedServer:
         self._stop = threading.Event()
         self._seed = seed
         self._frame_index: dict[tuple[str, int], dict[bytes, Any]] = {}
+        self.on_request = on_request
+        self.capacity = capacity
+        self.retry_after = retry_after
+        self._busy = 0
+        self._cache: set[str] = set()
         self._httpd = _Server((host, port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -159,7 +185,15 @@ class ScriptedServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+        return [r for r in self.requests if r.path.endswith(("/chat/completions", "/messages"))]
+
+    def answered_steps(self) -> dict[int | None, int]:
+        """How many answered requests asked about each step."""
+        out: dict[int | None, int] = {}
+        for r in self.chat_requests:
+            if r.answered:
+                out[r.step] = out.get(r.step, 0) + 1
+        return out
 
     # ---- replies ---------------------------------------------------------------------------
     def _next_item(self, index: int, body: dict, headers: dict[str, str]) -> dict[str, Any]:
@@ -270,26 +304,43 @@ class ScriptedServer:
                 except json.JSONDecodeError:
                     body = None
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                record = RecordedRequest(self.path, headers, _openai_shape(body) if anthropic else body, wire=body)
                 with server._lock:
-                    server.requests.append(RecordedRequest(self.path, headers, body))
+                    server.requests.append(record)
                     index = next(server._counter)
-                if not self.path.rstrip("/").endswith("/chat/completions") or not isinstance(body, dict):
+                if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")) or not isinstance(body, dict):
                     self._send(404 if body is not None else 400,
                                {"error": {"message": "unsupported request", "type": "invalid_request_error"}})
                     return
+                if server.on_request is not None and server.on_request(record) == "drop":
+                    self.close_connection = True
+                    return
+                with server._lock:
+                    server._busy += 1
+                    refused = server.capacity is not None and server._busy > server.capacity
                 try:
-                    item = server._next_item(index, body, headers)
-                except Exception as err:  # a broken script answers 500 instead of dropping the line
-                    self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
-                    return
-                delay = item.get("latency", server.latency)
-                if delay:
-                    server._stop.wait(delay)
-                fault = item.get("fault")
-                if fault:
-                    self._fault(fault, item, headers, body)
-                    return
-                self._send(200, server._completion(index, body, item))
+                    if refused:
+                        self._fault("429", {"retry_after": server.retry_after}, headers, body)
+                        return
+                    try:
+                        item = server._next_item(index, record.body, headers)
+                    except Exception as err:  # a broken script answers 500 instead of dropping the line
+                        self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
+                        return
+                    delay = item.get("latency", server.latency)
+                    if delay:
+                        server._stop.wait(delay)
+                    fault = item.get("fault")
+                    if fault:
+                        self._fault(fault, item, headers, record.body)
+                        return
+                    reply = server._completion(index, record.body, item)
+                    self._send(200, server._anthropic_reply(body, reply) if anthropic else reply)
+                    record.answered = True
+                finally:
+                    with server._lock:
+                        server._busy -= 1
 
             def _fault(self, fault: str, item: dict, headers: dict[str, str], request: dict) -> None:
                 if fault == "hang":
@@ -324,6 +375,33 @@ class ScriptedServer:
 
         return Handler
 
+    def _anthropic_reply(self, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        """An OpenAI-style completion as Anthropic's Messages API answers, with its prompt cache."""
+        message = completion["choices"][0]["message"]
+        content: list[dict[str, Any]] = []
+        if message.get("reasoning_content"):
+            content.append({"type": "thinking", "thinking": message["reasoning_content"], "signature": "scripted"})
+        content.append({"type": "text", "text": message.get("content") or ""})
+        prompt = completion["usage"]["prompt_tokens"]
+        cached_part, cached_tokens = _cache_prefix(body)
+        read = written = 0
+        if cached_part is not None:
+            with self._lock:
+                if cached_part in self._cache:
+                    read = cached_tokens
+                else:
+                    self._cache.add(cached_part)
+                    written = cached_tokens
+        return {
+            "id": completion["id"].replace("chatcmpl", "msg"), "type": "message", "role": "assistant",
+            "model": body.get("model", self.model), "content": content,
+            "stop_reason": {"length": "max_tokens"}.get(completion["choices"][0]["finish_reason"], "end_turn"),
+            "stop_sequence": None,
+            # Anthropic counts cached tokens apart from input_tokens
+            "usage": {"input_tokens": prompt - read - written, "output_tokens": completion["usage"]["completion_tokens"],
+                      "cache_read_input_tokens": read, "cache_creation_input_tokens": written},
+        }
+
     def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
         reply = item.get("reply", "")
         reasoning = item.get("reasoning", self.reasoning)
@@ -350,6 +428,55 @@ class ScriptedServer:
             "choices": [{"index": 0, "message": message, "finish_reason": item.get("finish_reason", "stop")}],
             "usage": usage,
         }
+
+
+def _openai_shape(body: Any) -> Any:
+    """An Anthropic Messages body in the OpenAI chat shape the reply logic reads (text parts and
+    image parts as data URIs; the system prompt as a first message)."""
+    if not isinstance(body, dict):
+        return body
+    messages: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system:
+        text = system if isinstance(system, str) else "\n".join(b.get("text", "") for b in system)
+        messages.append({"role": "system", "content": text})
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, list):
+            parts = []
+            for b in content:
+                if b.get("type") == "image":
+                    src = b.get("source", {})
+                    parts.append({"type": "image_url", "image_url": {
+                        "url": f"data:{src.get('media_type', 'image/png')};base64,{src.get('data', '')}"}})
+                elif b.get("type") == "text":
+                    parts.append({"type": "text", "text": b.get("text", "")})
+            content = parts
+        messages.append({"role": m.get("role"), "content": content})
+    return {**{k: v for k, v in body.items() if k not in ("messages", "system")}, "messages": messages}
+
+
+def _cache_prefix(body: dict) -> tuple[str | None, int]:
+    """The prompt up to and including the last block marked ``cache_control`` (as canonical JSON),
+    and its tokens by the server's count; (None, 0) when nothing is marked."""
+    blocks: list[Any] = []
+    last = None
+    system = body.get("system")
+    for b in system if isinstance(system, list) else []:
+        blocks.append(b)
+        if isinstance(b, dict) and b.get("cache_control"):
+            last = len(blocks)
+    for m in body.get("messages", []):
+        content = m.get("content")
+        for b in content if isinstance(content, list) else [{"type": "text", "text": content}]:
+            blocks.append({"role": m.get("role"), **b})
+            if isinstance(b, dict) and b.get("cache_control"):
+                last = len(blocks)
+    if last is None:
+        return None, 0
+    prefix = blocks[:last]
+    tokens = sum(85 if b.get("type") == "image" else _approx_tokens(b.get("text", "")) for b in prefix)
+    return json.dumps(prefix, sort_keys=True), tokens
 
 
 def _last_image(body: dict) -> Any:
@@ -435,6 +562,7 @@ def _count_prompt_tokens(body: dict) -> int:
 
 
 _MAP_ROW = re.compile(r"^\s*(\d+) (\S+)$")
+_STEP = re.compile(r"before step (\d+)")
 _KEY = re.compile(r"(\w+) key at \((\d+), (\d+)\)")
 _DOOR = re.compile(r"door at \((\d+), (\d+)\): (open|closed|locked)")
 _SWITCH = re.compile(r"switch at \((\d+), (\d+)\): (on|off)")

@@ -3,11 +3,11 @@
 Public API::
 
     from analysis import build_report, load_runs
-    traces = load_runs(["results/quickstart"])           # episodes, steps, errors, mazes
+    traces = load_runs(["results/quickstart"])           # episodes, errors, mazes; steps unread
     metrics = build_report(["results/quickstart"])       # writes results/quickstart/report/
 
 The modules behind it: ``load`` (runs to tables), ``metrics`` (solves, progress, bands,
-difficulty axes), ``steps`` (per-step derived columns), ``failure`` (verbs, live switches, wall
+difficulty axes), ``steps`` (the steps streamed into DuckDB once, with their per-step derived columns), ``failure`` (verbs, live switches, wall
 bumps, quarters, regret, horizon), ``compute`` (tokens, thinking, cost), ``ablation``,
 ``stats`` (maze bootstrap, regressions), ``figures`` and ``report``.
 """

@@ -1,5 +1,8 @@
 """Test-time compute: tokens and cost per arm and per episode, thinking per quarter of an episode,
-thinking after a step that worked vs one that did not, and the budgets each arm's requests carried."""
+thinking after a step that worked vs one that did not, and the budgets each arm's requests carried.
+
+Medians and means of reasoning tokens come from how often each token count occurs (a DuckDB
+aggregation over the steps), so they are exact without holding the steps in memory."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import pandas as pd
 
 from analysis.load import BUDGET_COLUMNS, Traces
 from analysis.metrics import order_arms, with_pooled
+from analysis.stats import counted_median
+from analysis.steps import StepTable
 
 
 def tokens(traces: Traces) -> pd.DataFrame:
@@ -40,7 +45,8 @@ def tokens(traces: Traces) -> pd.DataFrame:
 
 
 # The two readings of "a move that worked" (study, "Test-time Compute"). Each maps a group name
-# to the steps in it; a step's group decides where the NEXT turn's reasoning tokens are counted.
+# to the steps in it (rows with the steps' state_change and outcome); a step's group decides where
+# the NEXT turn's reasoning tokens are counted.
 AFTER_GROUPS = {
     # the step changed the position, the carried key or a mechanism, or it did not (turns,
     # bumps and no-ops); the second group is also split into its two parts
@@ -60,14 +66,17 @@ AFTER_GROUPS = {
 }
 
 
-def _next_turn_reasoning(st: pd.DataFrame) -> pd.DataFrame:
-    """Each step that has a next turn in its episode, with that turn's reasoning tokens."""
-    same = st["episode_id"].eq(st["episode_id"].shift(-1)) & st["run"].eq(st["run"].shift(-1))
-    s = st.assign(next_reasoning=st["tokens_reasoning"].shift(-1).where(same))
-    return s[same & s["next_reasoning"].notna()]
+def _summary(counts: pd.DataFrame) -> dict[str, float | int]:
+    """Turns, median and mean of reasoning tokens given as value counts (``value``, ``n``)."""
+    n = int(counts["n"].sum())
+    if not n:
+        return {"turns": 0, "median_reasoning_tokens": np.nan, "mean_reasoning_tokens": np.nan}
+    total = int((counts["value"] * counts["n"]).sum())
+    return {"turns": n, "median_reasoning_tokens": counted_median(counts["value"], counts["n"]),
+            "mean_reasoning_tokens": total / n}
 
 
-def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def thinking_after(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Median reasoning tokens on the turn after a step, by what that step did.
 
     ``definition`` ``state``: ``worked`` (the step changed the position, the carried key or a
@@ -78,20 +87,18 @@ def thinking_after(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     how many remain.
     """
     cols = ["arm", "definition", "after", "turns", "median_reasoning_tokens", "mean_reasoning_tokens"]
-    if st.empty:
-        return pd.DataFrame(columns=cols)
+    # how often each next-turn count follows each kind of step: small, whatever the steps
+    counts = st.query("SELECT arm, state_change, outcome, next_reasoning AS value, count(*) AS n FROM steps "
+                      "WHERE next_reasoning IS NOT NULL GROUP BY ALL")
     rows = []
-    for arm, g in with_pooled(_next_turn_reasoning(st)).groupby("arm", sort=False):
+    for arm, g in with_pooled(counts).groupby("arm", sort=False):
         for definition, groups in AFTER_GROUPS.items():
             for name, select in groups.items():
-                v = g.loc[select(g), "next_reasoning"].astype(float)
-                rows.append({"arm": arm, "definition": definition, "after": name, "turns": len(v),
-                             "median_reasoning_tokens": float(v.median()) if len(v) else np.nan,
-                             "mean_reasoning_tokens": float(v.mean()) if len(v) else np.nan})
+                rows.append({"arm": arm, "definition": definition, "after": name, **_summary(g[select(g)])})
     return order_arms(pd.DataFrame(rows, columns=cols), traces)
 
 
-def thinking_quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def thinking_quarters(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Reasoning tokens per turn in each quarter of the episode (``analysis.steps`` quarters).
 
     Turns whose reasoning count is unknown are left out; ``turns`` is how many remain and
@@ -99,15 +106,15 @@ def thinking_quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     """
     cols = ["arm", "quarter", "turns", "episodes", "median_reasoning_tokens", "mean_reasoning_tokens",
             "reasoning_tokens"]
-    known = st[st["tokens_reasoning"].notna()] if not st.empty else st
-    if known.empty:
-        return pd.DataFrame(columns=cols)
+    known = "tokens_reasoning IS NOT NULL"
+    counts = st.query(f"SELECT arm, quarter, tokens_reasoning AS value, count(*) AS n FROM steps WHERE {known} "
+                      "GROUP BY ALL")
+    episodes = st.per_arm("count(DISTINCT ep) AS episodes", by="quarter", where=known)
+    episodes = episodes.set_index(["arm", "quarter"])["episodes"]
     rows = []
-    for (arm, q), g in with_pooled(known).groupby(["arm", "quarter"], sort=False):
-        v = g["tokens_reasoning"].astype(float)
-        rows.append({"arm": arm, "quarter": int(q), "turns": len(v), "episodes": g["episode_id"].nunique(),
-                     "median_reasoning_tokens": float(v.median()), "mean_reasoning_tokens": float(v.mean()),
-                     "reasoning_tokens": int(v.sum())})
+    for (arm, q), g in with_pooled(counts).groupby(["arm", "quarter"], sort=True):
+        rows.append({"arm": arm, "quarter": int(q), **_summary(g), "episodes": int(episodes[(arm, q)]),
+                     "reasoning_tokens": int((g["value"] * g["n"]).sum())})
     t = pd.DataFrame(rows, columns=cols).sort_values("quarter", kind="stable")
     return order_arms(t, traces)
 
@@ -121,20 +128,19 @@ def _values(s: pd.Series) -> str:
     return ", ".join(str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v) for v in vals)
 
 
-def budgets(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
     """What each arm's requests allowed: thinking budget, effort level, output-token cap.
 
     Per arm (no pooled row: the point is to compare arms) the steps, and for each budget column
     the steps where it is known and its distinct known values.
     """
-    rows = []
-    for arm, g in st.groupby("arm", sort=False):
-        row: dict = {"arm": arm, "steps": len(g)}
-        for col in BUDGET_COLUMNS:
-            row[f"{col}_steps"] = int(g[col].notna().sum())
-            row[col] = _values(g[col])
-        rows.append(row)
-    return order_arms(pd.DataFrame(rows), traces)
+    known = ", ".join(f"count({col}) AS {col}_steps" for col in BUDGET_COLUMNS)
+    t = st.query(f"SELECT arm, count(*) AS steps, {known} FROM steps GROUP BY arm ORDER BY arm")
+    for col in BUDGET_COLUMNS:
+        seen = st.query(f"SELECT DISTINCT arm, {col} AS value FROM steps WHERE {col} IS NOT NULL")
+        values = seen.groupby("arm")["value"].agg(_values)
+        t.insert(t.columns.get_loc(f"{col}_steps") + 1, col, [values.get(a, "") for a in t["arm"]])
+    return order_arms(t, traces)
 
 
 def budget_warnings(table: pd.DataFrame) -> list[str]:

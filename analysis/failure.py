@@ -1,8 +1,9 @@
 """Failure modes: what interaction verbs achieved, live switches, wall bumps, drift over an episode,
 when progress stopped (failure onset), per-step oracle regret and the distance-to-goal horizon.
 
-All take the annotated steps of ``analysis.steps.annotate`` and report one row per arm, plus
-the pooled arm ``all`` when there are several.
+All take the annotated steps of ``analysis.steps.annotate`` (a DuckDB table: each analysis is
+one aggregation over it) and report one row per arm, plus the pooled arm ``all`` when there are
+several.
 """
 
 from __future__ import annotations
@@ -12,44 +13,37 @@ import pandas as pd
 
 from analysis.load import Traces
 from analysis.metrics import order_arms, with_pooled
+from analysis.steps import StepTable
 
 LAST = 30  # the study looks at the last 30 actions of failed episodes
 
 
-def verbs(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def verbs(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Pickups issued vs keys taken; toggles issued vs doors opened, doors closed, switches flipped."""
-    rows = []
-    for arm, g in with_pooled(st).groupby("arm", sort=False):
-        pick = g[g["action"] == "pickup"]
-        tog = g[g["action"] == "toggle"]
-        rows.append({
-            "arm": arm,
-            "pickup_actions": len(pick),
-            "keys_picked_up": int(pick["event"].isin(["pickup", "swap"]).sum()),
-            "pickup_swaps": int((pick["event"] == "swap").sum()),
-            "toggle_actions": len(tog),
-            "doors_opened": int(tog["event"].isin(["door_unlocked", "door_opened"]).sum()),
-            "doors_closed": int((tog["event"] == "door_closed").sum()),
-            "switches_flipped": int(tog["event"].isin(["switch_on", "switch_off"]).sum()),
-            "toggles_nothing": int((tog["event"] == "noop").sum()),
-        })
-    t = pd.DataFrame(rows)
-    if not t.empty:
-        t["pickup_efficiency"] = t["keys_picked_up"] / t["pickup_actions"].replace(0, np.nan)
-        t["toggle_efficiency"] = (t["toggle_actions"] - t["toggles_nothing"]) / t["toggle_actions"].replace(0, np.nan)
+    t = st.per_arm("""
+        count(*) FILTER (WHERE action = 'pickup') AS pickup_actions,
+        count(*) FILTER (WHERE action = 'pickup' AND event IN ('pickup', 'swap')) AS keys_picked_up,
+        count(*) FILTER (WHERE action = 'pickup' AND event = 'swap') AS pickup_swaps,
+        count(*) FILTER (WHERE action = 'toggle') AS toggle_actions,
+        count(*) FILTER (WHERE action = 'toggle' AND event IN ('door_unlocked', 'door_opened')) AS doors_opened,
+        count(*) FILTER (WHERE action = 'toggle' AND event = 'door_closed') AS doors_closed,
+        count(*) FILTER (WHERE action = 'toggle' AND event IN ('switch_on', 'switch_off')) AS switches_flipped,
+        count(*) FILTER (WHERE action = 'toggle' AND event = 'noop') AS toggles_nothing""")
+    t["pickup_efficiency"] = t["keys_picked_up"] / t["pickup_actions"].replace(0, np.nan)
+    t["toggle_efficiency"] = (t["toggle_actions"] - t["toggles_nothing"]) / t["toggle_actions"].replace(0, np.nan)
     return order_arms(t, traces)
 
 
-def live_switch(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def live_switch(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Among episodes whose maze has a live switch: how many stood on one, and how many solved."""
     eps = traces.episodes
     has_live = {mid: any(s.controls for s in m.switches) for mid, m in traces.mazes.items() if m is not None}
     eps = eps.assign(has_live=eps["maze_id"].map(has_live))
-    stood = st.groupby(["run", "episode_id"])["on_live_switch"].max()
-    eps = eps.merge(stood.rename("stood").reset_index(), on=["run", "episode_id"], how="left")
-    eps["stood"] = eps["stood"].fillna(0) > 0
+    stood = st.per_episode("bool_or(on_live_switch) AS stood")
+    eps = eps.merge(stood, on=["run", "episode_id"], how="left")
+    eps["stood"] = eps["stood"].eq(True)  # null: no step on a known maze
     unknown = eps.groupby("arm")["has_live"].apply(lambda s: int(s.isna().sum()))
-    live = eps[eps["has_live"].fillna(False).astype(bool)]
+    live = eps[eps["has_live"].eq(True)]
     t = with_pooled(live).groupby("arm", sort=False).agg(
         episodes_with_live_switch=("episode_id", "size"),
         stood_on_live_switch=("stood", "sum"),
@@ -61,7 +55,7 @@ def live_switch(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
-def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd.DataFrame, pd.DataFrame]:
+def last_actions(traces: Traces, st: StepTable, last: int = LAST) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Bumps among the last ``last`` steps of each failed episode.
 
     Returns (per-episode table, per-arm summary). ``bump_share`` pools every blocked forward;
@@ -70,11 +64,12 @@ def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd
     whose window is more than half wall bumps.
     """
     failed = traces.episodes.loc[~traces.episodes["solved"], ["run", "episode_id", "arm", "termination"]]
-    s = st.merge(failed[["run", "episode_id"]], on=["run", "episode_id"])
-    tail = s[s["step"] > s["n_steps"] - last] if not s.empty else s
-    per = tail.groupby(["run", "episode_id", "arm"], sort=False).agg(
-        window=("step", "size"), bumps=("bump", "sum"), wall_bumps=("wall_bump", lambda v: v.sum(min_count=1)),
-    ).reset_index().merge(failed[["run", "episode_id", "termination"]], on=["run", "episode_id"])
+    tail = st.per_episode(
+        "count(*) AS window, count(*) FILTER (WHERE bump) AS bumps, sum(wall_bump::INTEGER)::DOUBLE AS wall_bumps",
+        where=f"step > n_steps - {int(last)} AND ep IN (SELECT ep FROM episode_keys WHERE NOT solved)")
+    per = tail.merge(failed[["run", "episode_id", "arm"]], on=["run", "episode_id"])
+    per = per[["run", "episode_id", "arm", "window", "bumps", "wall_bumps"]].merge(
+        failed[["run", "episode_id", "termination"]], on=["run", "episode_id"])
     per["bump_share"] = per["bumps"] / per["window"]
     per["wall_bump_share"] = per["wall_bumps"] / per["window"]
     per["wall_bump_majority"] = per["wall_bumps"] > per["window"] / 2
@@ -89,78 +84,90 @@ def last_actions(traces: Traces, st: pd.DataFrame, last: int = LAST) -> tuple[pd
             "stalled_episodes": int((g["termination"] == "stall").sum()),
             "stalled_wall_bump_majority": int((g["wall_bump_majority"] & (g["termination"] == "stall")).sum()),
         })
-    return per, order_arms(pd.DataFrame(rows), traces)
+    summary = pd.DataFrame(rows, columns=["arm", "failed_episodes", "window_steps", "bump_share", "wall_bump_share",
+                                          "episodes_wall_bump_majority", "episodes_bump_majority", "stalled_episodes",
+                                          "stalled_wall_bump_majority"])
+    return per, order_arms(summary, traces)
 
 
 QUARTER_KINDS = {"revisit": "revisits", "turn": "turns", "unseen": "unseen cell", "bump": "bumps",
                  "wall_bump": "wall bumps", "moved": "moves"}
 
 
-def quarters(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def _share(count: pd.Series, total: pd.Series) -> pd.Series:
+    return count / total.replace(0, np.nan)
+
+
+def quarters(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Revisits, turns, steps onto an unseen cell (and bumps, moves) as shares of the steps in each
     quarter of the episode, pooled over the arm's episodes."""
-    rows = []
-    for (arm, q), g in with_pooled(st).groupby(["arm", "quarter"], sort=False):
-        row = {"arm": arm, "quarter": int(q), "steps": len(g), "episodes": g["episode_id"].nunique()}
-        for col in QUARTER_KINDS:
-            # wall bumps are unknown (NaN) on steps whose maze was not found: those are left out
-            row[f"{col}_share"] = float(g[col].astype(float).mean())
-        rows.append(row)
-    t = pd.DataFrame(rows)
-    if t.empty:
-        return t
-    return order_arms(t.sort_values("quarter", kind="stable"), traces)
+    # wall bumps are unknown (null) on steps whose maze was not found: those are left out
+    counts = ", ".join(f"count(*) FILTER (WHERE {col}) AS {col}_n, count({col}) AS {col}_known" for col in QUARTER_KINDS)
+    t = st.per_arm(f"count(*) AS steps, count(DISTINCT ep) AS episodes, {counts}", by="quarter")
+    t["quarter"] = t["quarter"].astype(int)
+    for col in QUARTER_KINDS:
+        t[f"{col}_share"] = _share(t.pop(f"{col}_n"), t.pop(f"{col}_known"))
+    return order_arms(t, traces)
 
 
-def regret(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def regret(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Share of steps that reduced, kept or increased the oracle's action distance, per arm."""
-    rows = []
-    for arm, g in with_pooled(st).groupby("arm", sort=False):
-        c = g["outcome"].value_counts()
-        n = len(g)
-        rows.append({"arm": arm, "steps": n,
-                     **{f"{k}_share": c.get(k, 0) / n for k in ("progress", "neutral", "wasted")},
-                     "steps_goal_unreachable": int(g["action_distance"].isna().sum())})
-    return order_arms(pd.DataFrame(rows), traces)
+    outcomes = ("progress", "neutral", "wasted")
+    t = st.per_arm("count(*) AS steps, " + ", ".join(f"count(*) FILTER (WHERE outcome = '{k}') AS {k}"
+                                                      for k in outcomes)
+                + ", count(*) FILTER (WHERE action_distance IS NULL) AS steps_goal_unreachable")
+    for k in outcomes:
+        t.insert(t.columns.get_loc(k), f"{k}_share", t.pop(k) / t["steps"])
+    return order_arms(t, traces)
 
 
-def horizon(traces: Traces, st: pd.DataFrame) -> pd.DataFrame:
+def horizon(traces: Traces, st: StepTable) -> pd.DataFrame:
     """Mean remaining action distance, as a share of the start distance, at each step, per arm.
 
     An episode that has ended keeps its final distance (0 when solved) until the longest episode
     of the arm ends, so the curve is the state of all episodes at that step; ``running`` says how
     many were still going. Steps where the goal had become unreachable count as 1 (no progress).
+    Episodes with no start distance (or 0) are left out.
     """
-    if st.empty:
-        return pd.DataFrame(columns=["arm", "step", "mean_remaining", "episodes", "running"])
-    d0 = traces.episodes.set_index(["run", "episode_id"])["d_start_action"].astype(float)
-    rows = []
-    for arm, g in st.groupby("arm", sort=False):
-        width = int(g["step"].max())
-        mat = []
-        for (run, eid), e in g.groupby(["run", "episode_id"], sort=False):
-            start = d0.get((run, eid), np.nan)
-            if not start or np.isnan(start):
-                continue
-            rem = (e["action_distance"].astype(float) / start).fillna(1.0).to_numpy()
-            curve = np.full(width + 1, rem[-1])
-            curve[0] = 1.0
-            curve[1: len(rem) + 1] = rem
-            mat.append((curve, len(rem)))
-        if not mat:
+    cols = ["arm", "step", "mean_remaining", "episodes", "running"]
+    # per arm: the longest step, and per place in an episode the remaining share summed over the
+    # episodes still running there; per episode length, the episodes of that length and their
+    # final shares summed (an ended episode keeps its final share)
+    remaining = "coalesce(s.action_distance / k.d_start, 1.0)"
+    counted = "FROM steps s JOIN episode_keys k USING (ep) WHERE k.d_start IS NOT NULL AND k.d_start <> 0"
+    width = st.query("SELECT arm, max(step) AS width FROM steps GROUP BY arm").set_index("arm")["width"]
+    running = st.query(f"SELECT s.arm, s.position, sum({remaining}) AS total {counted} GROUP BY ALL")
+    ended = st.query(f"SELECT s.arm, s.n_steps AS length, count(*) AS episodes, sum({remaining}) AS total "
+                     f"{counted} AND s.position = s.n_steps GROUP BY ALL")
+    parts = []
+    for arm, w in width.items():
+        e = ended[ended["arm"] == arm]
+        n = int(e["episodes"].sum())
+        if not n:
             continue
-        curves = np.stack([c for c, _ in mat])
-        lengths = np.array([n for _, n in mat])
-        for t in range(width + 1):
-            rows.append({"arm": arm, "step": t, "mean_remaining": float(curves[:, t].mean()),
-                         "episodes": len(mat), "running": int((lengths >= t).sum())})
-    return order_arms(pd.DataFrame(rows), traces)
+        w = int(w)
+        by_place = np.zeros(w + 1)
+        r = running[running["arm"] == arm]
+        by_place[r["position"].to_numpy()] = r["total"].to_numpy()
+        lengths = np.zeros(w + 2)
+        finals = np.zeros(w + 2)
+        np.add.at(lengths, np.minimum(e["length"].to_numpy(), w + 1), e["episodes"].to_numpy())
+        np.add.at(finals, np.minimum(e["length"].to_numpy(), w + 1), e["total"].to_numpy())
+        # episodes that ended before step t: lengths < t
+        ended_count = np.concatenate([[0.0], np.cumsum(lengths)[:w]])
+        ended_total = np.concatenate([[0.0], np.cumsum(finals)[:w]])
+        mean = (by_place + ended_total) / n
+        mean[0] = 1.0
+        parts.append(pd.DataFrame({"arm": arm, "step": np.arange(w + 1), "mean_remaining": mean, "episodes": n,
+                                   "running": (n - ended_count).astype(int)}))
+    t = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return order_arms(t, traces)
 
 
 EARLY = 0.5  # an unsolved episode "fails early" when its last progress came in its first half
 
 
-def onset(traces: Traces, st: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def onset(traces: Traces, st: StepTable) -> tuple[pd.DataFrame, pd.DataFrame]:
     """When each episode stopped making progress (the study's Figures 7-8): per episode and per arm.
 
     ``onset_step`` is the last step that reached a new minimum of the oracle action distance:
@@ -175,27 +182,14 @@ def onset(traces: Traces, st: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]
     many episodes had their onset in the first half (``onset_share <= 0.5``), in the first
     quarter, or never progressed at all.
     """
-    key = ["run", "episode_id"]
-    eps = traces.episodes[["run", "episode_id", "arm", "maze_id", "solved", "termination", "steps",
-                           "d_start_action"]]
-    if st.empty:
-        per = eps.assign(onset_step=0, novel_onset_step=0)
-    else:
-        s = st[[*key, "step", "action_distance", "novel"]].merge(eps[[*key, "d_start_action"]], on=key, how="left")
-        d = s["action_distance"].astype("float64").fillna(np.inf)
-        start = s["d_start_action"].astype("float64").fillna(np.inf)
-        by = [s["run"], s["episode_id"]]
-        before = d.groupby(by).cummin().groupby(by).shift(1).fillna(np.inf)
-        new_min = d < np.minimum(before, start)
-        novel = s["novel"].fillna(False).astype(bool)
-        last = s[key].assign(onset_step=s["step"].where(new_min, 0), novel_onset_step=s["step"].where(novel, 0))
-        last = last.groupby(key, sort=False)[["onset_step", "novel_onset_step"]].max().reset_index()
-        per = eps.merge(last, on=key, how="left")
+    eps = traces.episodes[["run", "episode_id", "arm", "maze_id", "solved", "termination", "steps"]]
+    last = st.per_episode("max(step) FILTER (WHERE new_min) AS onset_step, "
+                            "max(step) FILTER (WHERE novel) AS novel_onset_step")
+    per = eps.merge(last, on=["run", "episode_id"], how="left")
     per[["onset_step", "novel_onset_step"]] = per[["onset_step", "novel_onset_step"]].fillna(0).astype(int)
     n = per["steps"].replace(0, np.nan)
     per["onset_share"] = per["onset_step"] / n
     per["novel_onset_share"] = per["novel_onset_step"] / n
-    per = per.drop(columns=["d_start_action"])
 
     rows = []
     for arm, g in with_pooled(per).groupby("arm", sort=False):

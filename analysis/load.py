@@ -1,21 +1,24 @@
-"""Read one or more runs into two tables and attach what every analysis needs.
+"""Read one or more runs and attach what every analysis needs.
 
-A run is a folder written by ``gridbench run`` (DESIGN section 7): ``episodes/*.parquet`` and
-``steps/*.parquet`` with the fixed schemas of ``orchestrator.schema``. Several runs are
-concatenated; the ``run`` column tells them apart. Each episode gets an ``arm`` label: the
-model, prefixed by the run and suffixed by the condition only when those vary, so tables and
-figures of a single run read as plain model names.
+A run is a folder written by ``gridbench run`` (docs/design.md §7): an ``episodes`` and a
+``steps`` table with the fixed schemas of ``orchestrator.schema``, however their Parquet files
+are laid out. The episodes of several runs are read into one pandas table (one row per
+episode: small); the ``run`` column tells them apart. The steps are not read here: each run's
+steps table stays a lazy Arrow dataset that ``analysis.steps.annotate`` streams through DuckDB
+once, so a run of millions of steps is never held in memory. Each episode gets an ``arm``
+label: the model, prefixed by the run and suffixed by the condition only when those vary, so
+tables and figures of a single run read as plain model names.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from agents.usage import Budget
 from env.errors import BadInput
@@ -23,7 +26,7 @@ from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
 from orchestrator.store import is_uri, open_store
-from orchestrator.traces import read_manifest, read_run
+from orchestrator.traces import EPISODES_DIR, STEPS_DIR, read_manifest, trace_dataset
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
@@ -33,35 +36,58 @@ GROUP = ["run", "model_name", "condition"]
 BUDGET_COLUMNS = tuple(f.name for f in fields(Budget))
 
 
+@dataclass(frozen=True)
+class RunSteps:
+    """One run's steps table, not yet read."""
+
+    folder: Path | str  # the run folder (or URI): named in errors
+    dataset: ds.Dataset  # ``orchestrator.traces.trace_dataset(folder, "steps")``
+
+    @property
+    def name(self) -> str:
+        """The run's name (its folder's, or the last part of its URI): it stands in for a blank run column."""
+        return open_store(self.folder).name
+
+
 @dataclass
 class Traces:
-    """Episodes and steps of one or more runs, errors kept apart."""
+    """Episodes of one or more runs, errors kept apart, and each run's steps unread."""
 
     episodes: pd.DataFrame  # every non-error episode, with ``arm`` and derived maze columns
-    steps: pd.DataFrame  # steps of those episodes, ordered by (episode_id, step), with ``arm``
+    steps: list[RunSteps]  # per run; ``analysis.steps.annotate`` reads them (only their steps of ``episodes``)
     errors: pd.DataFrame  # episodes whose termination is ``error``: excluded from every metric
     run_dirs: list[Path | str] = field(default_factory=list)  # folders, or URIs of runs in object storage
     mazes: dict[str, Maze | None] = field(default_factory=dict)  # maze_id -> maze, None if unknown
 
     @property
     def arms(self) -> list[str]:
-        return list(dict.fromkeys(self.episodes.sort_values(["run", "model_name", "condition"])["arm"]))
+        arms = self.episodes.drop_duplicates(["run", "model_name", "condition"])  # sort a row per arm, not all
+        return list(dict.fromkeys(arms.sort_values(["run", "model_name", "condition"])["arm"]))
 
 
-def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The raw episodes and steps tables of one run (``orchestrator.traces.read_run``): a folder
-    or an ``s3://``/``gs://`` URI."""
+def unreadable(run_dir: Path | str, table: str, error: Exception) -> BadInput:
+    """A damaged trace file as one line of bad input, never a traceback."""
+    return BadInput(str(run_dir), table, f"unreadable trace files ({str(error).splitlines()[0][:200]})")
+
+
+def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, RunSteps]:
+    """The raw episodes table of one run (a folder or an ``s3://``/``gs://`` URI), and its steps
+    table unread."""
+    run_dir = run_dir if is_uri(run_dir) else Path(run_dir)
     store = open_store(run_dir, "RUN_DIR")
     if not store.is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
-    if not store.is_dir("episodes"):
-        raise BadInput(str(run_dir), "episodes", "run folder has no episodes/ (is it a gridbench run?)")
+    if not store.is_dir(EPISODES_DIR):
+        raise BadInput(str(run_dir), EPISODES_DIR, "run folder has no episodes/ (is it a gridbench run?)")
     try:
-        episodes, steps = read_run(run_dir)
-    except (pa.ArrowException, OSError) as e:  # a damaged file is one line, never a traceback
-        raise BadInput(str(run_dir), "episodes", f"unreadable trace files ({str(e).splitlines()[0][:200]})") from None
+        # fragments keep each file's footer once read (over 100 kB a file): not cached, a run of
+        # one file per episode reads in bounded memory
+        episodes = trace_dataset(run_dir, EPISODES_DIR).scanner(cache_metadata=False).to_table().to_pandas()
+        steps = RunSteps(run_dir, trace_dataset(run_dir, STEPS_DIR))
+    except (pa.ArrowException, OSError) as e:
+        raise unreadable(run_dir, EPISODES_DIR, e) from None
     if episodes.empty:
-        raise BadInput(str(run_dir), "episodes", "no finished episodes in this run")
+        raise BadInput(str(run_dir), EPISODES_DIR, "no finished episodes in this run")
     return episodes, steps
 
 
@@ -124,21 +150,20 @@ def _load_maze(maze_id: str, checksum: str | None, recorded: dict[str, Maze]) ->
 
 
 def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = True) -> Traces:
-    """Read runs, drop error episodes into ``errors``, add derived columns, order the steps."""
+    """Read the runs' episodes, drop error episodes into ``errors`` and add derived columns."""
     if isinstance(run_dirs, (str, Path)):
         run_dirs = [run_dirs]
     dirs = [d if is_uri(d) else Path(d) for d in run_dirs]
-    eps_parts, step_parts = [], []
+    eps_parts, steps = [], []
     for d in dirs:
         e, s = read_run_tables(d)
-        # a run folder is the unit the user named: it wins over a blank run column
+        # a run folder is the unit the user named: it wins over a blank run column (the steps'
+        # run column is filled the same way when they are read)
         name = open_store(d).name
         e["run"] = e["run"].fillna(name).replace("", name)
-        s["run"] = s["run"].fillna(name).replace("", name)
         eps_parts.append(e)
-        step_parts.append(s)
+        steps.append(s)
     episodes = pd.concat(eps_parts, ignore_index=True)
-    steps = pd.concat(step_parts, ignore_index=True)
     episodes["condition"] = episodes["condition"].fillna("baseline")
     dup = episodes.duplicated(["run", "episode_id"], keep="last")
     episodes = episodes[~dup]
@@ -151,10 +176,6 @@ def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = Tru
     ok["grid_side"] = ok[["grid_width", "grid_height"]].max(axis=1)
     ok["solved"] = ok["solved"].fillna(False).astype(bool)
 
-    keep = ok[["run", "episode_id", "arm"]]
-    steps = steps.drop(columns=[c for c in ("arm",) if c in steps]).merge(keep, on=["run", "episode_id"])
-    steps = steps.sort_values(["run", "episode_id", "step"]).reset_index(drop=True)
-
     mazes: dict[str, Maze | None] = {}
     if resolve_mazes:
         recorded = manifest_mazes(dirs)
@@ -164,7 +185,8 @@ def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = Tru
 
 
 def manifest(run_dir: Path | str) -> dict:
+    """The run's manifest, or {} when it has none or it cannot be read."""
     try:
         return read_manifest(run_dir) or {}
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError):
         return {}

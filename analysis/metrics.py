@@ -38,8 +38,9 @@ def with_pooled(eps: pd.DataFrame) -> pd.DataFrame:
 
 
 def order_arms(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
-    """Rows in arm order (pooled last), with the arm's run, model and condition as columns."""
-    if t.empty or "arm" not in t:
+    """Rows in arm order (pooled last), with the arm's run, model and condition as columns (an
+    empty table gets them too, so that its CSV still names its columns)."""
+    if "arm" not in t:
         return t
     order = {a: i for i, a in enumerate([*traces.arms, ALL])}
     t = t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)

@@ -60,12 +60,23 @@ def _clean(x):
     return x
 
 
+def _column_values(col: pd.Series) -> list:
+    """A column as JSON-safe Python values (``_clean``), a whole column at a time: per-episode
+    tables have a row per episode."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(str)
+    values = col.tolist()
+    if pd.api.types.is_float_dtype(col.dtype) and not isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+        return [v if math.isfinite(v) else None for v in values]
+    if pd.api.types.is_integer_dtype(col.dtype) and not isinstance(col.dtype, pd.api.extensions.ExtensionDtype):
+        return values
+    return [_clean(v) for v in values]
+
+
 def _records(df: pd.DataFrame) -> list[dict]:
-    d = df.copy()
-    for c in d.columns:
-        if isinstance(d[c].dtype, pd.CategoricalDtype):
-            d[c] = d[c].astype(str)
-    return [_clean(r) for r in d.to_dict(orient="records")]
+    names = [str(c) for c in df.columns]
+    columns = [_column_values(df.iloc[:, i]) for i in range(df.shape[1])]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def _fmt(v) -> str:
@@ -145,6 +156,13 @@ def sections(traces: Traces) -> tuple[list[Section], dict, dict]:
                                           "(rerun them with `gridbench run --retry-errors`)")
     colors = figures.arm_colors(traces.arms)
     st = steps_mod.annotate(traces)
+    try:
+        return _sections(traces, st, colors)
+    finally:
+        st.close()
+
+
+def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -> tuple[list[Section], dict, dict]:
     out: list[Section] = []
 
     budgets = compute.budgets(traces, st)

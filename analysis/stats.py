@@ -76,6 +76,21 @@ def mean_ci(values, seed: int = SEED, resamples: int = RESAMPLES) -> Estimate:
                     len(v), len(v))
 
 
+def counted_median(values, counts) -> float:
+    """The median of a sample given as values and how often each occurs (values may repeat), as
+    pandas and numpy compute it: the middle value, or the mean of the two middle values."""
+    v = np.asarray(values, dtype=float)
+    c = np.asarray(counts, dtype=np.int64)
+    order = np.argsort(v, kind="stable")
+    v, ends = v[order], np.cumsum(c[order])
+    n = int(ends[-1]) if len(ends) else 0
+    if n == 0:
+        return float("nan")
+    # the value at 0-based place i is the first whose cumulative count exceeds i
+    low, high = v[np.searchsorted(ends, (n - 1) // 2, side="right")], v[np.searchsorted(ends, n // 2, side="right")]
+    return float((low + high) / 2)
+
+
 def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action",
                 group: str = "arm") -> dict[str, float | int]:
     """One regression ``outcome ~ prop + C(group)`` and what the property adds to it.

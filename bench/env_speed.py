@@ -13,7 +13,7 @@ alternate between the two envs, rates are per CPU second of this process (so oth
 a shared machine distort them little; the wall-clock ratio is shown too) and the best round
 counts. Goal: ours/native >= 0.9 at every size.
 
-Cold first frame: a fresh Python process per measurement, first frame of the DESIGN example
+Cold first frame: a fresh Python process per measurement, first frame of the design example
 maze (it shows every object kind) drawn by Minigrid's own cold path, against MazeEnv's first
 frame after its once-per-process pre-warm. Goal: under 20 ms after pre-warm.
 """

@@ -1,170 +1,373 @@
-"""How fast is the trace viewer on a run the size of the study's ablation (540 episodes)?
+"""How the trace viewer scales with the run, side by side with the page-per-episode layout.
 
-    python bench/viewer_speed.py [--mazes heldout] [--loads 5] [--keep DIR]
+    python bench/viewer_speed.py [--quick] [--sizes N ...] [--loads 3] [--keep DIR]
 
-Makes a real 540-episode run (built-in oracle, random and explorer agents x 12 condition names
-x mazes x repeats, through ``run_episode`` and ``write_episode``), builds its viewer twice
-(cold: every frame drawn; warm: the frames are already there) and opens it in headless
-Chromium (Debian's ``chromium``), timing from navigation start until the page script has
-drawn everything (``body[data-ready]``), each load in a fresh browser context:
+Runs are synthesized from real episodes: the built-in agents (oracle, random, explorer) play the
+held-out mazes through ``run_episode``; their rows are then copied, each copy with a new episode id,
+model name, condition and repeat, into Parquet files of 10,000 episodes each (the layout of a
+compacted run), steps unchanged (about 60 an episode). Sizes: 3k, 30k and 150k episodes
+(``--quick``: 1k, 5k and 20k). At each size, each in a child process of its own:
 
-- the index of all 540 episodes: goal under 2 s;
-- an episode page: goal under 1 s;
-- one step forward (key press until the new frame has loaded): goal under 100 ms.
+- ``build_view``: wall time, time per episode, files written, bytes, the largest steps file, and
+  the peak memory (max RSS) of the process;
+- headless Chromium (Debian's ``chromium``, a fresh context for each load): the index from
+  navigation to its first rendered rows (median of ``--loads``); an episode opened from the index
+  (click to its first frame drawn); an episode's link opened cold (navigation to its first frame,
+  the index data included); one step forward (key press to the new frame).
 
-Prints one table with each measurement, its goal and the ratio measured/goal (< 1 meets it).
+The previous layout (one HTML page per episode and one PNG per distinct state: the viewer at
+``OLD_VIEWER_COMMIT``, taken from this repository's git history) is measured at the smallest size
+only, as it is far too slow for the largest; its time and files per episode are extrapolated to the
+largest size and printed as extrapolated. Copies share their states, so the old layout draws fewer
+PNGs here than on a run of distinct episodes (a user's 3,210-episode run: 20,507 PNGs, 44 ms per
+episode), which flatters it.
+
+Goals, at the largest size: ``view`` writes <= 20 files; the index opens in <= 2 s; the build time
+per episode is flat: within 1.25x of the smallest size's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import random
+import re
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 from bench_results import record  # noqa: E402
 from rich.console import Console  # noqa: E402
-from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents import ModelConfig, Protocol  # noqa: E402
-from agents.builtin import make_builtin  # noqa: E402
-from env import BadInput, resolve_mazes  # noqa: E402
-from orchestrator.episode import run_episode  # noqa: E402
-from orchestrator.records import EpisodeIdentity  # noqa: E402
-from orchestrator.sweep import ModelEntry, episode_id  # noqa: E402
-from orchestrator.traces import write_episode, write_manifest  # noqa: E402
-from orchestrator.web.viewer import build_view  # noqa: E402
-
-EPISODES = 540
+SIZES = (3_000, 30_000, 150_000)
+QUICK_SIZES = (1_000, 5_000, 20_000)
+EPISODES_PER_FILE = 10_000
 AGENTS = ("oracle", "random", "explorer")
-CONDITIONS = 12
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+MODELS, CONDITIONS = 6, 12
+OLD_VIEWER_COMMIT = "7481a21f7e3bac04fba5901015d6aabee1342fa9"  # the last one with a page per episode
+OLD_VIEWER_FILES = (
+    "viewer.py", "templates/index.html", "templates/episode.html", "static/index.js", "static/episode.js",
+    "static/viewer.css", "static/play.js", "static/play.css",
+)
+MAX_FILES, INDEX_OPENS_S, FLAT = 20, 2.0, 1.25
+console = Console(stderr=True)
 
 
-def make_run(run_dir: Path, maze_spec: str) -> float:
+# ---- runs ----------------------------------------------------------------------------------------------
+def template_run(folder: Path) -> Path:
+    """Real episodes: every built-in agent on every held-out maze, twice (random with two seeds)."""
+    from agents import Protocol
+    from agents.builtin import make_builtin
+    from env import BadInput, resolve_mazes
+    from orchestrator.episode import run_episode
+    from orchestrator.records import EpisodeIdentity
+    from orchestrator.traces import write_episode, write_manifest
+
     try:
-        mazes = resolve_mazes(maze_spec)
+        mazes = resolve_mazes("heldout")
     except BadInput:
         mazes = resolve_mazes("example")
     protocol = Protocol.preset("final")
-    work = []
-    repeat = 0
-    while len(work) < EPISODES:
-        for agent in AGENTS:
-            for c in range(CONDITIONS):
-                for maze in mazes:
-                    work.append((maze, agent, f"cond{c:02d}", repeat))
-        repeat += 1
-    work = work[:EPISODES]
 
-    async def go(progress: Progress) -> None:
-        task = progress.add_task("episodes", total=len(work))
-        for maze, agent, condition, rep in work:
-            entry = ModelEntry(config=ModelConfig.for_model(f"builtin/{agent}"))
-            eid = episode_id(maze, entry, protocol, rep) + condition
-            identity = EpisodeIdentity(run=run_dir.name, episode_id=eid, model_name=agent, model=entry.model,
-                                       condition=condition, repeat=rep, maze_id=maze.id)
-            result = await run_episode(maze, make_builtin(agent, seed=rep), protocol, identity)
-            write_episode(run_dir, result)
-            progress.advance(task)
+    async def go() -> None:
+        for maze in mazes:
+            for agent in AGENTS:
+                for repeat in range(2):
+                    identity = EpisodeIdentity(run=folder.name, episode_id=f"t-{maze.id}-{agent}-{repeat}",
+                                               model_name=agent, model=f"builtin/{agent}", condition="final",
+                                               repeat=repeat, maze_id=maze.id)
+                    result = await run_episode(maze, make_builtin(agent, seed=repeat), protocol, identity)
+                    write_episode(folder, result)
 
-    t0 = time.perf_counter()
-    with Progress(transient=True) as progress:
-        asyncio.run(go(progress))
-    write_manifest(run_dir, run=run_dir.name, sweep={"name": "viewer-bench"},
+    asyncio.run(go())
+    write_manifest(folder, run=folder.name, sweep={"name": "viewer-bench"},
                    mazes={m.checksum: m.to_dict() for m in mazes}, invocation={"command": "bench"})
-    return time.perf_counter() - t0
+    return folder
 
 
-def browser_times(view: Path, loads: int) -> dict[str, list[float]]:
+def synthesize(template: Path, run: Path, episodes: int) -> int:
+    """A run of ``episodes`` copies of the template's episodes in files of ``EPISODES_PER_FILE``;
+    returns its number of steps."""
+    from orchestrator.schema import EPISODES, STEPS
+
+    eps = pq.read_table(template / "episodes", schema=EPISODES)
+    steps = pq.read_table(template / "steps", schema=STEPS)
+    steps = steps.sort_by([("episode_id", "ascending"), ("step", "ascending")])
+    ids = eps.column("episode_id").to_pylist()
+    step_ids = steps.column("episode_id").to_numpy(zero_copy_only=False)
+    first = {i: int(np.searchsorted(step_ids, i, side="left")) for i in ids}
+    count = {i: int(np.searchsorted(step_ids, i, side="right")) - first[i] for i in ids}
+    (run / "episodes").mkdir(parents=True)
+    (run / "steps").mkdir()
+    shutil.copy(template / "manifest.json", run / "manifest.json")
+    rng = np.random.default_rng(0)
+    total = 0
+    for f, lo in enumerate(range(0, episodes, EPISODES_PER_FILE)):
+        n = min(EPISODES_PER_FILE, episodes - lo)
+        picks = rng.integers(0, len(ids), n)
+        numbers = np.arange(lo, lo + n)
+        new_ids = np.array([f"syn{k:07d}-{ids[p]}" for k, p in zip(numbers, picks, strict=True)], dtype=object)
+        ep = eps.take(pa.array(picks))
+        for name, values in (("run", [run.name] * n), ("episode_id", new_ids),
+                             ("model_name", [f"model-{k % MODELS}" for k in numbers]),
+                             ("condition", [f"cond{k // MODELS % CONDITIONS:02d}" for k in numbers]),
+                             ("repeat", (numbers // (MODELS * CONDITIONS)).astype(np.int32))):
+            ep = ep.set_column(ep.schema.get_field_index(name), name, pa.array(values, EPISODES.field(name).type))
+        lengths = np.array([count[ids[p]] for p in picks])
+        starts = np.array([first[ids[p]] for p in picks])
+        rows = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+        st = steps.take(pa.array(rows))
+        for name, values in (("run", np.full(len(rows), run.name, dtype=object)),
+                             ("episode_id", np.repeat(new_ids, lengths)),
+                             ("model_name", np.repeat(ep.column("model_name").to_numpy(zero_copy_only=False), lengths)),
+                             ("condition", np.repeat(ep.column("condition").to_numpy(zero_copy_only=False), lengths))):
+            st = st.set_column(st.schema.get_field_index(name), name, pa.array(values, pa.string()))
+        pq.write_table(ep, run / "episodes" / f"part-{f:04d}.parquet")
+        pq.write_table(st, run / "steps" / f"part-{f:04d}.parquet", compression="zstd")
+        total += len(rows)
+    return total
+
+
+def old_viewer(folder: Path) -> Path | None:
+    """The page-per-episode viewer from git history, as a package ``gridbench_old_viewer`` in ``folder``."""
+    package = folder / "gridbench_old_viewer"
+    for name in OLD_VIEWER_FILES:
+        got = subprocess.run(["git", "-C", str(ROOT), "show", f"{OLD_VIEWER_COMMIT}:orchestrator/web/{name}"],
+                             capture_output=True)
+        if got.returncode != 0:
+            return None
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(got.stdout)
+    viewer = package / "viewer.py"
+    viewer.write_text(viewer.read_text().replace('resources.files("orchestrator.web")',
+                                                 'resources.files("gridbench_old_viewer")'))
+    (package / "__init__.py").write_text("")
+    return folder
+
+
+# ---- child processes ----------------------------------------------------------------------------------
+def child_build(run: str, out: str, old: str | None) -> None:
+    """Build one viewer in this process and print what it cost as JSON."""
+    if old:
+        sys.path.insert(0, old)
+        from gridbench_old_viewer.viewer import build_view
+    else:
+        from orchestrator.web.viewer import build_view
+    t = time.perf_counter()
+    build_view(run, out, progress=False)
+    seconds = time.perf_counter() - t
+    print(json.dumps({"seconds": seconds, "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def build(run: Path, out: Path, old: Path | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--child-build", str(run), str(out)] + (["--old", str(old)] if old else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if done.returncode != 0:
+        raise RuntimeError(f"building {out} failed: {done.stderr.strip()[-2000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    files = [p for p in out.rglob("*") if p.is_file()]
+    steps_files = [p for p in files if re.fullmatch(r"steps-\d+\.js", p.name)]
+    result.update(files=len(files), bytes=sum(p.stat().st_size for p in files),
+                  largest_steps_file=max((p.stat().st_size for p in steps_files), default=0),
+                  pngs=sum(p.suffix == ".png" for p in files))
+    return result
+
+
+def child_browser(out: str, episodes: int, loads: int, old: bool) -> None:
+    """Time the bundle in ``out`` in headless Chromium and print the times as JSON."""
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    pages = sorted((view / "episodes").glob("*.html"))
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    index = (Path(out) / "index.html").as_uri()
     rng = random.Random(0)
-    out: dict[str, list[float]] = {"index": [], "episode": [], "step": []}
+    times: dict[str, list[float]] = {"index": [], "sort": [], "filter": [], "open": [], "cold": [], "step": []}
+    ready_index = "body[data-ready='1']" if old else "body[data-ready='index']"
+    ready_episode = "body[data-ready='1']" if old else "body[data-ready='episode']"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        for i in range(loads):
-            for kind, url in (("index", (view / "index.html").as_uri()), ("episode", rng.choice(pages).as_uri())):
-                context = browser.new_context()
-                page = context.new_page()
-                page.goto(url)
-                page.wait_for_selector("body[data-ready='1']")
-                # the page notes when its first complete frame was painted (ms from navigation)
-                out[kind].append(int(page.get_attribute("body", "data-ready-ms")) / 1000)
-                if kind == "episode" and i == 0:
-                    last = page.get_attribute("#slider", "max")
-                    for _ in range(min(30, int(last))):
-                        t = time.perf_counter()
-                        page.keyboard.press("ArrowRight")
-                        # polled from here: a page function would need eval, which the page's CSP refuses
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        for load in range(loads):
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            page.goto(index)
+            page.wait_for_selector(ready_index, timeout=120_000)
+            # the page notes when its first rows were painted (ms from navigation)
+            times["index"].append(int(page.get_attribute("body", "data-ready-ms")) / 1000)
+            # both pages sort and filter in the event handler: the rows are there when it returns
+            t = time.perf_counter()
+            page.click("th[data-col='cost_usd']")
+            times["sort"].append(time.perf_counter() - t)
+            label = page.locator("#f-model_name option").nth(1).inner_text()
+            t = time.perf_counter()
+            page.select_option("#f-model_name", label=label)
+            times["filter"].append(time.perf_counter() - t)
+            row = rng.randrange(page.locator("#rows tr").count())
+            t = time.perf_counter()
+            page.click(f"#rows tr:nth-child({row + 1}) .c-maze_id a")
+            page.wait_for_selector(ready_episode, timeout=120_000)
+            times["open"].append(time.perf_counter() - t)
+            if load == 0:
+                for _ in range(min(30, int(page.get_attribute("#slider", "max")))):
+                    label = page.inner_text("#step-label")
+                    t = time.perf_counter()
+                    page.keyboard.press("ArrowRight")
+                    if old:  # the old page loads a PNG: polled from here (its CSP refuses page functions)
                         while not page.eval_on_selector("#frame", "img => img.complete && img.naturalWidth > 0"):
                             pass
-                        out["step"].append(time.perf_counter() - t)
+                    elif page.inner_text("#step-label") == label:
+                        raise AssertionError("the step did not change")
+                    times["step"].append(time.perf_counter() - t)
+            context.close()
+            if not old:
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})
+                page = context.new_page()
+                page.goto(f"{index}#e={rng.randrange(episodes)}")
+                page.wait_for_selector(ready_episode, timeout=120_000)
+                times["cold"].append(int(page.get_attribute("body", "data-ready-ms")) / 1000)
                 context.close()
         browser.close()
-    return out
+    print(json.dumps({k: statistics.median(v) if v else None for k, v in times.items()}))
 
 
+def browse(out: Path, episodes: int, loads: int, old: bool = False) -> dict:
+    cmd = [sys.executable, __file__, "--child-browser", str(out), str(episodes), str(loads)] + (["--old"] if old else [])
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if done.returncode != 0:
+        raise RuntimeError(f"browsing {out} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ---- the bench ----------------------------------------------------------------------------------------------
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mazes", default="heldout", help="maze set (falls back to the example maze)")
-    ap.add_argument("--loads", type=int, default=5, help="browser loads of each page kind")
-    ap.add_argument("--keep", type=Path, default=None, help="keep the run and its viewer here")
+    ap.add_argument("--sizes", type=int, nargs="+", help=f"run sizes in episodes (default {SIZES})")
+    ap.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}")
+    ap.add_argument("--loads", type=int, default=3, help="browser loads of each size (the median counts)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the runs and their viewers here")
+    ap.add_argument("--child-build", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--child-browser", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--old", nargs="?", const="1", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    console = Console()
-    root = args.keep or Path(tempfile.mkdtemp(prefix="viewer-bench-"))
-    run_dir = root / "bench540"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_s = make_run(run_dir, args.mazes)
-    t = time.perf_counter()
-    cold = build_view(run_dir)
-    cold_s = time.perf_counter() - t
-    t = time.perf_counter()
-    warm = build_view(run_dir)
-    warm_s = time.perf_counter() - t
-    times = browser_times(cold.out_dir, args.loads)
-    size = sum(f.stat().st_size for f in cold.out_dir.rglob("*") if f.is_file())
-    index_kb = (cold.out_dir / "index.html").stat().st_size / 1024
+    if args.child_build:
+        return child_build(*args.child_build, args.old)
+    if args.child_browser:
+        out, episodes, loads = args.child_browser
+        return child_browser(out, int(episodes), int(loads), bool(args.old))
 
-    table = Table(title=f"viewer of a {cold.episodes}-episode run (medians; Chromium {args.loads} loads each)")
-    for col in ("measure", "measured", "goal", "measured / goal"):
-        table.add_column(col, justify="right")
-    for label, value, goal in (
-        ("index opens (s)", statistics.median(times["index"]), 2.0),
-        ("episode page opens (s)", statistics.median(times["episode"]), 1.0),
-        ("one step forward (s)", statistics.median(times["step"]), 0.1),
-    ):
-        table.add_row(label, f"{value:.3f}", f"{goal:.3f}", f"{value / goal:.2f}")
-        record(f"viewer: {label}", f"< {goal:g} s", f"{value:.3f} s", value / goal, value < goal)
-    console.print(table)
-    info = Table(title="building the bundle")
-    for col in ("measure", "value"):
-        info.add_column(col, justify="right")
-    info.add_row("episodes run (s)", f"{run_s:.1f}")
-    info.add_row("build, cold (s)", f"{cold_s:.1f}")
-    info.add_row("frames drawn, cold", str(cold.frames_drawn))
-    info.add_row("build, warm (s)", f"{warm_s:.1f}")
-    info.add_row("frames drawn, warm", str(warm.frames_drawn))
-    info.add_row("warm / cold", f"{warm_s / cold_s:.2f}")
-    info.add_row("index.html (KiB)", f"{index_kb:.0f}")
-    info.add_row("bundle (MiB)", f"{size / 2**20:.1f}")
-    console.print(info)
-    if args.keep is None:
-        shutil.rmtree(root)
+    sizes = sorted(args.sizes or (QUICK_SIZES if args.quick else SIZES))
+    root = args.keep or Path(tempfile.mkdtemp(prefix="viewer-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        t = time.perf_counter()
+        template = template_run(root / "template")
+        console.print(f"template run: {len(list((template / 'episodes').glob('*.parquet')))} real episodes "
+                      f"in {time.perf_counter() - t:.1f} s")
+        rows: dict[int, dict] = {}
+        for size in sizes:
+            run = root / f"run{size}"
+            t = time.perf_counter()
+            steps = synthesize(template, run, size)
+            console.print(f"{size} episodes, {steps} steps synthesized in {time.perf_counter() - t:.1f} s")
+            built = build(run, root / f"view{size}")
+            console.print(f"  built in {built['seconds']:.1f} s, {built['files']} files")
+            rows[size] = {"episodes": size, "steps": steps, **built,
+                          **browse(root / f"view{size}", size, args.loads)}
+        small = sizes[0]
+        old = None
+        oldpkg = old_viewer(root / "old-viewer")
+        if oldpkg is not None:
+            built = build(root / f"run{small}", root / f"old-view{small}", oldpkg)
+            console.print(f"old layout at {small}: built in {built['seconds']:.1f} s, {built['files']} files")
+            old = {"episodes": small, "steps": rows[small]["steps"], **built,
+                   **browse(root / f"old-view{small}", small, args.loads, old=True)}
+        report(rows, old, sizes)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def report(rows: dict[int, dict], old: dict | None, sizes: list[int]) -> None:
+    small, large = sizes[0], sizes[-1]
+    out = Console() if sys.stdout.isatty() else Console(width=200)
+    table = Table(title="gridbench view, by run size (browser times: medians)")
+    heads = ("layout", "episodes", "steps", "build s", "ms / episode", "files", "MiB", "largest steps file MiB",
+             "peak RSS MiB", "index opens s", "sort s", "filter s", "episode from index s", "episode link cold s",
+             "step s")
+    for h in heads:
+        table.add_column(h, justify="right")
+
+    def fmt(v, spec):
+        return "–" if v is None else format(v, spec)
+
+    def add(name, r, extrapolated=False):
+        per = r["seconds"] / r["episodes"] * 1000
+        table.add_row(name, f"{r['episodes']:,}", f"{r['steps']:,}", fmt(r["seconds"], ".1f"), f"{per:.2f}",
+                      f"{r['files']:,}", f"{r['bytes'] / 2**20:.1f}", fmt(r.get("largest_steps_file", 0) / 2**20, ".1f"),
+                      fmt(r.get("max_rss_mb"), ".0f"), fmt(r.get("index"), ".3f"), fmt(r.get("sort"), ".3f"),
+                      fmt(r.get("filter"), ".3f"), fmt(r.get("open"), ".3f"),
+                      fmt(r.get("cold"), ".3f"), fmt(r.get("step"), ".3f"))
+
+    for size in sizes:
+        add("canvas (new)", rows[size])
+    if old is not None:
+        add("page per episode (old)", old)
+        scale = large / old["episodes"]
+        table.add_row("old, extrapolated", f"{large:,}", "", f"{old['seconds'] * scale:.0f}",
+                      f"{old['seconds'] / old['episodes'] * 1000:.2f}", f"{round(old['files'] * scale):,}",
+                      f"{old['bytes'] * scale / 2**20:.0f}", "", "", "", "", "", "", "", "")
+    out.print(table)
+
+    r = rows[large]
+    per_small = rows[small]["seconds"] / small
+    per_large = r["seconds"] / large
+    flat = per_large / per_small
+    record(f"viewer: files written, {large:,} episodes", f"<= {MAX_FILES}", str(r["files"]), r["files"] / MAX_FILES,
+           r["files"] <= MAX_FILES)
+    record(f"viewer: index opens, {large:,} episodes (Chromium, to first rows)", f"<= {INDEX_OPENS_S:g} s",
+           f"{r['index']:.3f} s", r["index"] / INDEX_OPENS_S, r["index"] <= INDEX_OPENS_S)
+    record(f"viewer: build time per episode, {large:,} vs {small:,} episodes", f"<= {FLAT}x",
+           f"{per_large * 1000:.2f} vs {per_small * 1000:.2f} ms", flat, flat <= FLAT)
+    record(f"viewer: build, {large:,} episodes", "(reported)", f"{r['seconds']:.0f} s, {r['max_rss_mb']:.0f} MiB peak",
+           None, None)
+    record(f"viewer: an episode opened from the index, {large:,} episodes", "(reported)", f"{r['open']:.3f} s",
+           None, None)
+    record(f"viewer: sort / filter the list, {large:,} episodes", "(reported)",
+           f"{r['sort']:.3f} / {r['filter']:.3f} s", None, None)
+    record("viewer: one step forward", "(reported)", f"{r['step']:.3f} s", None, None)
+    lines = [f"files at {large:,}: {r['files']} (goal <= {MAX_FILES}); index opens in {r['index']:.3f} s "
+             f"(goal <= {INDEX_OPENS_S:g} s, ratio {r['index'] / INDEX_OPENS_S:.2f}); per episode "
+             f"{per_large * 1000:.2f} ms at {large:,} vs {per_small * 1000:.2f} ms at {small:,} "
+             f"(ratio {flat:.2f}, goal <= {FLAT})"]
+    if old is not None:
+        per_old = old["seconds"] / old["episodes"]
+        speedup = per_old / (rows[small]["seconds"] / small)
+        lines.append(f"old layout at {small:,}: {old['files']:,} files, {per_old * 1000:.2f} ms per episode, "
+                     f"{speedup:.1f}x the new one's time; extrapolated to {large:,}: "
+                     f"{per_old * large:.0f} s and {round(old['files'] * large / small):,} files (not measured)")
+        record(f"viewer: build time per episode, old layout vs new, {small:,} episodes", "(reported)",
+               f"{per_old * 1000:.2f} vs {rows[small]['seconds'] / small * 1000:.2f} ms", speedup, None)
+        record(f"viewer: old layout extrapolated to {large:,} episodes", "(reported)",
+               f"{per_old * large:.0f} s, {round(old['files'] * large / small):,} files", None, None)
+    else:
+        lines.append(f"old layout not measured: commit {OLD_VIEWER_COMMIT[:10]} is not in this repository's history")
+    for line in lines:
+        out.print(line)
 
 
 if __name__ == "__main__":

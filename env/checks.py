@@ -1,4 +1,4 @@
-"""The four validity checks of a pool maze (DESIGN section 4), each naming the object that fails.
+"""The four validity checks of a pool maze (docs/design.md §4), each naming the object that fails.
 
 1. ``reachable``: the oracle solves the maze within the state cap.
 2. ``mechanism_necessity``: for each step of ``meta.chain``, remove its enabler (its key or

@@ -1,4 +1,4 @@
-"""``gridbench.maze/1`` files: the typed record, validation, load and save (DESIGN section 2)."""
+"""``gridbench.maze/1`` files: the typed record, validation, load and save (docs/design.md §2)."""
 
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def infer_category(maze: Maze) -> str:
 
 
 def _check_rules(m: Maze) -> None:
-    """Every rule of DESIGN section 2 that the types alone cannot express.
+    """Every rule of docs/design.md §2 that the types alone cannot express.
 
     Raises ``BadInput`` with an empty source; callers fill in the file name.
     """

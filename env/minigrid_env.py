@@ -1,4 +1,4 @@
-"""``MazeEnv``: a gridbench maze as a Minigrid environment (DESIGN section 3).
+"""``MazeEnv``: a gridbench maze as a Minigrid environment (docs/design.md §3).
 
 Turning and moving run through Minigrid's own ``step``; pickup (which swaps here) and toggle
 (which flips a switch underfoot first) extend it. Every step reports one event and the

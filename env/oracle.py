@@ -1,4 +1,4 @@
-"""Exact BFS oracle over the full maze state (DESIGN section 4).
+"""Exact BFS oracle over the full maze state (docs/design.md §4).
 
 The state space is searched through a dense integer index instead of ``MazeState`` objects:
 

@@ -1,4 +1,4 @@
-"""The full state of a maze episode and the normative dynamics of DESIGN section 3.
+"""The full state of a maze episode and the normative dynamics of docs/design.md §3.
 
 ``MazeState`` is the one state object: ``MazeEnv`` exposes it, the oracle searches over it,
 frames and the text projection are drawn from it, so none of them can disagree.
@@ -85,7 +85,7 @@ def passable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
 
 
 def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
-    """Apply one action: the reference dynamics of DESIGN section 3."""
+    """Apply one action: the reference dynamics of docs/design.md §3."""
     if action == LEFT:
         return replace(s, dir=(s.dir - 1) % 4), "turned"
     if action == RIGHT:

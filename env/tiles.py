@@ -7,16 +7,18 @@ one cold tile costs up to 0.1 s, so the first frame of a maze costs a few tenths
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Iterator
 
+import numpy as np
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
 
 from env.drawing import fast_drawing
-from env.maze import COLORS
+from env.maze import COLORS, DOOR_STATES
 from env.objects import Gate, Switch
+
+AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
 _warm: set[int] = set()
 _warm_lock = threading.Lock()
@@ -38,6 +40,53 @@ def all_tiles() -> Iterator[WorldObj | None]:
         yield Gate(c, False)
 
 
+def shown_tiles() -> Iterator[tuple[WorldObj | None, int | None]]:
+    """Every (cell content, agent direction or None) pair a frame can show."""
+    for obj in all_tiles():
+        for agent_dir in AGENT_DIRS:
+            if agent_dir is not None and obj is not None and not obj.can_overlap():
+                continue  # the agent never stands on a wall, key, closed door or closed gate
+            yield obj, agent_dir
+
+
+def tile_name(obj: WorldObj | None) -> str:
+    """A cell content's name in a tile atlas: its kind, colour and state (``door-red-locked``).
+
+    The states are spelled as the traces' ``mechanisms`` column spells them, so a viewer can name
+    a cell's tile from a recorded step without knowing Minigrid's encoding.
+    """
+    if obj is None:
+        return "floor"
+    if isinstance(obj, Wall | Goal):
+        return obj.type
+    if isinstance(obj, Key):
+        return f"key-{obj.color}"
+    if isinstance(obj, Door):
+        return f"door-{obj.color}-{DOOR_STATES[obj.encode()[2]]}"
+    if isinstance(obj, Switch):
+        return f"switch-{obj.color}-{'on' if obj.is_on else 'off'}"
+    if isinstance(obj, Gate):
+        return f"gate-{obj.color}-{'open' if obj.is_open else 'closed'}"
+    raise ValueError(f"no tile name for {obj!r}")
+
+
+def tile_atlas(tile_size: int) -> tuple[np.ndarray, dict[str, int]]:
+    """Every tile a frame can hold, as one image, and the row of each tile name.
+
+    Row ``r`` holds one cell content; column ``c`` shows it with ``AGENT_DIRS[c]`` (column 0
+    without the agent; columns the agent can never occupy stay black). The tiles are Minigrid's
+    cached ones, so a frame put together from them, tile by tile, is ``render_state``'s frame.
+    """
+    prewarm(tile_size)
+    rows = {tile_name(obj): r for r, obj in enumerate(all_tiles())}
+    atlas = np.zeros((len(rows) * tile_size, len(AGENT_DIRS) * tile_size, 3), dtype=np.uint8)
+    for obj, agent_dir in shown_tiles():
+        y, x = rows[tile_name(obj)] * tile_size, AGENT_DIRS.index(agent_dir) * tile_size
+        atlas[y:y + tile_size, x:x + tile_size] = Grid.render_tile(
+            obj, agent_dir=agent_dir, highlight=False, tile_size=tile_size)
+    return atlas, rows
+
+
 def prewarm(tile_size: int = 32) -> None:
     """Draw every tile gridbench can show once, so no episode pays Minigrid's cold-tile cost.
 
@@ -51,9 +100,7 @@ def prewarm(tile_size: int = 32) -> None:
         if tile_size in _warm:
             return
         with fast_drawing():
-            for obj, agent_dir in itertools.product(list(all_tiles()), (None, 0, 1, 2, 3)):
-                if agent_dir is not None and obj is not None and not obj.can_overlap():
-                    continue  # the agent never stands on a wall, key, closed door or closed gate
+            for obj, agent_dir in shown_tiles():
                 Grid.render_tile(obj, agent_dir=agent_dir, highlight=False, tile_size=tile_size)
         _warm.add(tile_size)
 

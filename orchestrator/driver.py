@@ -24,6 +24,7 @@ episodes (``--retry-errors`` also reruns those that ended in ``error``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
@@ -38,10 +39,13 @@ from typing import Any
 
 import ray
 from ray import exceptions as rex
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from orchestrator.budget import Concurrency, Ledger
 from orchestrator.compaction import extract
 from orchestrator.episode import failed_episode
-from orchestrator.records import EpisodeRecord
+from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
+from orchestrator.records import EpisodeRecord, StepRecord
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.store import RunStore, open_store
 from orchestrator.sweep import EpisodeSpec, Sweep
@@ -61,6 +65,7 @@ MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
 MODEL_ACTOR_CPUS = 0.25
 CPU_QUEUE = 2  # episodes handed to a CPU actor at once: one running, one queued behind it
 MAX_IN_FLIGHT = 512
+POLL_S = 0.5  # how often the driver reads the journal actor's ledger and rate-limit signals
 WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
 ENV_SLOT = "env_slot"  # optional custom resource: concurrent episodes a node may host
 EMBEDDED_OBJECT_STORE = 512 * 1024**2
@@ -143,22 +148,193 @@ class EpisodeActor:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    async def run(self, spec: EpisodeSpec, run: str, attempts: int, endpoint: str | None) -> EncodedEpisode:
+    async def run(self, spec: EpisodeSpec, run: str, attempts: int, endpoint: str | None,
+                  resume: Resume | None = None, journal: Any = None, submission: int = 0) -> EncodedEpisode | Suspended:
+        """Play one episode, continuing from ``resume`` (its journaled steps) when given; each new
+        step goes to the run's ``journal`` actor before the next turn. ``submission`` tells this
+        attempt's journal lines from a lost attempt's late ones."""
         from agents import build_agent
         from orchestrator.episode import run_episode
 
         protocol, identity = spec.condition.protocol, spec.identity(run)
+        resume = resume or Resume()
+        sender = StepSender(journal, spec, submission) if journal is not None else None
         try:
-            agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint)
+            if sender is not None:
+                await sender.start(len(resume.rows))
+            agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint,
+                                on_rate_limit=sender.rate_limited if sender is not None else None)
         except Exception as err:  # a model that cannot even be built costs only its episodes
             result = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
                                     str(err), attempts)
         else:
             try:
-                result = await run_episode(spec.maze, agent, protocol, identity, attempts=attempts)
+                result = await run_episode(
+                    spec.maze, agent, protocol, identity, attempts=attempts, on_step=sender,
+                    recorded=[StepRecord.from_row(r) for r in resume.rows], resumed=resume.resumed,
+                    should_stop=sender.should_stop if sender is not None else None)
             finally:
                 await agent.aclose()
+                if sender is not None:
+                    await sender.close()
+        if result.suspended:
+            return Suspended(spec.episode_id, len(result.steps))
         return encode_episode(result)
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Where an unfinished episode continues: its journaled step rows and how many times it was
+    continued before (this continuation included)."""
+
+    rows: tuple[dict[str, Any], ...] = ()
+    resumed: int = 0
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """An episode that stopped between turns because a budget ran out; its journal stays."""
+
+    episode_id: str
+    steps: int
+    termination: str = "suspended"
+
+
+class StepSender:
+    """The actor's side of the journal. Before each turn of a called model, the episode takes a
+    turn slot of its model (``turn``: at most the model's current concurrency at once, and none
+    once its budget is spent); each step then goes to the journal, and is durable, before the next
+    turn. Steps of built-in agents (free, thousands a second) are sent in batches at most
+    ``FREE_FLUSH_S`` apart and take no slot."""
+
+    FREE_FLUSH_S = 1.0
+
+    def __init__(self, journal: Any, spec: EpisodeSpec, attempt: int):
+        self.journal, self.attempt = journal, attempt
+        self.episode_id, self.model = spec.episode_id, spec.model.name
+        self.paid = not spec.model.builtin
+        self.stop = False
+        self.gated = False
+        self.pending: list[str] = []
+        self.pending_cost = 0.0
+        self.last = time.monotonic()
+
+    async def start(self, keep: int) -> None:
+        self.stop, self.gated = await self.journal.start.remote(self.episode_id, self.attempt, keep, self.model)
+
+    async def __call__(self, record: StepRecord) -> None:
+        self.pending.append(step_line(record.row()))
+        self.pending_cost += record.usage.cost_usd
+        if self.paid or time.monotonic() - self.last >= self.FREE_FLUSH_S:
+            lines, cost = self.pending, self.pending_cost
+            self.pending, self.pending_cost, self.last = [], 0.0, time.monotonic()
+            self.stop, self.gated = await self.journal.append.remote(self.episode_id, self.attempt, lines,
+                                                                     self.model, cost, self.paid)
+
+    async def should_stop(self) -> bool:
+        # a turn slot is asked for only while the model runs below its concurrency (rate limited)
+        if self.paid and self.gated and not self.stop:
+            self.stop = await self.journal.turn.remote(self.episode_id, self.model)
+        return self.stop
+
+    async def close(self) -> None:
+        if self.paid:
+            await self.journal.release.remote(self.episode_id, self.model)
+
+    def rate_limited(self, retry_after: float | None) -> None:
+        self.journal.rate_limited.remote(self.model, retry_after)
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_concurrency=10_000)
+class JournalActor:
+    """Keeps the run's journals on the driver's node, and what every step passes by: the ledger,
+    the rate-limit signals, and each model's turn slots (how many of its episodes may be waiting
+    on a call at once: the driver sets it from the model's adaptive concurrency). One per run; the
+    driver reads its ``status``. An asyncio actor: an episode waiting for a slot holds no thread."""
+
+    SYNC_S = 0.25  # how often journals written since are fsynced
+
+    def __init__(self, folder: str, ledger: Ledger, slots: dict[str, int]):
+        self.writer = JournalWriter(Path(folder))
+        self.ledger = ledger
+        self.rate_limits: dict[str, list[float | None]] = {}
+        self.successes: dict[str, int] = {}
+        self.ceilings = dict(slots)
+        self.slots = dict(slots)
+        self.calling: dict[str, set[str]] = {}  # model -> episodes in a turn
+        self.changed = asyncio.Condition()
+        self.syncing: asyncio.Task | None = None
+
+    async def _sync_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.SYNC_S)
+            dirty = self.writer.take_dirty()
+            if dirty:
+                await asyncio.to_thread(self.writer.sync, dirty)  # off the loop: appends go on meanwhile
+
+    def _answer(self, model: str) -> tuple[bool, bool]:
+        """(the model's budget is spent, its turns go through slots: it runs below its ceiling)."""
+        if self.syncing is None:
+            self.syncing = asyncio.get_running_loop().create_task(self._sync_forever())
+        return self.ledger.exhausted(model), self.slots.get(model, 0) < self.ceilings.get(model, 0)
+
+    async def start(self, episode_id: str, attempt: int, keep: int, model: str) -> tuple[bool, bool]:
+        self.writer.start(episode_id, attempt, keep)
+        self.ledger.set_running(model, episode_id, read_journal(self.writer.folder, episode_id).cost_usd)
+        return self._answer(model)
+
+    async def turn(self, episode_id: str, model: str) -> bool:
+        """Wait for a turn slot of ``model``; True (and no slot) when its budget is spent."""
+        async with self.changed:
+            calling = self.calling.setdefault(model, set())
+            await self.changed.wait_for(lambda: self.ledger.exhausted(model) or episode_id in calling
+                                        or len(calling) < self.slots.get(model, 1 << 30))
+            if self.ledger.exhausted(model):
+                return True
+            calling.add(episode_id)
+            return False
+
+    async def append(self, episode_id: str, attempt: int, lines: list[str], model: str, cost: float,
+                     paid: bool) -> tuple[bool, bool]:
+        if self.writer.append(episode_id, attempt, lines, sync=paid):
+            self.ledger.add_step(model, episode_id, cost)
+            if paid:
+                self.successes[model] = self.successes.get(model, 0) + len(lines)
+        if episode_id in self.calling.get(model, ()):
+            await self.release(episode_id, model)
+        return self._answer(model)
+
+    async def release(self, episode_id: str, model: str) -> None:
+        async with self.changed:
+            self.calling.get(model, set()).discard(episode_id)
+            self.changed.notify_all()
+
+    async def set_slots(self, slots: dict[str, int]) -> None:
+        async with self.changed:
+            self.slots.update(slots)
+            self.changed.notify_all()
+
+    async def finish(self, episode_id: str, model: str, cost: float, keep_journal: bool = False) -> None:
+        if not keep_journal:
+            self.writer.discard(episode_id)
+        self.ledger.finish(model, episode_id, cost)
+
+    async def rate_limited(self, model: str, retry_after: float | None) -> None:
+        self.rate_limits.setdefault(model, []).append(retry_after)
+
+    async def flush(self) -> None:
+        """Every journal written so far on disk (the driver's last call)."""
+        await asyncio.to_thread(self.writer.sync, self.writer.take_dirty())
+
+    async def status(self) -> dict[str, Any]:
+        """The ledger, and the rate limits and successful calls per model since the last status."""
+        out = {"ledger": self.ledger.snapshot(), "exhausted": {m: self.ledger.exhausted(m) for m in self.ledger.limits},
+               "total_exhausted": self.ledger.total_limit is not None and self.ledger.total() >= self.ledger.total_limit,
+               "rate_limits": self.rate_limits, "successes": self.successes}
+        self.rate_limits, self.successes = {}, {}
+        async with self.changed:
+            self.changed.notify_all()  # a spent budget frees every episode waiting for a slot
+        return out
 
 
 # ---- scheduling -----------------------------------------------------------------------------
@@ -206,6 +382,11 @@ class Reporter:
 
     def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None: ...
 
+    def suspended(self, spec: EpisodeSpec, steps: int) -> None: ...
+
+    def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
+        """The ledger (per model: spent, limit) and each called model's current concurrency."""
+
     def finish(self) -> None: ...
 
 
@@ -217,10 +398,18 @@ class RunOutcome:
     ran: int
     errors: int  # error episodes in the run (this matrix) after this invocation
     episodes: Any = field(default=None, repr=False)  # the run's episodes DataFrame (this matrix)
+    suspended: int = 0  # episodes stopped by a budget, resumable: still to finish
+    not_started: int = 0  # episodes a budget kept from starting
+    ledger: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    concurrency: dict[str, list[tuple[float, int, str]]] = field(default_factory=dict)
+
+    @property
+    def unfinished(self) -> int:
+        return self.suspended + self.not_started
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.errors else 0
+        return 1 if self.errors or self.unfinished else 0
 
 
 class Driver:
@@ -237,6 +426,7 @@ class Driver:
         on_dispatch: Callable[[EpisodeSpec, Any, int], None] | None = None,
         cpu_actors: int | None = None,
         command: list[str] | None = None,
+        max_cost: float | None = None,
     ):
         self.sweep = sweep
         self.store = open_store(run_dir)
@@ -261,6 +451,16 @@ class Driver:
         self.replaced_actors = 0
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="gridbench-writer")
         self.writes: deque[Future] = deque()
+        self.max_cost = max_cost
+        self.journal_folder = journal_dir(self.run_dir)
+        self.journal: Any = None
+        self.concurrency = {m.name: Concurrency(m.max_concurrency) for m in sweep.models
+                            if not m.builtin and m.max_concurrency}
+        self.exhausted: set[str] = set()  # models whose budget (or the run's) is spent
+        self.suspended = 0
+        self.not_started = 0
+        self.ledger: dict[str, dict[str, float | None]] = {}
+        self._polled = 0.0
 
     # ---- public ----------------------------------------------------------------------------
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
@@ -278,12 +478,12 @@ class Driver:
             extract(self.store, [s.episode_id for s in todo])
         self._enqueue(todo)
         self._start_cpu_workers()  # actors import and pre-warm while the manifest is written
-        write_manifest(
-            self.store, run=self.run, sweep=self.sweep.resolved(),
-            mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes},
-            invocation={"command": self.command, "planned": len(specs), "to_run": len(todo),
-                        "retry_errors": self.retry_errors},
-        )
+        invocation = {"command": self.command, "planned": len(specs), "to_run": len(todo),
+                      "retry_errors": self.retry_errors, "max_cost": self.max_cost}
+        write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(),
+                       mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation)
+        if todo:
+            self._start_journal(specs, todo)
         planned: dict[str, int] = {}
         for s in specs:
             planned[s.model.name] = planned.get(s.model.name, 0) + 1
@@ -298,11 +498,88 @@ class Driver:
                 self._run()
         finally:
             self.writer.shutdown(wait=True)  # whatever was handed over is written, even on Ctrl-C
+            self._close_journal()
             self._release_actors()
             self.reporter.finish()
         episodes = self._episodes(specs)
         errors = int((episodes["termination"] == "error").sum()) if len(episodes) else 0
-        return RunOutcome(self.run_dir, len(specs), len(specs) - len(todo), self.ran, errors, episodes)
+        history = {name: c.history for name, c in self.concurrency.items()}
+        if todo:
+            write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(), mazes={},
+                           invocation={**invocation, "ledger": self.ledger, "concurrency": history,
+                                       "suspended": self.suspended, "not_started": self.not_started},
+                           replace_last=True)
+        return RunOutcome(self.run_dir, len(specs), len(specs) - len(todo), self.ran, errors, episodes,
+                          self.suspended, self.not_started, self.ledger, history)
+
+    # ---- the journal and the ledger ----------------------------------------------------------
+    def _start_journal(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> None:
+        """The journal actor on this node (where the run folder is), its ledger opened with what the
+        run has spent: finished episodes of the matrix and the journals of unfinished ones."""
+        todo_ids = {s.episode_id for s in todo}
+        by_id = {s.episode_id: s for s in specs}
+        finished: dict[str, float] = {}
+        done = read_episodes(self.store, ids=set(by_id) - todo_ids)
+        for eid, cost in zip(done["episode_id"], done["cost_usd"].fillna(0.0), strict=True):
+            name = by_id[eid].model.name
+            finished[name] = finished.get(name, 0.0) + float(cost)
+        ledger = Ledger(limits={m.name: m.max_cost for m in self.sweep.models if m.max_cost is not None},
+                        total_limit=self.max_cost, finished=finished)
+        for eid in journaled_ids(self.journal_folder) & todo_ids:
+            ledger.set_running(by_id[eid].model.name, eid, read_journal(self.journal_folder, eid).cost_usd)
+        here = ray.get_runtime_context().get_node_id()
+        self.journal = JournalActor.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
+        ).remote(str(self.journal_folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
+        self._poll(force=True)
+
+    def _poll(self, force: bool = False) -> None:
+        """Read the journal actor's ledger and rate-limit signals (at most every ``POLL_S``) and
+        adapt each model's concurrency."""
+        now = time.monotonic()
+        if self.journal is None or (not force and now - self._polled < POLL_S):
+            return
+        self._polled = now
+        status = ray.get(self.journal.status.remote())
+        self.ledger = status["ledger"]
+        before = {name: c.limit for name, c in self.concurrency.items()}
+        for name, retry_afters in status["rate_limits"].items():
+            if name in self.concurrency:
+                self.concurrency[name].rate_limited(max((r or 0.0) for r in retry_afters))
+        for name, calls in status["successes"].items():
+            if name in self.concurrency:
+                self.concurrency[name].succeeded(calls)
+        changed = {name: c.limit for name, c in self.concurrency.items() if c.limit != before[name]}
+        if changed:
+            self.journal.set_slots.remote(changed)
+        for m in self.sweep.models:
+            if status["total_exhausted"] or status["exhausted"].get(m.name):
+                self._stop_starting(m.name)
+        self.reporter.spending(self.ledger, {n: c.limit for n, c in self.concurrency.items()})
+
+    def _stop_starting(self, model: str) -> None:
+        """A spent budget: no more episodes of ``model`` start (those running stop themselves)."""
+        if model in self.exhausted:
+            return
+        self.exhausted.add(model)
+        for queues in (self.model_pending, self.cpu_pending):
+            for key in list(queues):
+                kept = deque(t for t in queues[key] if t.spec.model.name != model)
+                self.not_started += len(queues[key]) - len(kept)
+                if kept:
+                    queues[key] = kept
+                else:
+                    del queues[key]
+
+    def _close_journal(self) -> None:
+        if self.journal is None:
+            return
+        try:
+            self._poll(force=True)  # after every finish() the writer sent: the ledger is final
+            ray.get(self.journal.flush.remote())
+        finally:
+            ray.kill(self.journal, no_restart=True)
+            self.journal = None
 
     # ---- the loop --------------------------------------------------------------------------
     def _enqueue(self, todo: list[EpisodeSpec]) -> None:
@@ -315,6 +592,7 @@ class Driver:
 
     def _run(self) -> None:
         while self.cpu_pending or self.model_pending or self.in_flight:
+            self._poll()
             self._dispatch()
             if not self.in_flight:
                 time.sleep(0.2)  # everything pending waits for a server replica with room
@@ -349,6 +627,12 @@ class Driver:
 
     def _write_now(self, result: EncodedEpisode) -> None:
         write_encoded(self.store, result)
+        if self.journal is not None:
+            # an error episode keeps its journal, so that --retry-errors continues it (unless its
+            # journal is what failed to replay)
+            keep = result.termination == "error" and result.episode.error_class != "ResumeMismatch"
+            self.journal.finish.remote(result.episode_id, result.episode.identity.model_name,
+                                       result.episode.usage.cost_usd, keep)
         self.rows[result.episode_id] = result.episode
         self.ran += 1
         self.reporter.episode_done(result.episode)
@@ -411,8 +695,10 @@ class Driver:
         return ("frames", "llm", "litellm") if litellm else ("frames", "llm")
 
     def _has_room(self, task: Task) -> bool:
-        cap = task.spec.model.max_concurrency
-        return cap is None or self.per_model.get(task.spec.model.name, 0) < cap
+        name = task.spec.model.name
+        adaptive = self.concurrency.get(name)
+        cap = adaptive.limit if adaptive is not None else task.spec.model.max_concurrency
+        return cap is None or self.per_model.get(name, 0) < cap
 
     def _pick_cpu_task(self, worker: Worker) -> Task | None:
         """Prefer a maze this actor already knows, then a maze nobody started, then the biggest."""
@@ -487,9 +773,15 @@ class Driver:
         self.per_model[task.spec.model.name] = self.per_model.get(task.spec.model.name, 0) + 1
         if self.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
             self.on_dispatch(task.spec, worker.handle, task.attempts)
-        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base)
+        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base, self._resume(task.spec),
+                                       self.journal, task.seq)
         self.in_flight[ref] = task
         worker.queue[ref] = task
+
+    def _resume(self, spec: EpisodeSpec) -> Resume:
+        """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""
+        journal = read_journal(self.journal_folder, spec.episode_id)
+        return Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
 
     def _finish_task(self, ref: Any, task: Task) -> None:
         task.actor.queue.pop(ref, None)
@@ -533,6 +825,10 @@ class Driver:
         else:
             self._finish_task(ref, task)
             result = out
+            if isinstance(result, Suspended):  # a budget ran out: its journal waits for a rerun
+                self.suspended += 1
+                self.reporter.suspended(task.spec, result.steps)
+                return None
             if (result.termination == "error" and task.lease is not None and task.attempts < self.max_attempts
                     and self._server_lost(task.lease)):
                 self.reporter.retrying(task.spec, task.attempts, "model server restarted")

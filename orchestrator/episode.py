@@ -29,6 +29,7 @@ from agents.secrets import scrub
 from agents.types import Agent, Decision, InfraError, PastStep, ResumeMismatch, Turn
 from agents.usage import Usage
 from env import ENV_VERSION, Maze, MazeEnv, MazeState, mechanism_info
+from env.maze import DOOR_STATES
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.state import ACTIONS, initial_state
 from orchestrator.records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
@@ -66,6 +67,22 @@ def mechanisms_json(maze: Maze, state: MazeState) -> str:
     info = mechanism_info(maze, state)
     return json.dumps(
         {k: info[k] for k in ("keys", "doors", "switches", "gates")}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
+                   mechanisms: dict[str, Any]) -> MazeState:
+    """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
+    ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
+    maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
+    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
+    return MazeState(
+        pos=(x, y),
+        dir=direction,
+        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
+        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
+        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
+        switches=tuple(bool(switches[s.id]) for s in maze.switches),
     )
 
 
@@ -209,7 +226,7 @@ async def run_episode(
     attempts: int = 1,
     recorded: Sequence[StepRecord] = (),
     resumed: int = 0,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[], Awaitable[bool] | bool] | None = None,
 ) -> EpisodeResult:
     """Play one episode to its end (from its ``recorded`` steps, when it resumes) and return its
     records.
@@ -217,7 +234,8 @@ async def run_episode(
     ``on_step`` (optional, sync or async) sees each new step's record as soon as it exists and is
     awaited before the next turn: the driver makes the step durable there, the human player and
     live viewers show it. ``should_stop`` is asked between turns: when it says so, the episode
-    stops as ``suspended``. The agent is not closed here; whoever built it closes it.
+    stops as ``suspended`` (it may also wait there: the driver holds a turn back while its model is
+    rate limited). The agent is not closed here; whoever built it closes it.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -246,8 +264,10 @@ async def run_episode(
         except ResumeMismatch as err:
             return ended("error", play, error=("ResumeMismatch", str(err)))
         while play.termination.reason is None:
-            if should_stop is not None and should_stop():
-                return ended("suspended", play, suspended=True)
+            if should_stop is not None:
+                stop = should_stop()
+                if stop if not inspect.isawaitable(stop) else await stop:
+                    return ended("suspended", play, suspended=True)
             try:
                 decision = await agent.act(play.turn())
             except InfraError as err:

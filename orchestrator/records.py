@@ -181,7 +181,7 @@ class StepRecord(Record):
     reply: str = col("string", "the model's raw reply text (re-asks joined by a `[re-asked]` line)")
     reasoning: str = col("string", "the model's reasoning / thinking text, when the provider returns it")
     event: str = col("string", "exactly one of `moved turned bump pickup swap door_unlocked door_opened door_closed "
-                               "switch_on switch_off noop goal` (docs/design.md, dynamics); `noop` for invalid replies")
+                               "switch_on switch_off noop goal` (docs/design.md §3); `noop` for invalid replies")
     x: int = col("int32", "agent column after the step (from the left)")
     y: int = col("int32", "agent row after the step (from the top)")
     dir: int = col("int8", "facing after the step: 0 east, 1 south, 2 west, 3 north")

@@ -1,4 +1,4 @@
-"""Sweep files (DESIGN section 6): parse, validate, and expand into episodes.
+"""Sweep files (docs/design.md §6): parse, validate, and expand into episodes.
 
 A sweep names a maze set, models, a base protocol and conditions; its matrix is
 mazes x models x conditions x repeats. Every rule breaks with one ``BadInput`` line naming the
@@ -34,7 +34,7 @@ from orchestrator.serving.spec import ServeSpec, parse_serve
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
-MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "serve", "mazes", "protocol")
+MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "max_cost", "serve", "mazes", "protocol")
 DEFAULT_LLM_CONCURRENCY = 4
 DEFAULT_CONDITION = "default"
 
@@ -46,6 +46,7 @@ class ModelEntry:
 
     config: ModelConfig
     max_concurrency: int | None = None  # None: as many as the cluster has room for (built-ins)
+    max_cost: float | None = None  # USD this model may spend in the run (finished and journaled steps)
     serve: ServeSpec | None = None
     # this model's own mazes (replacing the sweep's) and protocol fields (over every condition's):
     # a slow local model can run a few text-only mazes in the same sweep as fast models
@@ -72,8 +73,9 @@ class ModelEntry:
     def public(self) -> dict[str, Any]:
         """The entry as the manifest records it: names of key variables only, never their values."""
         out = self.config.public()
-        if self.max_concurrency is not None:
-            out["max_concurrency"] = self.max_concurrency
+        for key in ("max_concurrency", "max_cost"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         if self.serve is not None:
             out["serve"] = self.serve.model_dump(mode="json")
         if self.mazes is not None:
@@ -171,6 +173,17 @@ class Sweep:
             "episodes": len(self.episodes()),
             "env_version": ENV_VERSION,
         }
+
+    def check_keys(self) -> list[str]:
+        """Every model's key variable is set (``BadInput`` naming the first that is not); returns
+        the variables checked. Checked when a run starts, not when a sweep is loaded, so that a
+        dry run and its cost estimate need no keys."""
+        for i, m in enumerate(self.models):
+            try:
+                m.config.api_key()
+            except BadInput as err:
+                raise BadInput(self.source, f"models[{i}].api_key_env", err.message) from None
+        return [m.config.api_key_env for m in self.models if m.config.api_key_env]
 
     def select(self, model_names: list[str] | None = None) -> Sweep:
         """This sweep restricted to some models (by name or model string)."""
@@ -300,6 +313,11 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
         raise BadInput(source, f"{where}.max_concurrency", f"must be a whole number >= 1 (got {conc!r})")
     if conc is None and not config.builtin:
         conc = DEFAULT_LLM_CONCURRENCY
+    max_cost = entry.get("max_cost")
+    if max_cost is not None:
+        if isinstance(max_cost, bool) or not isinstance(max_cost, int | float) or max_cost <= 0:
+            raise BadInput(source, f"{where}.max_cost", f"must be a number of USD > 0 (got {max_cost!r})")
+        max_cost = float(max_cost)
     own_mazes = None
     if entry.get("mazes") is not None:
         own_mazes = tuple(_resolve_maze_spec(entry["mazes"], source, f"{where}.mazes", base_dir))
@@ -310,7 +328,8 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
         resolve_protocol(own_protocol, source)
     except BadInput as err:
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
-    return ModelEntry(config=config, max_concurrency=conc, serve=serve, mazes=own_mazes, protocol=own_protocol)
+    return ModelEntry(config=config, max_concurrency=conc, max_cost=max_cost, serve=serve, mazes=own_mazes,
+                      protocol=own_protocol)
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:

@@ -1,4 +1,4 @@
-"""How an episode ends (docs/design.md, episode protocol), checked after every step in this order:
+"""How an episode ends (docs/design.md §5), checked after every step in this order:
 
 ``solved``: the step entered the goal; ``step_cap``: the steps reached ``ceil(factor x optimal)``;
 ``stall``: ``stall_window`` consecutive steps none of which reached a never-seen (position,

@@ -1,4 +1,4 @@
-"""Parquet traces of a run (DESIGN section 7) and the rules that keep them exactly-once.
+"""Parquet traces of a run (docs/design.md §7) and the rules that keep them exactly-once.
 
 Layout of a run (a local folder or an ``s3://``/``gs://`` prefix, see ``orchestrator.store``)::
 
@@ -40,6 +40,7 @@ from orchestrator.schema import (
     EPISODES,
     EPISODES_DIR,
     PER_EPISODE_COMPRESSION,
+    SCHEMAS,
     STEPS,
     STEPS_DIR,
     TABLES,
@@ -136,6 +137,9 @@ def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) ->
 
 def _read(run_dir: Run, table: str, columns: list[str] | None = None, ids: Iterable[str] | None = None) -> pa.Table:
     ids = None if ids is None else sorted(set(ids))
+    if ids == []:
+        schema = SCHEMAS[table]
+        return (schema if columns is None else pa.schema([schema.field(c) for c in columns])).empty_table()
     data = trace_dataset(run_dir, table, ids)
     where = None if ids is None else ds.field("episode_id").isin(pa.array(ids, pa.string()))
     return data.to_table(columns=columns, filter=where)
@@ -246,12 +250,14 @@ def write_manifest(
     sweep: dict[str, Any],
     mazes: dict[str, dict[str, Any]],
     invocation: dict[str, Any],
+    replace_last: bool = False,
 ) -> PurePath:
     """Create or update ``manifest.json``.
 
     ``sweep`` is the resolved sweep (no secrets: only names of key variables ever reach it);
     ``mazes`` maps each maze checksum to its content, so a run replays without the maze files.
-    A resumed run keeps its creation time and earlier mazes and appends its invocation.
+    A resumed run keeps its creation time and earlier mazes and appends its invocation
+    (``replace_last``: completes the invocation this process appended when it started).
     ``location`` is where the run lives (a folder or a URI, which never holds credentials).
     """
     store = open_store(run_dir)
@@ -268,7 +274,9 @@ def write_manifest(
         "git": git,
         "packages": package_versions(),
         "host": host_info(),
-        "invocations": [*old.get("invocations", []), {"at": now, "git": git, **invocation}],
+        "invocations": [*(old.get("invocations", [])[:-1] if replace_last else old.get("invocations", [])),
+                        {"at": (old.get("invocations") or [{}])[-1].get("at", now) if replace_last else now,
+                         "git": git, **invocation, **({"finished_at": now} if replace_last else {})}],
         "mazes": {**old.get("mazes", {}), **mazes},
     }
     text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"

@@ -7,9 +7,15 @@ cd "$(dirname "$0")/.."
 extras="run"
 if [[ "${1:-}" == "--test" ]]; then
   extras="run,test"
-  # the browser tests drive Debian's chromium (never Playwright's own download)
+  # the browser tests drive Debian's chromium (never Playwright's own download); apt's page of
+  # progress goes to a log, shown only when it fails
   if [[ $(id -u) -eq 0 ]] && ! command -v chromium >/dev/null; then
-    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+    log=$(mktemp)
+    echo "installing chromium (Debian) for the browser tests ..."
+    if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >"$log" 2>&1; then
+      tail -n 30 "$log"; echo "install: apt-get install chromium failed"; exit 1
+    fi
+    rm -f "$log"
   fi
 fi
 python3 -m venv .venv

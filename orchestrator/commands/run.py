@@ -6,13 +6,21 @@ other commands stay fast.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from env.errors import BadInput
@@ -26,16 +34,18 @@ def _fmt_tokens(n: float) -> str:
 
 
 class RichReporter:
-    """Live progress on stderr: per model done/total, solves, errors, tokens, cost, ETA."""
+    """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
+    budget, when there is one), concurrency, elapsed time and ETA."""
 
     def __init__(self, console: Console):
         self.console = console
         self.progress = Progress(
             TextColumn("{task.description:<14}"),
-            BarColumn(bar_width=24),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("solved {task.fields[solved]:>3}  errors {task.fields[errors]:>2}  "
-                       "tokens {task.fields[tokens]:>6}  ${task.fields[cost]:.2f}"),
+            TextColumn("solved {task.fields[solved]:>4}  errors {task.fields[errors]:>3}  "
+                       "tokens {task.fields[tokens]:>7}  {task.fields[spent]:>15}  {task.fields[conc]:>7}"),
+            TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
             transient=False,
@@ -43,6 +53,7 @@ class RichReporter:
         )
         self.tasks: dict[str, Any] = {}
         self.totals: dict[str, dict[str, float]] = {}
+        self.ledger: dict[str, dict[str, float | None]] = {}
 
     def start(self, sweep: Any, planned: dict[str, int], done: dict[str, int]) -> None:
         names = list(planned)
@@ -53,7 +64,7 @@ class RichReporter:
             already = sum(done.values()) if name == "all" else done.get(name, 0)
             self.totals[name] = {"solved": 0, "errors": 0, "tokens": 0, "cost": 0.0}
             self.tasks[name] = self.progress.add_task(
-                name, total=total, completed=already, solved=0, errors=0, tokens="0", cost=0.0,
+                name, total=total, completed=already, solved=0, errors=0, tokens="0", spent="$0.00", conc="",
             )
         self.progress.start()
 
@@ -67,7 +78,25 @@ class RichReporter:
             t["tokens"] += episode.usage.tokens_in + episode.usage.tokens_out
             t["cost"] += episode.usage.cost_usd
             self.progress.update(self.tasks[name], advance=1, solved=int(t["solved"]), errors=int(t["errors"]),
-                                 tokens=_fmt_tokens(t["tokens"]), cost=t["cost"])
+                                 tokens=_fmt_tokens(t["tokens"]))
+            if not self.ledger:
+                self.progress.update(self.tasks[name], spent=f"${t['cost']:.2f}")
+
+    def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
+        self.ledger = ledger
+        for name, task in self.tasks.items():
+            if name == "all":
+                spent, limit = sum(float(v["spent"] or 0.0) for v in ledger.values()), self.run_limit
+            else:
+                spent, limit = float((ledger.get(name) or {}).get("spent") or 0.0), (ledger.get(name) or {}).get("limit")
+            self.progress.update(task, spent=f"${spent:.2f}" + (f"/${limit:.2f}" if limit else ""),
+                                 conc=f"conc {concurrency[name]}" if name in concurrency else "")
+
+    def suspended(self, spec: Any, steps: int) -> None:
+        self.progress.console.print(
+            f"[yellow]budget reached[/]: {spec.model.name} on {spec.maze.id} stopped after step {steps}, resumable")
+
+    run_limit: float | None = None
 
     def retrying(self, spec: Any, attempts: int, reason: str) -> None:
         self.progress.console.print(
@@ -124,11 +153,65 @@ def _summary_table(outcome: Any, sweep: Any) -> Table:
     return table
 
 
+def _estimate_table(sweep: Any, todo: set[str], run_dir: Any, max_cost: float | None) -> Table:
+    """What the episodes still to run will cost: an upper bound and a typical figure per model."""
+    from orchestrator.estimate import TYPICAL_TURNS, estimate
+    from orchestrator.traces import read_episodes
+
+    observed: dict[str, float] = {}
+    finished = read_episodes(run_dir)
+    for name, g in finished.groupby("model_name") if len(finished) else ():
+        if g["steps"].sum() > 0:
+            observed[name] = float(g["tokens_out"].sum() / g["steps"].sum())
+    rows = estimate([e for e in sweep.episodes() if e.episode_id in todo], observed)
+    table = Table(title=f"cost of the episodes to run (calls <= step caps; typical: {TYPICAL_TURNS} turns an "
+                        "episode, the study's observed length)")
+    for col, justify in (("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
+                         ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("$ <=", "right"),
+                         ("$ ~", "right"), ("price", "left")):
+        table.add_column(col, justify=justify)
+
+    def usd(v: float | None) -> str:
+        return "unknown" if v is None else f"{v:,.2f}"
+
+    for e in rows:
+        table.add_row(e.name, str(e.episodes), f"{e.calls_max:,}", f"{e.calls_typical:,}",
+                      f"{e.mean_prompt_tokens:,.0f}" if e.calls_max else "", f"{e.output_cap:,}" if e.output_cap else "",
+                      usd(e.cost_max), usd(e.cost_typical), e.price_source)
+    costs_max = [e.cost_max for e in rows]
+    costs_typ = [e.cost_typical for e in rows]
+    total_max = None if None in costs_max else sum(c for c in costs_max if c is not None)
+    total_typ = None if None in costs_typ else sum(c for c in costs_typ if c is not None)
+    table.add_row("all", str(sum(e.episodes for e in rows)), f"{sum(e.calls_max for e in rows):,}",
+                  f"{sum(e.calls_typical for e in rows):,}", "", "", usd(total_max), usd(total_typ),
+                  f"--max-cost {max_cost:,.2f}" if max_cost else "", style="bold")
+    return table
+
+
+def _spending_table(outcome: Any, sweep: Any, max_cost: float | None) -> Table:
+    """Per model: spent against its budget, and how its concurrency moved (rate limits)."""
+    table = Table(title="spending and concurrency")
+    for col, justify in (("model", "left"), ("spent $", "right"), ("budget $", "right"),
+                         ("concurrency", "left")):
+        table.add_column(col, justify=justify)
+    for m in sweep.models:
+        entry = outcome.ledger.get(m.name) or {}
+        history = outcome.concurrency.get(m.name) or []
+        moves = " -> ".join(str(limit) for _, limit, _ in history) if len(history) > 1 else \
+            (str(history[0][1]) if history else "")
+        table.add_row(m.name, f"{float(entry.get('spent') or 0.0):.2f}",
+                      f"{entry['limit']:.2f}" if entry.get("limit") else "", moves)
+    total = sum(float(v.get("spent") or 0.0) for v in outcome.ledger.values())
+    table.add_row("all", f"{total:.2f}", f"{max_cost:.2f}" if max_cost else "", "", style="bold")
+    return table
+
+
 def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
-                  address: str | None, retry_errors: bool) -> list[str]:
+                  address: str | None, retry_errors: bool, max_cost: float | None = None) -> list[str]:
     """The invocation as the manifest records it: rebuilt from the options, never from raw argv."""
     cmd = ["gridbench", "run", sweep, *(a for m in model or [] for a in ("--model", m))]
-    for flag, value in (("--mazes", mazes), ("--out", out), ("--name", name), ("--address", address)):
+    for flag, value in (("--mazes", mazes), ("--out", out), ("--name", name), ("--address", address),
+                        ("--max-cost", None if max_cost is None else str(max_cost))):
         if value is not None:
             cmd += [flag, value]
     return [*cmd, "--retry-errors"] if retry_errors else cmd
@@ -143,7 +226,9 @@ def run_command(
     name: str | None = typer.Option(None, "--name", help="run name (default: the sweep's name); rerun to resume"),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (default: an embedded local Ray)"),
     retry_errors: bool = typer.Option(False, "--retry-errors", help="also rerun episodes that ended in error"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and exit"),
+    max_cost: float | None = typer.Option(None, "--max-cost", help="USD the whole run may spend (finished and "
+                                          "journaled steps); rerun with a higher value to continue"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and its cost estimate, and exit"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
     from orchestrator.store import open_store
@@ -157,6 +242,8 @@ def run_command(
     run_name = name or s.name
     if not NAME_PATTERN.match(run_name):
         raise BadInput("--name", "", f"{run_name!r} is not a valid run name (letters, digits, '_', '-', '.')")
+    if max_cost is not None and not max_cost > 0:
+        raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
     store = open_store(out, "--out").child(run_name)
     if not store.local:
         store.check_bucket()  # before any server or actor starts
@@ -164,12 +251,18 @@ def run_command(
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
+        for m in s.models:
+            if m.config.api_key_env and not os.environ.get(m.config.api_key_env):
+                Console(stderr=True).print(f"[yellow]note[/]: {m.name}'s key variable {m.config.api_key_env} is not "
+                                           "set; a run would refuse to start")
         done = completed_ids(store, include_errors=not retry_errors)
         todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
         stdout.print(_matrix_table(s, todo))
+        stdout.print(_estimate_table(s, todo, store, max_cost))
         stdout.print(f"run folder: {run_dir}")
         return
 
+    s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
     from orchestrator.commands.compact import compact_with_progress, summary_line
     from orchestrator.driver import Driver, connect
     from orchestrator.serving.actor import ServerStartError
@@ -192,8 +285,12 @@ def run_command(
                 # not bad input: the server's own log tail says what went wrong
                 print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
                 raise typer.Exit(1) from None
-        driver = Driver(s, store, run=run_name, retry_errors=retry_errors, pool=pool,
-                        reporter=RichReporter(Console(stderr=True)), command=_command_line(sweep, model, mazes, out, name, address, retry_errors))
+        # piped progress keeps whole rows too
+        reporter = RichReporter(Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160))
+        reporter.run_limit = max_cost
+        command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost)
+        driver = Driver(s, store, run=run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
+                        command=command, max_cost=max_cost)
         outcome = driver.execute()
     finally:
         if pool is not None:
@@ -208,8 +305,13 @@ def run_command(
     err = Console(stderr=True)
     err.print(summary_line(store, compact_with_progress(store, err)))
     stdout.print(_summary_table(outcome, s))
+    if max_cost is not None or any(not m.builtin for m in s.models):
+        stdout.print(_spending_table(outcome, s, max_cost))
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - t0:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
+    if outcome.unfinished:
+        stdout.print(f"budget reached: {outcome.suspended} episodes stopped mid-way (their steps are kept) and "
+                     f"{outcome.not_started} never started; rerun with a higher --max-cost or max_cost to finish them")
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 

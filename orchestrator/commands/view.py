@@ -12,9 +12,9 @@ def view(
     out: str | None = typer.Option(None, "--out", help="where to write the bundle: a folder or a URI "
                                                        "(default RUN_DIR/view)"),
 ) -> None:
-    """Write a static HTML viewer of a run: an episode index and one page per episode."""
+    """Write a static HTML viewer of a run: an episode index, and every episode drawn in the browser."""
     from orchestrator.store import open_store, upload_folder
-    from orchestrator.web.viewer import build_view
+    from orchestrator.web.viewer import build_view, older_layout
 
     target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")
     # a bundle for object storage is built in a local folder first, then uploaded, the index last
@@ -23,11 +23,15 @@ def view(
     if not target.local:
         upload_folder(folder, target, last=("index.html",))
         typer.echo(f"uploaded to {target.display()}")
-    typer.echo(f"wrote {summary.episodes} episode pages and {summary.frames_drawn} new frames; "
+    typer.echo(f"wrote the viewer of {summary.episodes} episodes ({summary.steps} steps) in "
+               f"{len(summary.files)} files, {summary.bytes / 2**20:.1f} MiB; "
                f"open {summary.out_dir / 'index.html'}")
     if summary.without_frames:
         typer.echo(f"{len(summary.without_frames)} episodes have no frames: their mazes are not in "
                    "the run's manifest", err=True)
+    for old in older_layout(summary.out_dir):
+        typer.echo(f"{old} is left from an older viewer (a file per episode or frame) and is no longer "
+                   "used: it may be deleted", err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """The ``serve:`` mapping of a sweep model entry: which engine serves the model and how.
 
-A model entry with ``serve:`` gets model servers started by the driver (DESIGN section 6).
+A model entry with ``serve:`` gets model servers started by the driver (docs/design.md §6).
 ``parse_serve`` is the one door from sweep YAML to a ``ServeSpec``; every failure is a one-line
 ``BadInput`` naming the field. Fields that depend on the sweep (how many images a prompt holds,
 how many episodes are in flight) may be left out and are filled by ``ServeSpec.resolved``.

@@ -1,236 +1,102 @@
-"""``gridbench view``: a static HTML bundle of a run's traces.
+"""``gridbench view``: a static viewer of a run that draws its frames in the browser.
 
-The bundle is plain files that work from ``file://`` (no server, no network, no build step)::
+The bundle is a handful of plain files, whatever the size of the run, that work from ``file://``
+(no server, no network, no build step)::
 
-    view/index.html                          every episode, with filters
-    view/episodes/<episode id>.html          one page per episode
-    view/frames/<maze>-<tile>/<state>.png    each distinct state, drawn once for the whole bundle
-    view/static/                             the shared scripts and style sheet
+    view/index.html           the page: the episode index and, in its place, one episode at a time
+    view/static/              the page's scripts and style sheet
+    view/data/episodes.js     the index: the listed columns of every episode, column by column
+    view/data/mazes.js        the run's mazes (from the manifest), their start states, the oracle's paths
+    view/data/tiles.js        the tiles frames are made of, one atlas per tile size the run used
+    view/data/steps-NN.js     every episode's steps, in at most ``MAX_STEP_FILES`` files
 
-Frames are re-rendered by replaying the recorded actions on the maze stored in the run's
-manifest, with the episode's own tile size, so they are the frames the model was shown. Each page carries its data as a JSON block that the page script reads; model
-output is only ever put on screen with ``textContent``, and the JSON is escaped so that no
-reply can close the block.
+No frame is drawn here. The page draws each frame on a canvas from the maze and the state the
+step recorded, tile by tile, with the tiles ``env.tiles`` draws for ``render_state``, so it shows
+the very pixels the model was shown. Data files are scripts that hand their JSON text to the page
+(``gridbench.put``): a ``file://`` page may not ``fetch()`` files, but it may add script elements.
+A steps file is loaded when one of its episodes is opened, and only that episode is parsed. Model
+output is JSON text inside a script's string literal, and the page only ever shows it with
+``textContent``.
+
+Traces are read with pyarrow datasets (any number of Parquet files per folder, any number of
+episodes per file); the steps are streamed in record batches and spooled by steps file, so memory
+follows the size of one steps file, not of the run.
 """
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import html
 import json
-import re
-from collections import Counter
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agents.prompt import activity_summary
 from agents.types import PastStep
-from env import (
-    ACTIONS,
-    BadInput,
-    Maze,
-    MazeState,
-    initial_state,
-    maze_from_dict,
-    png_bytes,
-    render_state,
-    step,
-)
+from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
 from env.oracle import solve
-from orchestrator.store import open_store
+from env.tiles import AGENT_DIRS, tile_atlas
+from orchestrator.episode import recorded_state
+from orchestrator.schema import STEPS
+from orchestrator.store import is_uri, open_store
 from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, trace_dataset
 
+FORMAT = "gridbench.view/1"
 # the columns of the index table, in display order
 INDEX_COLUMNS = (
     "model_name", "model", "condition", "maze_id", "repeat", "grid", "category", "termination",
     "solved", "steps", "optimal_actions", "progress_action", "closest_action", "invalid_outputs",
     "tokens_out", "cost_usd",
 )
+# also in the index, not shown: what drawing an episode needs before its steps file is loaded
+DRAWING_COLUMNS = ("maze_checksum", "protocol")
+# an opened episode's own facts, stored with its steps
+DETAIL_COLUMNS = (
+    "episode_id", "step_cap", "tokens_in", "tokens_reasoning", "d_start_action", "d_start_tile",
+    "error_class", "error_message",
+)
 STEP_COLUMNS = (
     "step", "action", "parse", "reply", "reasoning", "event", "x", "y", "dir", "carrying",
     "action_distance", "tile_distance", "tokens_in", "tokens_out", "tokens_reasoning", "latency_s",
     "finish_reason", "retries", "reasks",
 )
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+# step columns with few distinct values: stored as codes into one list per bundle
+CODED_STEP_COLUMNS = ("action", "parse", "event", "carrying", "finish_reason")
+INDEX_ORDER = ("model_name", "condition", "maze_id", "repeat", "episode_id")
+STATIC_FILES = ("viewer.css", "viewer.js", "episode.js", "frames.js")
+MAX_STEP_FILES = 10
+STEPS_PER_FILE = 100_000  # fewer steps make one file; more are spread over up to MAX_STEP_FILES
+ROWS_AT_ONCE = 50_000  # steps turned into Python objects at a time while a steps file is written
+DEFAULT_TILE_SIZE = 32
+SIGNIFICANT_DIGITS = 6  # of the floats a page shows (it prints three decimals)
 
 
 @dataclass
 class ViewSummary:
     out_dir: Path
     episodes: int
-    frames_drawn: int
+    steps: int = 0
+    files: list[Path] = field(default_factory=list)
     without_frames: list[str] = field(default_factory=list)  # episodes whose maze is not in the manifest
 
-
-# ---- reading a run ----------------------------------------------------------------------------
-def _plain(v: Any) -> Any:
-    if isinstance(v, datetime):
-        return v.isoformat()
-    if isinstance(v, float) and v != v:  # NaN is not JSON
-        return None
-    return v
+    @property
+    def bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.files)
 
 
-def _rows(run_dir: str | Path, table: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
-    return trace_dataset(run_dir, table).to_table(columns=columns).to_pylist()
-
-
-def read_run_rows(run_dir: str | Path) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Episode rows (sorted for the index) and, per episode id, its step rows in step order."""
-    if not open_store(run_dir, "RUN_DIR").is_dir():
-        raise BadInput(str(run_dir), "", "no such run folder")
-    episodes = _rows(run_dir, EPISODES_DIR)
-    if not episodes:
-        raise BadInput(str(run_dir), EPISODES_DIR, "the run holds no finished episodes")
-    steps: dict[str, list[dict[str, Any]]] = {}
-    for row in _rows(run_dir, STEPS_DIR, ["episode_id", *STEP_COLUMNS]):
-        steps.setdefault(row["episode_id"], []).append(row)
-    for rows in steps.values():
-        rows.sort(key=lambda r: r["step"])
-    episodes.sort(key=lambda e: (e["model_name"] or "", e["condition"] or "", e["maze_id"] or "",
-                                 e["repeat"] or 0, e["episode_id"]))
-    return [{k: _plain(v) for k, v in e.items()} for e in episodes], steps
-
-
-# ---- one episode --------------------------------------------------------------------------------
-def _path_cells(maze: Maze, plan: list[int]) -> list[list[int]]:
-    """The cells an action plan walks through, from the start."""
-    s = initial_state(maze)
-    cells = [list(s.pos)]
-    for a in plan:
-        s, _ = step(maze, s, a)
-        if list(s.pos) != cells[-1]:
-            cells.append(list(s.pos))
-    return cells
-
-
-def page_name(episode_id: str, taken: set[str]) -> str:
-    """A file name for an episode page: the id, with anything unsafe for a path replaced."""
-    base = _UNSAFE.sub("_", episode_id)[:80] or "episode"
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base}-{n}"
-    taken.add(name)
-    return name
-
-
-def _protocol(episode: dict[str, Any]) -> dict[str, Any]:
-    try:
-        p = json.loads(episode.get("protocol") or "{}")
-    except ValueError:
-        return {}
-    return p if isinstance(p, dict) else {}
-
-
-def _state_name(state: MazeState) -> str:
-    return hashlib.sha1(repr(state).encode()).hexdigest()[:16]
-
-
-def episode_data(episode: dict[str, Any], steps: list[dict[str, Any]], maze: Maze | None,
-                 optimal_path: list[list[int]], frames_dir: Path, frames_href: str) -> tuple[dict[str, Any], int]:
-    """The JSON an episode page shows, drawing its missing frames into ``frames_dir``.
-
-    Frames are shared by every episode of the bundle: a file is named by the maze checksum, the
-    tile size and the state, so a state that any episode reached is drawn once. Returns the
-    data and the number of frames drawn.
-    """
-    protocol = _protocol(episode)
-    data: dict[str, Any] = {
-        "episode": episode,
-        "protocol": protocol,
-        "steps": [{k: _plain(r[k]) for k in STEP_COLUMNS} for r in steps],
-        "width": episode.get("grid_width"),
-        "height": episode.get("grid_height"),
-        "frames": None, "summaries": None, "summary_of_step": None, "heat": [], "path": optimal_path,
-        "start": None, "mismatch": None,
-    }
-    visits = Counter((r["x"], r["y"]) for r in steps if r["x"] is not None)
-    drawn = 0
-    if maze is not None:
-        states, history, data["mismatch"] = replay_states(maze, steps)
-        start = states[0]
-        data["start"] = {"x": start.pos[0], "y": start.pos[1], "dir": start.dir}
-        visits[start.pos] += 1
-        tile = int(protocol.get("tile_size") or 32)
-        folder = f"{maze.checksum[:16]}-{tile}"
-        (frames_dir / folder).mkdir(parents=True, exist_ok=True)
-        frames = []
-        for s in states:
-            name = f"{folder}/{_state_name(s)}.png"
-            path = frames_dir / name
-            if not path.exists():
-                tmp = path.with_name(f".{path.name}.tmp")
-                tmp.write_bytes(png_bytes(render_state(maze, s, tile)))
-                tmp.replace(path)
-                drawn += 1
-            frames.append(f"{frames_href}/{name}")
-        data["frames"] = frames
-        # the turn of step i was built from the steps before it: that is the summary it showed
-        summaries: list[str] = []
-        of_step: list[int] = []
-        for i in range(len(steps)):
-            text = activity_summary(maze, history[:i])
-            if not summaries or summaries[-1] != text:
-                summaries.append(text)
-            of_step.append(len(summaries) - 1)
-        data["summaries"], data["summary_of_step"] = summaries, of_step
-    data["heat"] = [[x, y, n] for (x, y), n in sorted(visits.items())]
-    return data, drawn
-
-
-class RunMazes:
-    """The mazes of a run, from its manifest (stored there by checksum), each loaded and solved once."""
-
-    def __init__(self, run_dir: str | Path):
-        manifest = read_manifest(run_dir) or {}
-        self._source = open_store(run_dir).display(MANIFEST)
-        self._data: dict[str, Any] = manifest.get("mazes") or {}
-        self._mazes: dict[str, Maze | None] = {}
-        self._paths: dict[str, list[list[int]]] = {}
-
-    def get(self, checksum: str | None) -> Maze | None:
-        if checksum not in self._mazes:
-            data = self._data.get(checksum) if checksum else None
-            try:
-                self._mazes[checksum] = maze_from_dict(data, self._source) if data is not None else None
-            except BadInput:
-                self._mazes[checksum] = None
-        return self._mazes[checksum]
-
-    def optimal_path(self, maze: Maze) -> list[list[int]]:
-        if maze.checksum not in self._paths:
-            sol = solve(maze)
-            self._paths[maze.checksum] = _path_cells(maze, sol.plan) if sol.status == "solved" else []
-        return self._paths[maze.checksum]
-
-
-def replay_states(maze: Maze, steps: list[dict[str, Any]]) -> tuple[list[MazeState], list[PastStep], str | None]:
-    """The start state and the state after each recorded step, and the first disagreement, if any.
-
-    Only what the page draws is checked here; ``gridbench replay --verify`` checks every column.
-    """
-    s = initial_state(maze)
-    states, history, mismatch = [s], [], None
-    for row in steps:
-        action = ACTIONS.index(row["action"]) if row["action"] in ACTIONS else None
-        before = s
-        s, event = step(maze, s, action) if action is not None else (s, "noop")
-        states.append(s)
-        history.append(PastStep(row["step"], action, event, before, s))
-        recorded, replayed = (row["x"], row["y"], row["dir"], row["event"]), (*s.pos, s.dir, event)
-        if mismatch is None and recorded != replayed:
-            mismatch = f"step {row['step']}: recorded (x, y, dir, event) {recorded}, replayed {replayed}"
-    return states, history, mismatch
-
-
-# ---- pages ------------------------------------------------------------------------------------------
+# ---- shared with human play --------------------------------------------------------------------
 def script_json(obj: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no reply can close the element."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -242,65 +108,361 @@ def template(name: str) -> Template:
     return Template(resources.files("orchestrator.web").joinpath("templates", name).read_text())
 
 
-def copy_static(out_dir: Path) -> None:
+# ---- reading a run --------------------------------------------------------------------------------
+def read_index(run_dir: str | Path) -> pa.Table:
+    """The episodes of a run with the columns the bundle uses, in the index's order."""
+    if not open_store(run_dir, "RUN_DIR").is_dir():
+        raise BadInput(str(run_dir), "", "no such run folder")
+    columns = list(dict.fromkeys(("run", *INDEX_COLUMNS, *DRAWING_COLUMNS, *DETAIL_COLUMNS)))
+    table = trace_dataset(run_dir, EPISODES_DIR).to_table(columns=columns)
+    if table.num_rows == 0:
+        raise BadInput(str(run_dir), EPISODES_DIR, "the run holds no finished episodes")
+    return table.sort_by([(c, "ascending") for c in INDEX_ORDER])
+
+
+def _rounded(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """A column as Python values, floats to ``SIGNIFICANT_DIGITS`` and NaN as None (JSON has no NaN)."""
+    values = column.to_pylist()
+    if not pa.types.is_floating(column.type):
+        return values
+    return [None if v is None or v != v else float(f"{v:.{SIGNIFICANT_DIGITS}g}") for v in values]
+
+
+def _columnar(column: pa.ChunkedArray) -> Any:
+    """One index column as JSON: numbers as a list, strings and flags as codes into their values."""
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        return _rounded(column)
+    coded = column.combine_chunks().dictionary_encode()
+    return {"values": coded.dictionary.to_pylist(), "codes": coded.indices.to_pylist()}
+
+
+def run_mazes(run_dir: str | Path, checksums: list[str]) -> list[Maze | None]:
+    """The maze of each checksum, from the run's manifest (which stores mazes by checksum);
+    None where the manifest lacks it or holds a broken one."""
+    stored = (read_manifest(run_dir) or {}).get("mazes") or {}
+    mazes: list[Maze | None] = []
+    for checksum in checksums:
+        try:
+            mazes.append(maze_from_dict(stored[checksum], f"{run_dir}/{MANIFEST}") if checksum in stored else None)
+        except BadInput:
+            mazes.append(None)
+    return mazes
+
+
+def optimal_path(maze: Maze) -> list[list[int]]:
+    """The cells a shortest plan from the start walks through (empty when the oracle finds none)."""
+    solution = solve(maze)
+    if solution.status != "solved":
+        return []
+    s = initial_state(maze)
+    cells = [list(s.pos)]
+    for a in solution.plan:
+        s, _ = step(maze, s, a)
+        if list(s.pos) != cells[-1]:
+            cells.append(list(s.pos))
+    return cells
+
+
+def start_state(maze: Maze) -> dict[str, Any]:
+    """The start as the page draws states: what ``mechanism_info`` says of it."""
+    return mechanism_info(maze, initial_state(maze))
+
+
+# ---- one episode's steps ----------------------------------------------------------------------------
+def summaries(maze: Maze, steps: dict[str, list[Any]], mechanisms: list[dict[str, Any]],
+              mechanism_of_step: list[int]) -> tuple[list[str], list[int]]:
+    """The activity summaries the model was shown, and for each step the one it saw.
+
+    The summary of step ``i`` is built from the steps before it. A step that changed neither the
+    carried key nor a mechanism adds nothing to it, so it is rebuilt only after a step that did,
+    from the recorded states before and after each such step.
+    """
+
+    def state(i: int):
+        return recorded_state(maze, steps["x"][i], steps["y"][i], steps["dir"][i], steps["carrying"][i],
+                              mechanisms[mechanism_of_step[i]])
+
+    start = start_state(maze)
+    changes: list[PastStep] = []
+    texts, shown = [activity_summary(maze, changes)], []
+    for i, code in enumerate(mechanism_of_step):
+        shown.append(len(texts) - 1)
+        carrying = steps["carrying"][i]
+        if i == 0:
+            changed = carrying != start["carrying"] or any(mechanisms[code][k] != start[k] for k in mechanisms[code])
+        else:
+            changed = code != mechanism_of_step[i - 1] or carrying != steps["carrying"][i - 1]
+        if changed:
+            action = steps["action"][i]
+            changes.append(PastStep(steps["step"][i], ACTIONS.index(action) if action in ACTIONS else None,
+                                    steps["event"][i], state(i - 1) if i else initial_state(maze), state(i)))
+            texts.append(activity_summary(maze, changes))
+    return texts, shown
+
+
+def _same_or_list(values: list[Any]) -> Any:
+    """A column of one episode: its one value when every step has it (the page spreads it out)."""
+    return values[0] if values and values.count(values[0]) == len(values) else values
+
+
+class StepCodes:
+    """The values of the coded step columns, numbered in the order they are met, for the whole bundle."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, dict[Any, int]] = {c: {} for c in CODED_STEP_COLUMNS}
+
+    def encode(self, column: str, values: list[Any]) -> list[int]:
+        codes = self.codes[column]
+        return [codes.setdefault(v, len(codes)) for v in values]
+
+    def values(self) -> dict[str, list[Any]]:
+        return {c: list(codes) for c, codes in self.codes.items()}
+
+
+def episode_record(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
+                   maze: Maze | None, with_summary: bool, codes: StepCodes) -> dict[str, Any]:
+    """What an opened episode shows, apart from its index row: facts, steps, states, summaries."""
+    seen: dict[str, int] = {}
+    mechanism_of_step = [seen.setdefault(t, len(seen)) for t in mechanisms_text]
+    record: dict[str, Any] = {"episode": detail, "n": len(mechanisms_text), "steps": None, "mechanisms": None,
+                              "mechanism_of_step": None, "summaries": None, "summary_of_step": None,
+                              "problem": None}
+    try:
+        mechanisms = [json.loads(t) for t in seen]
+        if maze is not None and with_summary:
+            record["summaries"], shown = summaries(maze, steps, mechanisms, mechanism_of_step)
+            record["summary_of_step"] = _same_or_list(shown)
+    except (KeyError, ValueError, TypeError, IndexError) as err:
+        mechanisms = []
+        record["problem"] = (f"the recorded states do not fit maze {maze.id if maze else '?'} "
+                             f"({type(err).__name__}: {err}); no frames or summaries are shown")
+    record["mechanisms"] = mechanisms
+    record["mechanism_of_step"] = _same_or_list(mechanism_of_step)
+    record["steps"] = {c: _same_or_list(codes.encode(c, v) if c in CODED_STEP_COLUMNS else v)
+                       for c, v in steps.items()}
+    return record
+
+
+# ---- data files ---------------------------------------------------------------------------------------
+def js_string(text: str) -> str:
+    """A JavaScript string literal holding ``text``: whatever the text, it stays one string."""
+    return json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def json_text(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _atomic(path: Path, write: Callable[[Any], None]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            write(f)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_data(path: Path, name: str, payload: str) -> Path:
+    """A data file: a script that hands ``payload`` (JavaScript: a string, or an array of strings) to the page."""
+    _atomic(path, lambda f: f.write(f"gridbench.put({js_string(name)},{payload});\n"))
+    return path
+
+
+def step_file_name(k: int) -> str:
+    return f"steps-{k:02d}"
+
+
+def step_file_starts(steps_per_episode: np.ndarray) -> list[int]:
+    """The first episode (index position) of each steps file: files of about equal step counts."""
+    total = int(steps_per_episode.sum())
+    files = max(1, min(MAX_STEP_FILES, math.ceil(total / STEPS_PER_FILE)))
+    before = np.concatenate([[0], np.cumsum(steps_per_episode)[:-1]])
+    starts = np.searchsorted(before, [total * k / files for k in range(files)], side="left")
+    return sorted({0, *(int(s) for s in starts if s < len(steps_per_episode))})
+
+
+SPOOL_SCHEMA = pa.schema([("ordinal", pa.int32()), *(STEPS.field(c) for c in (*STEP_COLUMNS, "mechanisms"))])
+
+
+def spool_steps(run_dir: str | Path, ids: pa.Array, starts: list[int], spool: Path,
+                advance: Callable[[int], None]) -> list[Path]:
+    """Stream the run's steps once and sort them by steps file into Arrow files under ``spool``.
+
+    A step belongs to the episode its ``episode_id`` names; steps of episodes the index does not
+    hold (a run killed between its two files) are left out. Returns one path per steps file
+    (absent when no step went there).
+    """
+    paths = [spool / f"{k}.arrow" for k in range(len(starts))]
+    steps = trace_dataset(run_dir, STEPS_DIR)
+    writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+    bounds = np.asarray(starts)
+    try:
+        for batch in steps.to_batches(columns=["episode_id", *STEP_COLUMNS, "mechanisms"], batch_size=32_768,
+                                      batch_readahead=2, fragment_readahead=1):
+            ordinal = pc.index_in(batch.column("episode_id"), value_set=ids).cast(pa.int32())
+            rows = pa.RecordBatch.from_arrays([ordinal, *batch.columns[1:]], schema=SPOOL_SCHEMA)
+            rows = rows.filter(pc.is_valid(ordinal))
+            file_of = np.searchsorted(bounds, rows.column(0).to_numpy(), side="right") - 1
+            for k in np.unique(file_of):
+                if k not in writers:
+                    writers[k] = pa.ipc.new_file(paths[k], SPOOL_SCHEMA)
+                writers[k].write_batch(rows.filter(pa.array(file_of == k)))
+            advance(batch.num_rows)
+    finally:
+        for w in writers.values():
+            w.close()
+    return paths
+
+
+def _episode_groups(row_starts: np.ndarray) -> Iterator[tuple[int, int]]:
+    """Runs ``[g0, g1)`` of consecutive episodes with about ``ROWS_AT_ONCE`` steps together;
+    ``row_starts[i]`` is the first row of episode ``i``, the last entry the end of the rows."""
+    episodes, g0 = len(row_starts) - 1, 0
+    while g0 < episodes:
+        g1 = int(np.searchsorted(row_starts, row_starts[g0] + ROWS_AT_ONCE, side="right")) - 1
+        g1 = min(max(g1, g0 + 1), episodes)
+        yield g0, g1
+        g0 = g1
+
+
+@dataclass
+class BundleSource:
+    """What writing a steps file needs to know of the run, besides its steps."""
+
+    details: dict[str, list[Any]]  # DETAIL_COLUMNS by index position
+    mazes: list[Maze | None]  # by index position
+    with_summary: list[bool]  # by index position: the protocol showed an activity summary
+    codes: StepCodes = field(default_factory=StepCodes)
+
+
+def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, source: BundleSource,
+                    advance: Callable[[int], None]) -> None:
+    """The steps file of episodes ``first`` to ``end - 1``: one JSON string per episode, in index order."""
+    if spooled.exists():
+        with pa.memory_map(str(spooled)) as source_file:
+            table = pa.ipc.open_file(source_file).read_all()
+    else:
+        table = SPOOL_SCHEMA.empty_table()
+    table = table.sort_by([("ordinal", "ascending"), ("step", "ascending")])
+    row_starts = np.searchsorted(table.column("ordinal").to_numpy(), np.arange(first, end + 1))
+
+    def write(f) -> None:
+        f.write(f"gridbench.put({js_string(name)},[")
+        for g0, g1 in _episode_groups(row_starts):
+            r0 = int(row_starts[g0])
+            part = table.slice(r0, int(row_starts[g1]) - r0)
+            lists = {c: _rounded(part.column(c)) for c in (*STEP_COLUMNS, "mechanisms")}
+            for i in range(g0, g1):
+                a, b = int(row_starts[i]) - r0, int(row_starts[i + 1]) - r0
+                o = first + i
+                record = episode_record(
+                    {c: source.details[c][o] for c in DETAIL_COLUMNS},
+                    {c: lists[c][a:b] for c in STEP_COLUMNS}, lists["mechanisms"][a:b],
+                    source.mazes[o], source.with_summary[o], source.codes)
+                f.write(("," if i else "") + js_string(json_text(record)))
+            advance(g1 - g0)
+        f.write("]);\n")
+
+    _atomic(path, write)
+
+
+def tile_sheets(tile_sizes: list[int]) -> dict[str, Any]:
+    """The tile atlas of each tile size, as the page loads it: a PNG and the row of each tile."""
+    sheets = {}
+    for size in tile_sizes:
+        atlas, rows = tile_atlas(size)
+        png = base64.b64encode(png_bytes(atlas, compress_level=9)).decode("ascii")
+        sheets[str(size)] = {"size": size, "png": f"data:image/png;base64,{png}", "rows": rows,
+                             "columns": list(AGENT_DIRS)}
+    return sheets
+
+
+def _protocol(text: str | None) -> dict[str, Any]:
+    try:
+        p = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return p if isinstance(p, dict) else {}
+
+
+def copy_static(out_dir: Path) -> list[Path]:
+    """The page's own scripts and style sheet."""
     static = out_dir / "static"
     static.mkdir(parents=True, exist_ok=True)
-    for entry in resources.files("orchestrator.web").joinpath("static").iterdir():
-        if entry.is_file():
-            (static / entry.name).write_bytes(entry.read_bytes())
+    written = []
+    for name in STATIC_FILES:
+        data = resources.files("orchestrator.web").joinpath("static", name).read_text(encoding="utf-8")
+        _atomic(static / name, lambda f, data=data: f.write(data))
+        written.append(static / name)
+    return written
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
+# ---- the bundle ------------------------------------------------------------------------------------------
 def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress: bool = True) -> ViewSummary:
-    """Write the static viewer of ``run_dir`` (a folder or a URI) into the local ``out_dir``
-    (default ``run_dir/view``; for a run in object storage, a local folder that
-    ``gridbench view`` uploads to ``RUN/view``)."""
-    store = open_store(run_dir, "RUN_DIR")
-    view = store.child("view")
-    out_dir = Path(out_dir) if out_dir is not None else view.local_dir()
-    episodes, steps = read_run_rows(run_dir)  # bad input fails here, before anything is written
-    run_name = episodes[0].get("run") or store.name
-    mazes = RunMazes(run_dir)
-    (out_dir / "episodes").mkdir(parents=True, exist_ok=True)
-    (out_dir / "frames").mkdir(parents=True, exist_ok=True)
-    copy_static(out_dir)
-    page = template("episode.html")
-    taken: set[str] = set()
-    names = [page_name(e["episode_id"], taken) for e in episodes]
-    summary = ViewSummary(out_dir, len(episodes), 0)
-    index_rows = []
-    columns = [TextColumn("view"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
-    with Progress(*columns, disable=not progress, transient=True) as bar:
-        task = bar.add_task("episodes", total=len(episodes))
-        for i, (ep, name) in enumerate(zip(episodes, names, strict=True)):
-            maze = mazes.get(ep.get("maze_checksum"))
-            if maze is None and ep["steps"]:
-                summary.without_frames.append(ep["episode_id"])
-            data, drawn = episode_data(ep, steps.get(ep["episode_id"], []), maze,
-                                       mazes.optimal_path(maze) if maze is not None else [],
-                                       out_dir / "frames", "../frames")
-            summary.frames_drawn += drawn
-            data["prev"] = f"{names[i - 1]}.html" if i > 0 else None
-            data["next"] = f"{names[i + 1]}.html" if i + 1 < len(names) else None
-            title = f"{ep.get('model_name') or ep.get('model')} · {ep['maze_id']} · {ep.get('condition')}"
-            _write(out_dir / "episodes" / f"{name}.html", page.substitute(
-                title=html.escape(title), data=script_json(data), static="../static"))
-            index_rows.append({**{k: ep.get(k) for k in INDEX_COLUMNS}, "href": f"episodes/{name}.html"})
-            bar.advance(task)
-    write_index(out_dir, run_name, index_rows)  # the index last: a bundle with an index is complete
+    """Write the viewer of ``run_dir`` into ``out_dir`` (default ``run_dir/view``)."""
+    index = read_index(run_dir)  # bad input fails here, before anything is written
+    if out_dir is None and is_uri(run_dir):
+        raise BadInput(str(run_dir), "--out", "a run in object storage needs a local folder to write the viewer to")
+    out_dir = Path(out_dir) if out_dir is not None else Path(run_dir) / "view"
+    n = index.num_rows
+    runs = [r for r in index.column("run").unique().to_pylist() if r]
+    run_name = runs[0] if runs else Path(str(run_dir)).name
+    # strings repeat across 150k episodes: each distinct one is handled once, by its code
+    columns_json = {c: _columnar(index.column(c)) for c in (*INDEX_COLUMNS, *DRAWING_COLUMNS)}
+    protocols = columns_json["protocol"]
+    protocols["values"] = [_protocol(t) for t in protocols["values"]]
+    checksums = columns_json["maze_checksum"]
+    maze_of_code = run_mazes(run_dir, checksums["values"])
+    source = BundleSource(
+        details={c: _rounded(index.column(c)) for c in DETAIL_COLUMNS},
+        mazes=[None if k is None else maze_of_code[k] for k in checksums["codes"]],
+        with_summary=[k is None or protocols["values"][k].get("activity_summary", True) is not False
+                      for k in protocols["codes"]])
+    steps_per_episode = index.column("steps").fill_null(0).to_numpy()
+    starts = step_file_starts(steps_per_episode)
+    summary = ViewSummary(out_dir, n, int(steps_per_episode.sum()))
+    summary.without_frames = [e for e, m, k in zip(source.details["episode_id"], source.mazes, steps_per_episode,
+                                                   strict=True) if m is None and k]
+    data = out_dir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+
+    columns = [TextColumn("view {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn()]
+    with Progress(*columns, disable=not progress, transient=True) as bar, \
+            tempfile.TemporaryDirectory(prefix=".spool-", dir=out_dir) as spool:
+        reading = bar.add_task("steps read", total=summary.steps)
+        writing = bar.add_task("episodes written", total=n)
+        spooled = spool_steps(run_dir, index.column("episode_id").combine_chunks(), starts, Path(spool),
+                              lambda k: bar.advance(reading, k))
+        bar.update(reading, completed=summary.steps)
+        for k, first in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else n
+            path = data / f"{step_file_name(k)}.js"
+            write_step_file(path, step_file_name(k), spooled[k], first, end, source,
+                            lambda k: bar.advance(writing, k))
+            summary.files.append(path)
+    for stale in data.glob("steps-*.js"):
+        if stale not in summary.files:
+            stale.unlink()
+
+    mazes = {m.checksum: {"maze": m.to_dict(), "start": start_state(m), "path": optimal_path(m)}
+             for m in maze_of_code if m is not None}
+    tile_sizes = sorted({int(p.get("tile_size") or DEFAULT_TILE_SIZE) for p in protocols["values"]} or
+                        {DEFAULT_TILE_SIZE})
+    summary.files.append(write_data(data / "mazes.js", "mazes", js_string(json_text(mazes))))
+    summary.files.append(write_data(data / "tiles.js", "tiles", js_string(json_text(tile_sheets(tile_sizes)))))
+    summary.files.extend(copy_static(out_dir))
+    payload = {"format": FORMAT, "run": run_name, "episodes": n, "shown": list(INDEX_COLUMNS),
+               "columns": columns_json, "step_files": starts, "step_values": source.codes.values(),
+               "default_tile_size": DEFAULT_TILE_SIZE}
+    summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
+    # the page last: a bundle with an index.html is complete
+    page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"))
+    _atomic(out_dir / "index.html", lambda f: f.write(page))
+    summary.files.append(out_dir / "index.html")
     return summary
 
 
-def write_index(out_dir: Path, run_name: str, rows: list[dict[str, Any]]) -> Path:
-    """The index page: ``rows`` hold the ``INDEX_COLUMNS`` of each episode and its page's ``href``."""
-    path = out_dir / "index.html"
-    _write(path, template("index.html").substitute(
-        title=html.escape(f"gridbench · {run_name}"),
-        data=script_json({"run": run_name, "columns": list(INDEX_COLUMNS), "episodes": rows}),
-        static="static"))
-    return path
+def older_layout(out_dir: Path) -> list[Path]:
+    """What an older viewer (a page per episode, a PNG per state) left in ``out_dir``: unused now."""
+    return [p for p in (out_dir / "episodes", out_dir / "frames") if p.is_dir()]

@@ -425,3 +425,40 @@ def test_the_openai_client_never_imports_litellm(tmp_path):
     r = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["False", "[]"]
+
+
+def test_anthropic_requests_mark_the_fixed_prefix_for_caching_and_cached_tokens_are_priced(example_maze, key_env):
+    """Through litellm's Anthropic provider to the scripted server's /v1/messages: the end of the
+    fixed preamble carries cache_control on the wire; the second turn reads it from the cache, and
+    those tokens are recorded and priced at the cache rate. The prompt hash ignores the marker."""
+    protocol = Protocol(observation="image+text", thinking=False)
+    price = {"input": 1e-6, "output": 5e-6, "cached_input": 1e-7}
+    with ScriptedServer(script=["ACTION: forward", "ACTION: left"]) as srv:
+        agent = LLMAgent(config("anthropic/claude-opus-4-8", api_base=srv.url.removesuffix("/v1"), api_key_env=key_env,
+                                price=price), protocol, retry=FAST)
+        s0 = env.initial_state(example_maze)
+        s1, event = env.step(example_maze, s0, 2)
+
+        async def two_turns():
+            first = await agent.act(Turn(example_maze, protocol, 1, s0, (), 57))
+            second = await agent.act(Turn(example_maze, protocol, 2, s1, (PastStep(1, 2, event, s0, s1),), 57))
+            await agent.aclose()
+            return first, second
+
+        first, second = asyncio.run(two_turns())
+        wire = [r.wire for r in srv.chat_requests]
+    assert all(r.path.endswith("/v1/messages") for r in srv.chat_requests)
+    marked = [b for m in wire[0]["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
+              if b.get("cache_control")]
+    assert len(marked) == 1 and marked[0]["cache_control"] == {"type": "ephemeral"}
+    assert first.usage.tokens_cached == 0 and second.usage.tokens_cached > 0
+    u = second.usage
+    expected = (u.tokens_in - u.tokens_cached) * 1e-6 + u.tokens_cached * 1e-7 + u.tokens_out * 5e-6
+    assert u.cost_usd == pytest.approx(expected) and u.cost_usd < u.tokens_in * 1e-6 + u.tokens_out * 5e-6
+    # what the model reads is the protocol's prompt, byte for byte: only the marker was added
+    text = "".join(b.get("text", "") for m in wire[0]["messages"] for b in m["content"] if b["type"] == "text")
+    from agents.prompt import build_messages, render_for_humans
+
+    plain = build_messages(Turn(example_maze, protocol, 1, s0, (), 57))
+    assert text == "".join(p["text"] for p in plain[0]["content"] if p["type"] == "text")
+    assert first.prompt_hash and "[image" in render_for_humans(plain)

@@ -74,10 +74,10 @@ def test_runs_without_budget_columns_read_as_null(tmp_path):
     plain = [{k: v for k, v in s.items() if k in before.names} for s in old_steps]
     pq.write_table(pa.Table.from_pylist(plain, schema=before), old_file)
     assert "thinking_budget" not in pq.read_schema(old_file).names
-    steps = load_runs([run]).steps
-    by = steps.groupby("model_name")
+    steps = annotate(load_runs([run])).frame()
+    by = steps.groupby("arm")
     assert by["thinking_budget"].apply(lambda s: s.isna().all()).to_dict() == {"new": False, "old": True}
-    assert set(steps.loc[steps["model_name"] == "new", "max_output_tokens"]) == {9}
+    assert set(steps.loc[steps["arm"] == "new", "max_output_tokens"]) == {9}
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Step-level analyses on hand-built episodes of the DESIGN example maze, every count by hand.
+"""Step-level analyses on hand-built episodes of the design example (docs/design.md §2), every count by hand.
 
 The example (9x6): start (1,1) facing east, key k1 at (2,3), locked door d1 at (4,2), switch s1
 at (5,1) controlling gate g1 at (7,3), goal (7,4).
@@ -49,7 +49,8 @@ def _arm(t, arm):
 
 def test_events_are_what_the_comments_say(data):
     _, st = data
-    ev = list(st[st["arm"] == "keys"]["event"])
+    steps = st.frame()
+    ev = list(steps[steps["arm"] == "keys"]["event"])
     assert ev[5:9] == ["bump", "pickup", "noop", "noop"]
     assert ev[11:14] == ["door_unlocked", "door_closed", "door_opened"]
     assert ev[-1] == "switch_on"
@@ -204,3 +205,29 @@ def test_thinking_per_quarter(data):
     assert list(q["turns"]) == [2, 2, 2, 2]
     assert list(q["median_reasoning_tokens"]) == [15, 35, 55, 75]
     assert list(q["reasoning_tokens"]) == [30, 70, 110, 150]
+
+
+def test_two_runs_with_the_same_episode_ids_count_as_two_episodes(tmp_path):
+    maze = env.resolve_maze("example")
+    runs = []
+    for run in ("first", "second"):
+        row, st = play(maze, QUARTERS, run=run, model_name="m", episode_id="same-id", reasoning_tokens=THINK)
+        runs.append(write_run(tmp_path / run, [row], st))
+    traces = load_runs(runs)
+    st = annotate(traces)
+    q = failure.quarters(traces, st)
+    pooled = q[q["arm"] == "all"].set_index("quarter")
+    assert list(pooled["episodes"]) == [2, 2, 2, 2] and list(pooled["steps"]) == [4, 4, 4, 4]
+    t = compute.thinking_quarters(traces, st)
+    assert list(t[t["arm"] == "all"]["episodes"]) == [2, 2, 2, 2]
+
+
+def test_the_step_table_reads_no_texts_and_is_deleted_when_closed(data):
+    traces, _ = data
+    st = annotate(traces)
+    columns = set(st.frame().columns)
+    assert {"quarter", "unseen", "wall_bump", "next_reasoning"} <= columns
+    assert not {"reply", "reasoning", "mechanisms"} & columns
+    assert st.folder.is_dir()
+    st.close()
+    assert not st.folder.exists()

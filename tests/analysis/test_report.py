@@ -17,17 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from golden import MAZES, builtin_runs
 from PIL import Image
 from tracefab import episode_row, write_run
 
-from agents import Protocol, build_agent
-from env import resolve_mazes
+from agents import build_agent
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.traces import write_episode, write_manifest
-
-MAZES = Path(__file__).resolve().parents[1] / "orchestrator" / "mazes"
-AGENTS = ("oracle", "random", "explorer")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -37,20 +33,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """Built-in agents on the test mazes under two conditions (the random agent's seed differs)."""
-    out = tmp_path_factory.mktemp("results") / "builtin"
-    mazes = resolve_mazes(str(MAZES))
-    protocol = Protocol.preset("final")
-    for condition, seed in (("baseline", 1), ("reseeded", 2)):
-        for m in mazes:
-            for name in AGENTS:
-                agent = build_agent(f"builtin/{name}", protocol, seed=seed)
-                identity = EpisodeIdentity(run="builtin", episode_id=f"{name}-{m.id}-{condition}", model_name=name,
-                                           model=f"builtin/{name}", condition=condition, repeat=0, maze_id=m.id)
-                result = asyncio.run(run_episode(m, agent, protocol, identity))
-                write_episode(out, result)
-    write_manifest(out, run="builtin", sweep={"name": "builtin"}, mazes={m.checksum: m.to_dict() for m in mazes},
-                   invocation={"command": ["test"]})
-    return out
+    (run,) = builtin_runs(tmp_path_factory.mktemp("results"))
+    return run
 
 
 def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
@@ -134,6 +118,13 @@ def test_bad_run_folders_are_one_line_exit_2(tmp_path):
     r = _cli("report", str(tmp_path / "broken"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "broken" / "report").exists()
+    # the steps are read only once the report starts: a damaged steps file is one line too
+    write_run(tmp_path / "badsteps", [episode_row()], [])
+    (tmp_path / "badsteps" / "steps" / "y.parquet").write_bytes(b"not parquet either")
+    r = _cli("report", str(tmp_path / "badsteps"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "steps" in r.stderr and "unreadable trace files" in r.stderr
+    assert not (tmp_path / "badsteps" / "report").exists()
     write_run(tmp_path / "errors", [episode_row(termination="error", error_class="RateLimitError")], [])
     r = _cli("report", str(tmp_path / "errors"))
     assert r.returncode == 2 and "ended in error" in r.stderr and len(r.stderr.strip().splitlines()) == 1

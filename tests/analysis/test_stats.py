@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.stats import RESAMPLES, SEED, cluster_ratio_ci, mean_ci, property_r2
+from analysis.stats import RESAMPLES, SEED, cluster_ratio_ci, counted_median, mean_ci, property_r2
 
 
 def _r2_lstsq(y: np.ndarray, columns: list[np.ndarray]) -> float:
@@ -120,3 +120,14 @@ def test_degenerate_intervals():
     flat = cluster_ratio_ci([0.0, 0.0, 0.0], ["a", "b", "c"])
     assert (flat.value, flat.low, flat.high) == (0.0, 0.0, 0.0)
     assert cluster_ratio_ci([], []).n == 0
+
+
+def test_counted_median_is_the_median_of_the_expanded_sample():
+    rng = np.random.default_rng(5)
+    for size in (1, 2, 3, 10, 101):
+        values = rng.integers(0, 8, size)
+        counts = rng.integers(0, 4, size)
+        counts[0] = max(counts[0], 1)
+        expanded = np.repeat(values, counts)
+        assert counted_median(values, counts) == np.median(expanded)
+    assert np.isnan(counted_median([3], [0]))

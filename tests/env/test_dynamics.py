@@ -1,4 +1,4 @@
-"""The dynamics of DESIGN section 3, rule by rule, for MazeEnv and the pure reference ``step`` alike."""
+"""The dynamics of docs/design.md §3, rule by rule, for MazeEnv and the pure reference ``step`` alike."""
 
 from __future__ import annotations
 

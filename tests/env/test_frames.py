@@ -199,9 +199,7 @@ def test_prewarmed_tiles_equal_minigrid_drawing_them_itself(tile_size, monkeypat
         fast = dict(Grid.tile_cache)
     assert len(fast) >= 150
     with _fresh_tile_cache():
-        for obj_, agent_dir in [(o, d) for o in tiles.all_tiles() for d in (None, 0, 1, 2, 3)]:
-            if agent_dir is not None and obj_ is not None and not obj_.can_overlap():
-                continue
+        for obj_, agent_dir in tiles.shown_tiles():
             slow = Grid.render_tile(obj_, agent_dir=agent_dir, highlight=False, tile_size=tile_size)
             key = (obj_.encode() if obj_ else ()) + (agent_dir, False, tile_size)
             assert np.array_equal(fast[key], slow), key
@@ -230,6 +228,37 @@ def test_after_prewarm_no_frame_draws_a_new_tile(maze, actions):
         e.step(a)
         e.render()
     assert len(Grid.tile_cache) == cached
+
+
+@settings(max_examples=20, deadline=None)
+@given(maze=mazes(max_side=7), actions=st.lists(st.integers(0, 5), max_size=30))
+def test_a_frame_is_its_cells_tiles_from_the_atlas(maze, actions):
+    """What the browser viewer does: each cell's tile, by name, copied from the atlas."""
+    from env.minigrid_env import build_grid
+
+    size = 8
+    atlas, rows = tiles.tile_atlas(size)
+    state = initial_state(maze)
+    for action in [None, *actions]:
+        if action is not None:
+            state, _ = step(maze, state, action)
+        grid, _ = build_grid(maze, state)
+        frame = np.zeros((maze.height * size, maze.width * size, 3), dtype=np.uint8)
+        for y in range(maze.height):
+            for x in range(maze.width):
+                r = rows[tiles.tile_name(grid.get(x, y))]
+                c = tiles.AGENT_DIRS.index(state.dir if (x, y) == state.pos else None)
+                frame[y * size:(y + 1) * size, x * size:(x + 1) * size] = \
+                    atlas[r * size:(r + 1) * size, c * size:(c + 1) * size]
+        assert np.array_equal(frame, render_state(maze, state, size))
+
+
+def test_atlas_names_every_tile_once():
+    atlas, rows = tiles.tile_atlas(8)
+    assert len(rows) == len(list(tiles.all_tiles())) == 3 + 8 * len(env.COLORS)  # per colour: a key, 3 doors, 2 switches, 2 gates
+    assert atlas.shape == (len(rows) * 8, len(tiles.AGENT_DIRS) * 8, 3)
+    assert {"floor", "wall", "goal", "key-red", "door-red-locked", "door-grey-open", "switch-blue-on",
+            "gate-purple-closed"} <= set(rows)
 
 
 def test_maze_env_prewarms_once_per_process_and_tile_size(monkeypatch):

@@ -1,4 +1,4 @@
-"""gridbench.maze/1 files (DESIGN section 2): every rule refused with one line naming file and field."""
+"""gridbench.maze/1 files (docs/design.md §2): every rule refused with one line naming file and field."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _grid_row(y: int, row: str):
     return change
 
 
-# (name, change to the DESIGN example, the field the message must name, words it must contain)
+# (name, change to the design example, the field the message must name, words it must contain)
 MALFORMED = [
     ("format-wrong", _set("format", "gridbench.maze/2"), "format", "gridbench.maze/1"),
     ("format-missing", _drop("format"), "format", "gridbench.maze/1"),

@@ -4,6 +4,7 @@ fit the schema), the turn loop, and resuming from recorded steps."""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 
 import pyarrow as pa
@@ -206,3 +207,18 @@ def test_episode_record_counts_from_the_steps_it_was_given():
     ep = episode_record(IDENTITY, maze, Protocol.preset("final"), termination="error", error=("X", "y"))
     assert ep.steps == 0 and ep.error_message == "y"
     assert result.episode.invalid_outputs == 2 and result.episode.usage == Usage.total(s.usage for s in result.steps)
+
+
+def test_recorded_state_is_the_state_each_step_reached():
+    from env import ACTIONS, initial_state, step
+    from orchestrator.episode import recorded_state
+
+    maze = resolve_maze("example")
+    rows = play(maze, build_agent("builtin/oracle", Protocol.preset("final"))).steps
+    state = initial_state(maze)
+    for row in rows:
+        state, _ = step(maze, state, ACTIONS.index(row.action))
+        assert recorded_state(maze, row.x, row.y, row.dir, row.carrying, json.loads(row.mechanisms)) == state
+    assert state.carrying == 0 and state.doors == (0,)  # the key was carried through an unlocked door
+    with pytest.raises(ValueError):
+        recorded_state(maze, 1, 1, 0, "no-such-key", json.loads(rows[0].mechanisms))

@@ -60,3 +60,48 @@ def test_a_dead_node_costs_only_its_episode(two_node_cluster, maze_dir, sweep_di
     retried = episodes[episodes["attempts"] > 1]
     assert lost[0] in retried.index, retried
     assert len(retried) <= 2 and (retried["attempts"] <= 3).all()
+
+
+def test_a_node_lost_mid_episode_costs_no_model_call_twice(two_node_cluster, tmp_path, monkeypatch):
+    """The node hosting a model episode goes at turn k: the episode continues on the other node
+    from its journaled steps, and the scripted model answers each turn once."""
+    import ray
+
+    from agents.scripted_server import ScriptedServer
+    from env.sets import read_manifest
+    from orchestrator.replay import replay
+
+    cluster, nodes = two_node_cluster
+    maze = min((e for e in read_manifest("eval") if e["optimal_actions"] >= 30), key=lambda e: e["optimal_actions"])
+    where: list[tuple[str, int]] = []
+    gone: list[int] = []
+
+    def remove_the_node_at_turn(request):
+        if request.step == 9 and not gone:
+            node_id, pid = where[-1]
+            gone.append(pid)
+            cluster.remove_node(next(n for n in nodes if n.node_id == node_id), allow_graceful=False)
+            os.kill(pid, signal.SIGKILL)  # a machine that goes takes its processes with it
+            return "drop"
+        return None
+
+    with ScriptedServer(mode="oracle", maze=maze["id"], on_request=remove_the_node_at_turn) as srv:
+        sweep = parse_sweep({
+            "name": "lost", "mazes": [f"eval/{maze['id']}"],
+            "protocol": {"observation": "text", "history_frames": 0, "thinking": False, "icl_example": False},
+            "models": [{"name": "scripted", "model": "openai/scripted", "api_base": srv.url, "client": "openai",
+                        "price": {"input": 1e-6, "output": 1e-6}, "max_concurrency": 1}]}, "lost.yaml")
+
+        def first_place(spec, actor, attempts):
+            if not where:  # the later actor may be placed on the dead node before Ray notices
+                where.append(tuple(ray.get([actor.node_id.remote(), actor.pid.remote()])))
+
+        outcome = Driver(sweep, tmp_path / "run", on_dispatch=first_place).execute()
+        bill = [r.step for r in srv.chat_requests if r.answered]
+    episodes = pd.read_parquet(tmp_path / "run" / "episodes")
+    assert gone and outcome.errors == 0 and len(episodes) == 1
+    row = episodes.iloc[0]
+    # a replacement actor placed on the node before Ray declared it dead costs one more attempt
+    assert row["solved"] and row["resumed"] == 1 and 2 <= row["attempts"] <= 3
+    assert sorted(bill) == list(range(1, row["steps"] + 1))  # every turn answered exactly once
+    assert replay(tmp_path / "run", row["episode_id"]).ok

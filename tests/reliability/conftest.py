@@ -1,41 +1,14 @@
-"""Shared pieces of the reliability suite: the orchestrator's small test mazes, sweep files,
-a finished run built without Ray, and helpers to run the real command line."""
+"""Fixtures of the reliability suite: the orchestrator's small test mazes, a finished run built
+without Ray, and a local Ray whose workers see a fake key. Helpers live in sweep_runs.py."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from sweep_runs import FAST_PROTOCOL as FAST_PROTOCOL  # the tests import it from here too
-from sweep_runs import MAZES, ROOT
-
-BUILTINS = [{"name": "oracle", "model": "builtin/oracle"}, {"name": "random", "model": "builtin/random"},
-            {"name": "explorer", "model": "builtin/explorer"}]
-
-
-def sweep_file(path: Path, **fields) -> Path:
-    """A sweep file over the test mazes with the built-in agents, fields replaced by ``fields``."""
-    data = {"name": path.stem, "mazes": str(MAZES), "models": BUILTINS, **fields}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
-
-
-def gridbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300,
-              **popen) -> subprocess.CompletedProcess:
-    """The real ``gridbench`` command in a fresh process."""
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=cwd or ROOT,
-                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
-                          **popen)
-
-
-def files_under(folder: Path) -> set[Path]:
-    return {p for p in folder.rglob("*")}
+from sweep_runs import FAKE_KEY, KEY_ENV, MAZES
 
 
 @pytest.fixture(scope="session")
@@ -71,43 +44,6 @@ def finished_run(tmp_path_factory) -> Path:
     return run_dir
 
 
-
-
-def copy_mazes(dest: Path, names: list[str]) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    for n in names:
-        shutil.copy(MAZES / f"{n}.json", dest / f"{n}.json")
-    return dest
-
-
-# A made-up key: the security tests search every output for it
-FAKE_KEY = "sk-fake-gridbench-0123456789abcdefSECRET"
-KEY_ENV = "GRIDBENCH_TEST_KEY"
-
-
-def actor_pid(actor, timeout: float = 60.0) -> int | None:
-    """The process id of a live actor, from Ray's own actor table (waits while it starts);
-    None when it died before it ever ran."""
-    import time
-
-    from ray._private import state
-
-    deadline = time.monotonic() + timeout
-    row = None
-    while time.monotonic() < deadline:
-        row = state.actors(actor._actor_id.hex())
-        if row and row.get("State") == "ALIVE" and row.get("Pid"):
-            return int(row["Pid"])
-        if row and row.get("State") == "DEAD":
-            return None
-        time.sleep(0.05)
-    raise TimeoutError(f"actor never came alive: {row}")
-
-
-def actor_node(actor) -> str:
-    from ray._private import state
-
-    return state.actors(actor._actor_id.hex())["Address"]["NodeID"]
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,19 @@
 """Pieces for the reliability tests that run sweeps: where the repository and its small test
-mazes are, a fast protocol for LLM episodes, and the check that a run folder holds every
-planned episode exactly once."""
+mazes are, sweep files over them, a fast protocol for LLM episodes, the real command line, the
+processes of Ray actors, and the check that a run folder holds every planned episode exactly
+once. (Fixtures stay in conftest.py; everything a test imports is here.)"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 MAZES = ROOT / "tests" / "orchestrator" / "mazes"
@@ -29,3 +35,63 @@ def assert_each_episode_once(run_dir: Path, expected_ids: set[str]) -> pd.DataFr
     assert not steps.duplicated(["episode_id", "step"]).any()
     assert int(episodes["steps"].sum()) == len(steps)  # no orphan or doubled steps
     return episodes
+
+
+BUILTINS = [{"name": "oracle", "model": "builtin/oracle"}, {"name": "random", "model": "builtin/random"},
+            {"name": "explorer", "model": "builtin/explorer"}]
+
+
+def sweep_file(path: Path, **fields) -> Path:
+    """A sweep file over the test mazes with the built-in agents, fields replaced by ``fields``."""
+    data = {"name": path.stem, "mazes": str(MAZES), "models": BUILTINS, **fields}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def gridbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300,
+              **popen) -> subprocess.CompletedProcess:
+    """The real ``gridbench`` command in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=cwd or ROOT,
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+                          **popen)
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*")}
+
+
+def copy_mazes(dest: Path, names: list[str]) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        shutil.copy(MAZES / f"{n}.json", dest / f"{n}.json")
+    return dest
+
+
+# A made-up key: the security tests search every output for it
+FAKE_KEY = "sk-fake-gridbench-0123456789abcdefSECRET"
+KEY_ENV = "GRIDBENCH_TEST_KEY"
+
+
+def actor_pid(actor, timeout: float = 60.0) -> int | None:
+    """The process id of a live actor, from Ray's own actor table (waits while it starts);
+    None when it died before it ever ran."""
+    import time
+
+    from ray._private import state
+
+    deadline = time.monotonic() + timeout
+    row = None
+    while time.monotonic() < deadline:
+        row = state.actors(actor._actor_id.hex())
+        if row and row.get("State") == "ALIVE" and row.get("Pid"):
+            return int(row["Pid"])
+        if row and row.get("State") == "DEAD":
+            return None
+        time.sleep(0.05)
+    raise TimeoutError(f"actor never came alive: {row}")
+
+
+def actor_node(actor) -> str:
+    from ray._private import state
+
+    return state.actors(actor._actor_id.hex())["Address"]["NodeID"]

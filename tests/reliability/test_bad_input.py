@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BUILTINS, MAZES, files_under, gridbench
+from sweep_runs import BUILTINS, MAZES, files_under, gridbench
 
 from orchestrator.cli import main as cli_main
 

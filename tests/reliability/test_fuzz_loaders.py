@@ -8,9 +8,9 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from conftest import MAZES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sweep_runs import MAZES
 
 from env import BadInput, load_maze, maze_from_dict
 from orchestrator.sweep import load_sweep, parse_sweep

@@ -15,7 +15,7 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, actor_pid, copy_mazes, sweep_file
+from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, actor_pid, copy_mazes, sweep_file
 
 from agents.scripted_server import ScriptedServer
 from orchestrator.driver import ENV_SLOT, Driver

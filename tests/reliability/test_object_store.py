@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
-from conftest import BUILTINS, MAZES, ROOT, sweep_file
+from sweep_runs import BUILTINS, MAZES, ROOT, sweep_file
 
 from orchestrator.schema import EPISODES, STEPS
 

@@ -29,7 +29,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
+from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
 
 from agents.scripted_server import ScriptedServer
 
@@ -184,9 +184,11 @@ def test_hostile_replies_show_as_text_in_the_viewer(secured_run):
     from playwright.sync_api import sync_playwright
 
     view = secured_run["run"] / "view"
-    index = (view / "index.html").read_text()
-    data = json.loads(re.search(r'<script id="data" type="application/json">(.*?)</script>', index, re.S).group(1))
-    page_href = next(e["href"] for e in data["episodes"] if "hostile" in json.dumps(e))
+    # the index data file hands the page its JSON text; the episode is opened by its position
+    text = (view / "data" / "episodes.js").read_text()
+    index = json.loads(json.loads(re.fullmatch(r'gridbench\.put\("episodes",(.*)\);\n', text, re.S).group(1)))
+    models = index["columns"]["model_name"]
+    position = [models["values"][k] for k in models["codes"]].index("hostile")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
         try:
@@ -194,8 +196,8 @@ def test_hostile_replies_show_as_text_in_the_viewer(secured_run):
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("dialog", lambda d: errors.append(f"dialog {d.message}"))
-            page.goto((view / page_href).as_uri())
-            page.wait_for_selector("body[data-ready='1']")
+            page.goto(f"{(view / 'index.html').as_uri()}#e={position}")
+            page.wait_for_selector("body[data-ready='episode']")
             for n, reply in enumerate(secured_run["replies"], start=1):
                 page.keyboard.press("ArrowRight")  # the key handler sets the reply's text at once
                 shown = page.eval_on_selector("#reply", "e => e.textContent")

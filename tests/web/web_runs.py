@@ -1,7 +1,9 @@
 """Runs for the viewer and play tests, made by the real runner; the browser's launch flags.
 
 Runs are made by the real episode runner and trace writer (``run_episode``, ``write_episode``,
-``write_manifest``) with built-in agents and a scripted agent whose replies try to be markup.
+``write_manifest``) with built-in agents, a scripted agent whose replies try to be markup, and one
+that plays a fixed list of actions. ``compacted_copies`` turns a run into a bigger one laid out
+as a compacted run: a few Parquet files per folder, each holding many episodes in any order.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from agents import Decision, Protocol, Turn, Usage
 from agents.builtin import OracleAgent, make_builtin
 from env import ACTIONS, Maze
 from orchestrator.episode import run_episode
 from orchestrator.records import EpisodeIdentity
+from orchestrator.schema import EPISODES, STEPS
 from orchestrator.traces import write_episode, write_manifest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -46,31 +53,84 @@ class HostileAgent:
         return None
 
 
+class ScriptAgent:
+    """Plays ``script`` (action names) in order, then ``done``."""
+
+    def __init__(self, script: list[str]):
+        self._left = list(script)
+
+    async def act(self, turn: Turn) -> Decision:
+        name = self._left.pop(0) if self._left else "done"
+        return Decision(action=ACTIONS.index(name), reply=f"ACTION: {name}")
+
+    async def aclose(self) -> None:
+        return None
+
+
 def run_async(coro):
     """``asyncio.run`` in a thread of its own: Playwright's sync API keeps a loop running in this one."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
 
 
-def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol: Protocol | None = None) -> Path:
+def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol: Protocol | None = None,
+             prefix: str = "ep", scripts: dict[int, list[str]] | None = None) -> Path:
     """Run ``(maze, model, condition, repeat)`` episodes for real and write their traces.
 
-    ``model``: ``builtin/<agent>`` or ``hostile``.
+    ``model``: ``builtin/<agent>``, ``hostile``, or ``script`` (episode ``i`` plays ``scripts[i]``).
+    A run can be made by several calls with different protocols and prefixes.
     """
     protocol = protocol or Protocol.preset("final")
 
+    def agent_for(i: int, model: str, repeat: int):
+        if model == "hostile":
+            return HostileAgent()
+        if model == "script":
+            return ScriptAgent((scripts or {})[i])
+        return make_builtin(model.removeprefix("builtin/"), seed=repeat)
+
     async def go() -> None:
         for i, (maze, model, condition, repeat) in enumerate(episodes):
-            agent = HostileAgent() if model == "hostile" else make_builtin(model.removeprefix("builtin/"), seed=repeat)
-            identity = EpisodeIdentity(run=run_dir.name, episode_id=f"ep{i:04d}-{maze.id}-{model.split('/')[-1]}",
+            identity = EpisodeIdentity(run=run_dir.name, episode_id=f"{prefix}{i:04d}-{maze.id}-{model.split('/')[-1]}",
                                        model_name=model.split("/")[-1], model=model, condition=condition,
                                        repeat=repeat, maze_id=maze.id)
-            result = await run_episode(maze, agent, protocol, identity)
+            result = await run_episode(maze, agent_for(i, model, repeat), protocol, identity)
             write_episode(run_dir, result)
 
     run_async(go())
     mazes = {m.checksum: m.to_dict() for m, *_ in episodes}
     write_manifest(run_dir, run=run_dir.name, sweep={"name": "test"}, mazes=mazes, invocation={"argv": ["test"]})
+    return run_dir
+
+
+def compacted_copies(source: Path, run_dir: Path, copies: int, files: int = 3, seed: int = 0) -> Path:
+    """``copies`` copies of ``source``'s episodes (ids ``c<k>-<id>``, models ``m0``..``m2``,
+    conditions ``c0``..``c11``, repeats ``k // 36``) in ``files`` Parquet files per folder,
+    rows shuffled: no file is one episode and no file name is an episode id."""
+    episodes = pq.read_table(source / "episodes", schema=EPISODES)
+    steps = pq.read_table(source / "steps", schema=STEPS)
+    n = episodes.num_rows
+    rng = np.random.default_rng(seed)
+    k = np.arange(copies * n)
+    new_ids = np.array([f"c{i:05d}-{e}" for i, e in zip(k, episodes.column("episode_id").to_pylist() * copies,
+                                                          strict=True)], dtype=object)
+    eps = pa.concat_tables([episodes] * copies)
+    for name, values in (("episode_id", new_ids), ("model_name", [f"m{i % 3}" for i in k]),
+                         ("condition", [f"c{i // 3 % 12}" for i in k]), ("repeat", (k // 36).astype(np.int32)),
+                         ("run", [run_dir.name] * len(k))):
+        eps = eps.set_column(eps.schema.get_field_index(name), name, pa.array(values, EPISODES.field(name).type))
+    of_id = dict(zip(episodes.column("episode_id").to_pylist(), range(n), strict=True))
+    source_of_row = np.array([of_id[e] for e in steps.column("episode_id").to_pylist()])
+    st = pa.concat_tables([steps] * copies)
+    copy_of_row = np.repeat(np.arange(copies), steps.num_rows)
+    ids = new_ids[copy_of_row * n + np.tile(source_of_row, copies)]
+    st = st.set_column(st.schema.get_field_index("episode_id"), "episode_id", pa.array(ids, pa.string()))
+    for folder, table in (("episodes", eps), ("steps", st)):
+        (run_dir / folder).mkdir(parents=True)
+        table = table.take(pa.array(rng.permutation(table.num_rows)))
+        for f, part in enumerate(np.array_split(np.arange(table.num_rows), files)):
+            pq.write_table(table.take(pa.array(part)), run_dir / folder / f"part-{f}.parquet")
+    shutil.copy(source / "manifest.json", run_dir / "manifest.json")
     return run_dir
 
 

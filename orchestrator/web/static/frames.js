@@ -1,0 +1,62 @@
+"use strict";
+// Frames drawn from a maze and one recorded state, with the tiles gridbench itself draws
+// (data/tiles.js holds them, made by env.tiles.tile_atlas). Each cell is one whole tile copied
+// unscaled to an integer offset, which is how Minigrid puts a frame together, so the canvas holds
+// exactly the pixels of env.render.render_state: the frame the model was shown.
+//
+// A state is what env.mechanism_info says of it: {pos: [x, y], dir, keys: {id: [x, y] | null},
+// doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}.
+window.gridbench = window.gridbench || {};
+window.gridbench.frames = (function () {
+  const sheets = {};
+
+  // the tile atlas of one tile size, decoded once
+  function sheet(entry) {
+    if (!sheets[entry.size]) {
+      const img = new Image();
+      img.src = entry.png;
+      sheets[entry.size] = img.decode().then(() => ({ img, size: entry.size, rows: entry.rows, columns: entry.columns }));
+    }
+    return sheets[entry.size];
+  }
+
+  // The tile name of every cell, row by row; named as env.tiles.tile_name names them. Keys come
+  // last, as in env.minigrid_env.build_grid.
+  function cells(maze, state) {
+    const W = maze.grid[0].length, H = maze.grid.length;
+    const names = new Array(W * H);
+    for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) names[y * W + x] = maze.grid[y][x] === "#" ? "wall" : "floor";
+    names[maze.goal[1] * W + maze.goal[0]] = "goal";
+    const at = (pos, name) => { names[pos[1] * W + pos[0]] = name; };
+    for (const o of maze.objects) {
+      if (o.kind === "door") at(o.pos, "door-" + o.color + "-" + state.doors[o.id]);
+      else if (o.kind === "switch") at(o.pos, "switch-" + o.color + "-" + (state.switches[o.id] ? "on" : "off"));
+      else if (o.kind === "gate") at(o.pos, "gate-" + o.color + "-" + (state.gates[o.id] ? "open" : "closed"));
+    }
+    for (const o of maze.objects) {
+      if (o.kind === "key" && state.keys[o.id]) at(state.keys[o.id], "key-" + o.color);
+    }
+    return names;
+  }
+
+  // draw `state` of `maze` on `canvas` with a decoded sheet (from `sheet`)
+  function draw(canvas, maze, state, tiles) {
+    const W = maze.grid[0].length, H = maze.grid.length, T = tiles.size;
+    if (canvas.width !== W * T) canvas.width = W * T;
+    if (canvas.height !== H * T) canvas.height = H * T;
+    const ctx = canvas.getContext("2d");
+    ctx.imageSmoothingEnabled = false;
+    const names = cells(maze, state);
+    for (let y = 0; y < H; y++) {
+      for (let x = 0; x < W; x++) {
+        const name = names[y * W + x];
+        const row = tiles.rows[name];
+        const col = tiles.columns.indexOf(x === state.pos[0] && y === state.pos[1] ? state.dir : null);
+        if (row === undefined || col < 0) throw new Error("no tile " + name + " facing " + state.dir);
+        ctx.drawImage(tiles.img, col * T, row * T, T, T, x * T, y * T, T, T);
+      }
+    }
+  }
+
+  return { sheet, cells, draw };
+})();

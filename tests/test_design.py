@@ -1,0 +1,185 @@
+"""docs/design.md is the design: no file cites the contract it replaced, every citation of it names
+a section it has, and the import direction of its section 1 holds in every module."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN = ROOT / "docs" / "design.md"
+
+# docs/design.md §1: each package may import itself and the packages before it, never one after it
+LAYERS = ("env", "agents", "orchestrator", "analysis")
+RAY_HOME = "orchestrator"  # the one package that may import Ray
+CLI = ("orchestrator/cli.py", "orchestrator/commands/")
+# (where the importing modules are, the package they import) -> why the direction may be broken there
+ALLOWED = {
+    (CLI, "analysis"): "the command line is the one face over every package: `gridbench report` runs the analyses",
+}
+# a dotted name of a project module written as a string: importlib tables, entry points, `python -m`
+MODULE_STRING = re.compile(rf"(?:{'|'.join(LAYERS)})(?:\.\w+)+(?::\w+)?")
+
+# citations of the contract docs/design.md replaced, which no longer exists anywhere in the repository
+OLD_CONTRACT = (re.compile(r"\bDESIGN\b"), re.compile(r"\bdesign\s+(?:section|§)\s*\d", re.IGNORECASE))
+CITATION = re.compile(r"design\.md\s*§\s*(\d+)")
+LINK = re.compile(r"\]\((?:docs/)?design\.md#([\w-]+)\)")
+SKIPPED_DIRS = {".git", ".venv", "results", "__pycache__", "node_modules"}
+
+
+def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
+    """(line, module) for every import of a module of ``package``: statements at any depth
+    (function bodies, ``if TYPE_CHECKING:`` blocks), relative ones resolved, and project modules
+    named in strings."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = parts[: len(parts) - node.level + 1]
+                out.append((node.lineno, ".".join([*base, node.module] if node.module else base)))
+            else:
+                out.append((node.lineno, str(node.module)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.fullmatch(node.value):
+            out.append((node.lineno, node.value.split(":")[0]))
+    return out
+
+
+def package_modules() -> list[tuple[str, str, str]]:
+    """(path from the repository root, package, source) of every module of the four packages."""
+    out = []
+    for layer in LAYERS:
+        for path in sorted((ROOT / layer).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            out.append((rel, ".".join(rel.split("/")[:-1]), path.read_text(encoding="utf-8")))
+    return out
+
+
+def direction_breaks() -> tuple[list[str], set[tuple[tuple[str, ...], str]], int]:
+    """(imports that break docs/design.md §1, the allowed exceptions that were needed, imports seen)."""
+    breaks: list[str] = []
+    used: set[tuple[tuple[str, ...], str]] = set()
+    seen = 0
+    for rel, package, source in package_modules():
+        layer = rel.split("/")[0]
+        for line, name in imported_modules(source, package):
+            seen += 1
+            top = name.split(".")[0]
+            if top == "ray" and layer != RAY_HOME:
+                breaks.append(f"{rel}:{line} imports {name}: only {RAY_HOME} imports Ray")
+            elif top in LAYERS and LAYERS.index(top) > LAYERS.index(layer):
+                exception = next((k for k in ALLOWED if k[1] == top and rel.startswith(k[0])), None)
+                if exception is None:
+                    breaks.append(f"{rel}:{line} imports {name}: {layer} may not import {top}")
+                else:
+                    used.add(exception)
+    return breaks, used, seen
+
+
+def project_files() -> list[Path]:
+    """Every file of the project: tracked or new, without what git ignores."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True)
+    if listed.returncode == 0:
+        names = {n for n in listed.stdout.decode().split("\0") if n}
+        return [ROOT / n for n in sorted(names) if (ROOT / n).is_file()]
+    return [p for p in sorted(ROOT.rglob("*"))  # no git (an unpacked archive): walk the tree
+            if p.is_file() and not SKIPPED_DIRS & set(p.relative_to(ROOT).parts)]
+
+
+def project_texts() -> list[tuple[str, str]]:
+    out = []
+    for path in project_files():
+        data = path.read_bytes()
+        if b"\0" in data:
+            continue
+        try:
+            out.append((path.relative_to(ROOT).as_posix(), data.decode("utf-8")))
+        except UnicodeDecodeError:
+            continue
+    return out
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def design_headings() -> list[str]:
+    return re.findall(r"^#{2,4} (.+)$", DESIGN.read_text(encoding="utf-8"), re.MULTILINE)
+
+
+def test_the_import_reader_sees_every_kind_of_import():
+    source = (
+        "import os, env.maze\n"
+        "from agents.protocol import Protocol\n"
+        "from . import sibling\n"
+        "from ..env import maze\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from analysis.load import Traces\n"
+        "def later():\n"
+        "    import ray.util\n"
+        "    return importlib.import_module('orchestrator.commands.run')\n"
+        "TABLE = {'x': 'env.minigrid_env:MazeEnv', 'prose': 'env is the maze substrate', 'bare': 'env'}\n"
+    )
+    found = sorted(imported_modules(source, "orchestrator.commands"))
+    assert found == [(1, "env.maze"), (1, "os"), (2, "agents.protocol"), (3, "orchestrator.commands"),
+                     (4, "orchestrator.env"), (5, "typing"), (7, "analysis.load"), (9, "ray.util"),
+                     (10, "orchestrator.commands.run"), (11, "env.minigrid_env")]
+
+
+def test_imports_follow_the_direction_of_design_section_1():
+    breaks, used, seen = direction_breaks()
+    assert seen > 300, "the import reader found almost nothing: is it reading the packages?"
+    assert not breaks, "imports against docs/design.md §1:\n" + "\n".join(breaks)
+    unused = [f"{where} -> {what}" for where, what in ALLOWED if (where, what) not in used]
+    assert not unused, f"allowed exceptions no module needs any more (remove them): {unused}"
+
+
+def test_an_import_against_the_direction_is_found(tmp_path, monkeypatch):
+    """The check itself: a module of env that imports agents, and one of agents that imports Ray."""
+    for layer in LAYERS:
+        (tmp_path / layer).mkdir()
+    (tmp_path / "env" / "bad.py").write_text("def f():\n    from agents import build_agent\n")
+    (tmp_path / "agents" / "bad.py").write_text("import ray\n")
+    (tmp_path / "orchestrator" / "cli.py").write_text("import importlib\nimportlib.import_module('analysis.report')\n")
+    monkeypatch.setitem(globals(), "ROOT", tmp_path)
+    breaks, used, _ = direction_breaks()
+    assert breaks == ["env/bad.py:2 imports agents: env may not import agents",
+                      "agents/bad.py:1 imports ray: only orchestrator imports Ray"]
+    assert used == {(CLI, "analysis")}
+
+
+def test_no_file_cites_the_contract_design_md_replaced():
+    cites = []
+    for rel, text in project_texts():
+        if rel == "tests/test_design.py":
+            continue  # the patterns themselves
+        if rel == "docs/design.md":
+            text = text.replace("DESIGN.md", "")  # it names the file it replaces, once, as its origin
+        for number, line in enumerate(text.splitlines(), 1):
+            if any(p.search(line) for p in OLD_CONTRACT):
+                cites.append(f"{rel}:{number}: {line.strip()}")
+    assert not cites, "cite docs/design.md §N instead:\n" + "\n".join(cites)
+
+
+def test_every_citation_of_the_design_names_one_of_its_sections():
+    headings = design_headings()
+    sections = [int(m.group(1)) for h in headings if (m := re.match(r"(\d+)\. ", h))]
+    assert sections == list(range(1, 10)), f"docs/design.md sections: {sections}"
+    anchors = {slug(h) for h in headings}
+    cited = 0
+    for rel, text in project_texts():
+        for number, line in enumerate(text.splitlines(), 1):
+            for m in CITATION.finditer(line):
+                cited += 1
+                assert int(m.group(1)) in sections, f"{rel}:{number} cites a section docs/design.md lacks"
+            links = LINK.findall(line) + (re.findall(r"\]\(#([\w-]+)\)", line) if rel == "docs/design.md" else [])
+            for anchor in links:
+                assert anchor in anchors, f"{rel}:{number}: no heading of docs/design.md has the anchor #{anchor}"
+    assert cited >= 20, "the code's comments cite docs/design.md by section"
