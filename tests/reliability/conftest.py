@@ -56,7 +56,8 @@ def ray_with_key():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False,
-             logging_level="ERROR")
+    # address="local": a fresh instance even when another Ray runs on this machine
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
+             log_to_driver=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
