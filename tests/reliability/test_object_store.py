@@ -61,20 +61,6 @@ def s3(tmp_path_factory):
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    """A real two-CPU local Ray of this module's own (address="local": never someone else's)."""
-    import ray
-
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
-             log_to_driver=False, logging_level="ERROR")
-    yield ray
-    ray.shutdown()
-
-
 def objects(client, prefix: str = "") -> dict[str, bytes]:
     keys = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
@@ -190,11 +176,11 @@ def test_a_run_in_s3_reads_like_a_folder_and_its_compaction_survives_a_kill(s3):
 
 
 @pytest.mark.slow
-def test_a_sweep_with_out_s3_killed_resumed_compacted_reported_viewed_replayed(s3, local_ray, tmp_path):
+def test_a_sweep_with_out_s3_killed_resumed_compacted_reported_viewed_replayed(s3, ray_with_key, tmp_path):
     from orchestrator.sweep import load_sweep
     from orchestrator.traces import read_manifest, read_run
 
-    address = local_ray.get_runtime_context().gcs_address
+    address = ray_with_key.get_runtime_context().gcs_address
     path = sweep_file(tmp_path / "s3run.yaml", models=BUILTINS[:2], repeats=1)
     expected = {s.episode_id for s in load_sweep(path).episodes()}
     out = f"s3://{BUCKET}/results"

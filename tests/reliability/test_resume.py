@@ -18,15 +18,13 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from sweep_runs import ROOT, assert_each_episode_once
+from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
 from agents.scripted_server import ScriptedServer, _walls_from_text
 from env.sets import read_manifest
@@ -36,7 +34,6 @@ from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
 
 pytestmark = pytest.mark.slow
-KEY_ENV, KEY = "GRIDBENCH_RESUME_KEY", "sk-resume-test-0123456789"
 # text maps (the scripted oracle reads the state from them), no thinking, a long step budget
 PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_example": False,
             "stall_window": 200, "step_cap_factor": 3}
@@ -69,21 +66,7 @@ def assert_paid_once(server: ScriptedServer, episodes: pd.DataFrame) -> None:
     assert sum(bill.values()) == int(episodes["steps"].sum())  # every recorded step was one call
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    import ray
-
-    os.environ[KEY_ENV] = KEY
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2,
-             log_to_driver=False, logging_level="ERROR")
-    yield ray
-    ray.shutdown()
-
-
-def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_local, tmp_path):
+def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_with_key, tmp_path):
     (maze,) = long_mazes(1)
     pids: list[int] = []
     killed: list[int] = []
@@ -99,7 +82,7 @@ def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_local,
     with ScriptedServer(mode="oracle", maze=maze.split("/")[1], on_request=kill_at_turn_k) as srv:
         sweep = load_sweep(sweep_file(tmp_path / "kill.yaml", srv.url, [maze]))
         outcome = Driver(sweep, tmp_path / "run",
-                         on_dispatch=lambda spec, actor, n: pids.append(ray_local.get(actor.pid.remote()))).execute()
+                         on_dispatch=lambda spec, actor, n: pids.append(ray_with_key.get(actor.pid.remote()))).execute()
         episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in sweep.episodes()})
         assert killed and outcome.errors == 0
         row = episodes.iloc[0]
@@ -112,7 +95,7 @@ def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_local,
     assert steps["cost_usd"].sum() == pytest.approx(row["cost_usd"])  # the recorded steps are in the totals
 
 
-def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_local, tmp_path):
+def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_with_key, tmp_path):
     mazes = long_mazes(2)
     out = tmp_path / "results"
     state: dict[str, object] = {}
@@ -130,8 +113,8 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_loc
     with ScriptedServer(mode="oracle", mazes=[m for m in mazes], on_request=kill_the_driver) as srv:
         path = sweep_file(tmp_path / "driver.yaml", srv.url, mazes)
         command = [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
-                   "--address", ray_local.get_runtime_context().gcs_address]
-        env = {**os.environ, KEY_ENV: KEY}
+                   "--address", ray_with_key.get_runtime_context().gcs_address]
+        env = {**os.environ, KEY_ENV: FAKE_KEY}
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         state["pid"] = proc.pid
@@ -149,7 +132,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_loc
         assert replay(run_dir, eid).ok
 
 
-def test_budget_stops_within_one_turn_per_running_episode_and_a_larger_one_finishes(ray_local, tmp_path):
+def test_budget_stops_within_one_turn_per_running_episode_and_a_larger_one_finishes(ray_with_key, tmp_path):
     mazes = long_mazes(3)
     limit, running = 0.03, 2
     with ScriptedServer(mode="oracle", mazes=mazes, latency=0.02) as srv:
@@ -169,22 +152,28 @@ def test_budget_stops_within_one_turn_per_running_episode_and_a_larger_one_finis
     assert sum(v["spent"] for v in second.ledger.values()) == pytest.approx(episodes["cost_usd"].sum())
 
 
-def test_a_429_storm_lowers_concurrency_then_it_recovers_and_no_episode_fails(ray_local, tmp_path):
+def test_a_429_storm_lowers_concurrency_then_it_recovers_and_no_episode_fails(ray_with_key, tmp_path):
     mazes = long_mazes(4, at_least=20)
-    # the provider takes two requests at a time for the first few seconds, then any number
-    with ScriptedServer(mode="oracle", mazes=mazes, latency=0.05, capacity=2, retry_after=0.2) as srv:
-        threading.Timer(6.0, lambda: setattr(srv, "capacity", None)).start()
+    seen: list[int] = []
+
+    def storm_passes(request):
+        # the provider takes two requests at a time for its first 150 requests, then any number: a
+        # count, not a clock, so a slow machine sees the same storm
+        seen.append(1)
+        if len(seen) == 150:
+            srv.capacity = None
+
+    with ScriptedServer(mode="oracle", mazes=mazes, latency=0.05, capacity=2, retry_after=0.2,
+                        on_request=storm_passes) as srv:
         path = sweep_file(tmp_path / "storm.yaml", srv.url, mazes, max_concurrency=8)
         data = yaml.safe_load(path.read_text())
         data["repeats"] = 2
         path.write_text(yaml.safe_dump(data))
         sweep = load_sweep(path)
-        t0 = time.monotonic()
         outcome = Driver(sweep, tmp_path / "run").execute()
-        wall = time.monotonic() - t0
     episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in sweep.episodes()})
     assert outcome.errors == 0 and episodes["solved"].all()
     limits = [limit for _, limit, _ in outcome.concurrency["scripted"]]
     assert limits[0] == 8 and min(limits) <= 2, limits  # it fell to what the provider took
     assert limits[-1] > min(limits), limits  # and climbed back once the storm was over
-    assert episodes["retries"].sum() > 0 and wall > 0
+    assert episodes["retries"].sum() > 0  # the 429s were waited out, recorded as retries
