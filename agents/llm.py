@@ -36,7 +36,7 @@ from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
 from agents.secrets import scrub
-from agents.types import Decision, InfraError, Turn
+from agents.types import Decision, InfraError, ParseStatus, Turn
 from agents.usage import Budget, Usage
 from env.errors import BadInput
 
@@ -275,7 +275,7 @@ class LLMAgent:
         completions: list[Completion] = []
         budget = Budget()
         action: int | None = None
-        status = "invalid"
+        status: ParseStatus = "invalid"
         while True:
             completion, budget = await self.call(messages)
             completions.append(completion)
@@ -288,7 +288,7 @@ class LLMAgent:
         reasonings = [c.reasoning for c in completions]
         return Decision(
             action=action,
-            parse=status,  # type: ignore[arg-type]
+            parse=status,
             reply=REASK_SEPARATOR.join(c.reply for c in completions),
             reasoning=REASK_SEPARATOR.join(reasonings) if any(reasonings) else "",
             finish_reason=completions[-1].finish_reason,
