@@ -100,7 +100,7 @@ class ExplorerAgent(_Builtin):
 
     @staticmethod
     def _object_cells(maze: Maze, state: MazeState) -> set[Cell]:
-        cells: set[Cell] = {tuple(o.pos) for o in maze.objects if o.kind != "key"}
+        cells: set[Cell] = {o.pos for o in maze.objects if o.kind != "key"}
         cells |= {p for p in state.keys if p is not None}
         return cells
 
@@ -140,8 +140,8 @@ class ExplorerAgent(_Builtin):
             self.visited.add(state.pos)
         self._learn(turn)
         if self._redo is not None:
-            action, self._redo = self._redo, None
-            return action
+            redo, self._redo = self._redo, None
+            return redo
         objects = self._object_cells(maze, state)
         here, front = state.pos, state.front()
         for where, cell in (("on", here), ("front", front)):
@@ -165,12 +165,12 @@ class ExplorerAgent(_Builtin):
     def _walk(self, maze: Maze, state: MazeState, objects: set[Cell]) -> int | None:
         """First action of a shortest walk to the goal if it looks reachable, else toward the
         best place where something is new: an untried object (preferred) or an unvisited cell."""
-        goal = tuple(maze.goal)
+        goal = maze.goal
         start = (state.pos, state.dir)
         first: dict[tuple[Cell, int], int | None] = {start: None}
         cost = {start: 0}
         order = deque([start])
-        best: tuple[int, int] | None = None  # (score, first action)
+        best: tuple[int, int | None] | None = None  # (score, first action)
         while order:
             node = order.popleft()
             pos, d = node

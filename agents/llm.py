@@ -36,7 +36,7 @@ from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
 from agents.secrets import scrub
-from agents.types import Decision, InfraError, Turn
+from agents.types import Decision, InfraError, ParseStatus, Turn
 from agents.usage import Budget, Usage
 from env.errors import BadInput
 
@@ -101,15 +101,19 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+def _mapping(request: dict[str, Any], name: str) -> dict[str, Any]:
+    value = request.get(name)
+    return value if isinstance(value, dict) else {}
+
+
 def budget_of(request: dict[str, Any]) -> Budget:
     """What a request (litellm kwargs or an OpenAI-compatible body) allows the model to spend."""
-    extra = request.get("extra_body") if isinstance(request.get("extra_body"), dict) else {}
-    thinking = request.get("thinking") if isinstance(request.get("thinking"), dict) else {}
+    extra, thinking = _mapping(request, "extra_body"), _mapping(request, "thinking")
     tokens = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
     tokens = tokens or request.get("thinking_token_budget") or extra.get("thinking_token_budget")
     effort = request.get("reasoning_effort") or extra.get("reasoning_effort")
     if thinking.get("type") == "adaptive":
-        output = request.get("output_config") if isinstance(request.get("output_config"), dict) else {}
+        output = _mapping(request, "output_config")
         effort = f"adaptive:{output.get('effort') or effort or 'default'}"
     cap = request.get("max_tokens") or request.get("max_completion_tokens")
     return Budget(thinking_budget=int(tokens) if tokens else None, reasoning_effort=effort or None,
@@ -271,7 +275,7 @@ class LLMAgent:
         completions: list[Completion] = []
         budget = Budget()
         action: int | None = None
-        status = "invalid"
+        status: ParseStatus = "invalid"
         while True:
             completion, budget = await self.call(messages)
             completions.append(completion)
@@ -284,7 +288,7 @@ class LLMAgent:
         reasonings = [c.reasoning for c in completions]
         return Decision(
             action=action,
-            parse=status,  # type: ignore[arg-type]
+            parse=status,
             reply=REASK_SEPARATOR.join(c.reply for c in completions),
             reasoning=REASK_SEPARATOR.join(reasonings) if any(reasonings) else "",
             finish_reason=completions[-1].finish_reason,

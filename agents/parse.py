@@ -11,8 +11,12 @@ actions. Nothing in a reply is ever executed; it is only matched against fixed p
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from env.state import ACTIONS
+
+if TYPE_CHECKING:
+    from agents.types import ParseStatus
 
 EXACT = re.compile(r"ACTION: (" + "|".join(ACTIONS) + r")")
 
@@ -64,7 +68,7 @@ def _mentioned(text: str) -> set[int]:
     return {index for index, pattern in _MENTIONS if pattern.search(text)}
 
 
-def parse_action(reply: str | None) -> tuple[int | None, str]:
+def parse_action(reply: str | None) -> tuple[int | None, ParseStatus]:
     """``(action index, status)`` with status ``exact``, ``lenient`` or ``invalid``."""
     if not reply:
         return None, "invalid"

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from agents.protocol import Protocol
+from agents.protocol import Observation, Protocol
 from agents.types import PastStep, Turn
 from env.maze import Maze, load_maze
 from env.render import png_bytes, render_state
@@ -118,13 +118,13 @@ def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
     states = [initial_state(maze)]
     for a in plan:
         states.append(step(maze, states[-1], a)[0])
-    if states[-1].pos != tuple(maze.goal) or len(plan) != solve(maze).optimal_actions:
+    if states[-1].pos != maze.goal or len(plan) != solve(maze).optimal_actions:
         raise ValueError("agents/prompts/icl_example.yaml: the example's actions are not an optimal solution")
     return maze, tuple(states), plan
 
 
 @lru_cache(maxsize=16)
-def icl_parts(observation: str, tile_size: int) -> tuple[dict[str, Any], ...]:
+def icl_parts(observation: Observation, tile_size: int) -> tuple[dict[str, Any], ...]:
     t = texts()
     maze, states, plan = icl_episode()
     proto = Protocol(observation=observation, tile_size=tile_size)

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from env.errors import BadInput, pydantic_field
 
+Observation = Literal["image", "text", "image+text"]
+
 
 class Protocol(BaseModel):
     """How one episode talks to its agent. Defaults are the ``final`` preset."""
@@ -23,7 +25,7 @@ class Protocol(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     prompt: Literal["minimal", "standard", "detailed"] = "minimal"
-    observation: Literal["image", "text", "image+text"] = "image"
+    observation: Observation = "image"
     history_frames: int = Field(3, ge=0, le=8)
     activity_summary: bool = True
     start_info: bool = True

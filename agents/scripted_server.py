@@ -46,9 +46,16 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used, so that a bare server starts without them
+    import numpy as np
+
+    from env.maze import Maze
+    from env.state import MazeState
 
 FAULTS = (
     "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
@@ -107,12 +114,12 @@ class _Server(ThreadingHTTPServer):
 class ScriptedServer:
     def __init__(
         self,
-        script: list[Any] | None = None,
+        script: list[str | dict[str, Any]] | None = None,
         *,
         mode: str | None = None,
         actions: list[str] | None = None,
-        maze: Any = None,
-        mazes: Any = None,
+        maze: Maze | str | None = None,
+        mazes: str | Sequence[Maze | str] | None = None,
         latency: float = 0.0,
         reasoning: str | None = "I look at the maze and decide.",
         reasoning_tokens: int | None = None,
@@ -122,7 +129,7 @@ class ScriptedServer:
         port: int = 0,
         hang_s: float = 600.0,
         seed: int = 0,
-        on_request: Any = None,
+        on_request: Callable[[RecordedRequest], object] | None = None,
         capacity: int | None = None,
         retry_after: float = 1.0,
     ):
@@ -133,7 +140,7 @@ class ScriptedServer:
         self.actions = list(actions or [])
         self.maze = maze
         self.mazes = mazes
-        self._by_walls: dict[tuple[str, ...], list[Any]] | None = None
+        self._by_walls: dict[tuple[str, ...], list[Maze]] | None = None
         self.latency = latency
         self.reasoning = reasoning
         self.reasoning_tokens = reasoning_tokens
@@ -145,7 +152,7 @@ class ScriptedServer:
         self._counter = itertools.count()
         self._stop = threading.Event()
         self._seed = seed
-        self._frame_index: dict[tuple[str, int], dict[bytes, Any]] = {}
+        self._frame_index: dict[tuple[str, int], dict[bytes, MazeState]] = {}
         self.on_request = on_request
         self.capacity = capacity
         self.retry_after = retry_after
@@ -230,7 +237,7 @@ class ScriptedServer:
         action = ACTIONS[OracleAgent.choose(maze, state)]
         return f"The shortest way on is {action}.\nACTION: {action}"
 
-    def _candidates(self, body: dict) -> list[Any]:
+    def _candidates(self, body: dict) -> list[Maze]:
         """Mazes whose walls match the last text map or image of the request."""
         with self._lock:
             if self._by_walls is None:
@@ -249,7 +256,7 @@ class ScriptedServer:
             return []
         return [m for grid, ms in self._by_walls.items() for m in ms if _walls_match_image(grid, pixels)]
 
-    def _state_from_image(self, maze: Any, body: dict) -> Any:
+    def _state_from_image(self, maze: Maze, body: dict) -> MazeState | None:
         from env.render import render_state
 
         pixels = _last_image(body)
@@ -479,7 +486,7 @@ def _cache_prefix(body: dict) -> tuple[str | None, int]:
     return json.dumps(prefix, sort_keys=True), tokens
 
 
-def _last_image(body: dict) -> Any:
+def _last_image(body: dict) -> np.ndarray | None:
     import numpy as np
     from PIL import Image
 
@@ -492,7 +499,7 @@ def _last_image(body: dict) -> Any:
 WALL_RGB = (100, 100, 100)  # Minigrid's wall grey
 
 
-def _walls_match_image(grid: tuple[str, ...], pixels: Any) -> bool:
+def _walls_match_image(grid: tuple[str, ...], pixels: np.ndarray) -> bool:
     """Does the frame show exactly these walls? A wall tile is grey at three inner points."""
     height, width = len(grid), len(grid[0])
     if pixels.shape[0] % height or pixels.shape[1] % width or pixels.shape[0] // height != pixels.shape[1] // width:
@@ -526,7 +533,7 @@ def _walls_from_text(body: dict) -> tuple[str, ...] | None:
     return tuple("".join("#" if ch == "#" else "." for ch in row) for row in reversed(rows))
 
 
-def _reachable_states(maze: Any, cap: int = 200_000) -> list[Any]:
+def _reachable_states(maze: Maze, cap: int = 200_000) -> list[MazeState]:
     from env.state import ACTIONS, initial_state, step
 
     start = initial_state(maze)
@@ -579,7 +586,7 @@ def _request_text(body: dict) -> str:
     return "\n".join(texts)
 
 
-def _state_from_text(maze: Any, body: dict) -> Any:
+def _state_from_text(maze: Maze, body: dict) -> MazeState | None:
     """The state shown by the last text map in the request (the layout of env.text.text_projection)."""
     from env.oracle import distance_table
     from env.state import MazeState
@@ -607,13 +614,13 @@ def _state_from_text(maze: Any, body: dict) -> Any:
         for x, ch in enumerate(row):
             if ch in AGENT_GLYPHS:
                 pos, direction = (x, y), AGENT_GLYPHS.index(ch)
-    if pos is None:
+    if pos is None or direction is None:
         return None
     floor_keys = [(c, (int(x), int(y))) for c, x, y in _KEY.findall(objects_line)]
     door_at = {(int(x), int(y)): ("open", "closed", "locked").index(st) for x, y, st in _DOOR.findall(objects_line)}
     switch_at = {(int(x), int(y)): st == "on" for x, y, st in _SWITCH.findall(objects_line)}
-    doors = tuple(door_at.get(tuple(d.pos), 0) for d in maze.doors)
-    switches = tuple(switch_at.get(tuple(s.pos), False) for s in maze.switches)
+    doors = tuple(door_at.get(d.pos, 0) for d in maze.doors)
+    switches = tuple(switch_at.get(s.pos, False) for s in maze.switches)
     carried = re.search(r"Inventory: a (\w+) key\.", blob[at:])
     table = distance_table(maze)
     # keys of one colour look alike: take any assignment of key identities the oracle knows
@@ -626,7 +633,7 @@ def _state_from_text(maze: Any, body: dict) -> Any:
         for cells in itertools.permutations(floor_keys):
             if any(maze.keys[i].color != colour for i, (colour, _) in zip(floor, cells, strict=True)):
                 continue
-            keys: list[Any] = [None] * n
+            keys: list[tuple[int, int] | None] = [None] * n
             for i, (_, cell) in zip(floor, cells, strict=True):
                 keys[i] = cell
             state = MazeState(pos, direction, carrying, tuple(keys), doors, switches)

@@ -91,7 +91,7 @@ def solves_by(tables: dict[str, pd.DataFrame], colors: dict[str, str]) -> Figure
     return fig
 
 
-def _stacked_shares(shares: dict[str, tuple[np.ndarray, np.ndarray, str]], ylabels: list[str],
+def _stacked_shares(shares: dict[str, tuple[np.ndarray, list[str], str]], ylabels: list[str],
                     xlabel: str, title: str) -> Figure:
     """Horizontal 100% bars; ``shares`` maps a legend label to (shares, cell labels, color)."""
     fig, (ax,) = _fig(h=max(2.2, 0.5 * len(ylabels) + 1.4))

@@ -12,6 +12,7 @@ tables and figures of a single run read as plain model names.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def _load_maze(maze_id: str, checksum: str | None, recorded: dict[str, Maze]) ->
     return m
 
 
-def load_runs(run_dirs: list[str | Path] | str | Path, resolve_mazes: bool = True) -> Traces:
+def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool = True) -> Traces:
     """Read the runs' episodes, drop error episodes into ``errors`` and add derived columns."""
     if isinstance(run_dirs, (str, Path)):
         run_dirs = [run_dirs]

@@ -205,7 +205,7 @@ def unsolved_by_all(traces: Traces) -> dict[str, int]:
     return {"mazes": int(len(per_maze)), "mazes_solved_by_none": int((~per_maze).sum())}
 
 
-def headline(traces: Traces) -> dict[str, float | int]:
+def headline(traces: Traces) -> dict[str, float | None]:
     eps = traces.episodes
     near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
     return {

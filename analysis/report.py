@@ -14,9 +14,10 @@ import json
 import math
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -85,9 +86,9 @@ def _fmt(v) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (float, np.floating)):
-        return f"{v:.3f}" if abs(v) < 1000 else f"{v:,.0f}"
+        return f"{v:.3f}" if abs(float(v)) < 1000 else f"{v:,.0f}"
     if isinstance(v, (int, np.integer)):
-        return f"{v:,}" if abs(v) >= 10000 else str(v)
+        return f"{v:,}" if abs(int(v)) >= 10000 else str(v)
     return str(v)
 
 
@@ -338,7 +339,7 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
             {"ablation": abl}, {"ablation": figures.ablation(abl)},
         ))
 
-    head = metrics.headline(traces)
+    head: dict[str, Any] = dict(metrics.headline(traces))  # the headline figures, then what the findings cite
     head["arms"] = traces.arms
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
@@ -484,7 +485,7 @@ def write_report(traces: Traces, out_dir: str | Path,
     return metrics_json
 
 
-def build_report(run_dirs: list[str | Path], out_dir: str | Path | None = None,
+def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = None,
            progress: Callable[[str], None] | None = None) -> dict:
     """Load runs and write their report (default: ``<run>/report`` for a single run)."""
     dirs = [Path(d) for d in run_dirs]

@@ -92,7 +92,7 @@ def counted_median(values, counts) -> float:
 
 
 def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action",
-                group: str = "arm") -> dict[str, float | int]:
+                group: str = "arm") -> dict[str, str | float]:
     """One regression ``outcome ~ prop + C(group)`` and what the property adds to it.
 
     Returns the full model's R^2 (``r2``: the share of the outcome's variance that the property
@@ -102,7 +102,7 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
     then the property's own R^2.
     """
     d = frame[[outcome, prop, group]].dropna()
-    out: dict[str, float | int] = {"property": prop, "n": len(d)}
+    out: dict[str, str | float] = {"property": prop, "n": len(d)}
     if len(d) < 3 or d[outcome].nunique() < 2:
         return {**out, "r2": float("nan"), "r2_model_only": float("nan"), "r2_increment": float("nan"),
                 "slope": float("nan"), "p_value": float("nan")}

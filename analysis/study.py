@@ -205,7 +205,8 @@ def _thinking_after(t: Tables, h: dict) -> tuple[str, dict]:
     ta = _arms(t["thinking_after"])
     if ta.empty or ta["turns"].sum() == 0:
         return "no reasoning counts recorded", {}
-    cells, values = [], {}
+    cells: list[str] = []
+    values: dict[str, dict[str, dict[str, float | None]]] = {}  # arm -> reading -> figures
     for arm, g in ta.groupby("arm", sort=False):
         g = g.set_index("after")
         parts = []

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from env.maze import Maze, maze_from_dict
+from env.maze import Maze, MazeObject, maze_from_dict
 from env.oracle import STATE_CAP, DistanceTable, StateSpace, distance_table, solve
 from env.state import DOOR_OPEN, FORWARD, PICKUP, TOGGLE
 
@@ -118,8 +118,9 @@ class _Sweep:
         self.floor = (ids % self.space.N) >> 2
         self.n = ids.size
         s = self.space
-        self.kind_index = {}
-        for group in (maze.keys, maze.doors, maze.switches, maze.gates):
+        self.kind_index: dict[str, tuple[str, int]] = {}
+        groups: tuple[tuple[MazeObject, ...], ...] = (maze.keys, maze.doors, maze.switches, maze.gates)
+        for group in groups:
             for i, o in enumerate(group):
                 self.kind_index[o.id] = (o.kind, i)
         self.start_config = s.configs[s.start_config]
@@ -156,7 +157,7 @@ class _Sweep:
         """States reachable from the start along allowed edges into allowed states."""
         keep = allowed_edges
         if allowed_states is not None:
-            keep = keep & allowed_states[self.table.sweep.edge_dst]
+            keep = keep & allowed_states[self.table.edge_dst]
         return self.table.forward_edges.hops(np.array([0]), keep) >= 0
 
 
@@ -168,7 +169,7 @@ def check_chain_ordering(maze: Maze, table: DistanceTable | None = None) -> list
     out = []
     if len(chain) >= 2:
         sweep = _Sweep(maze, table or distance_table(maze))
-        all_edges = np.ones(sweep.table.sweep.edge_src.size, dtype=bool)
+        all_edges = np.ones(sweep.table.edge_src.size, dtype=bool)
         for prev, step in zip(chain, chain[1:], strict=False):
             barriers = [i for i in prev if maze.by_id[i].kind in ("door", "gate")]
             done = np.zeros(sweep.n, dtype=bool)
@@ -204,8 +205,7 @@ def deadend_cells(maze: Maze, entry: str) -> list[tuple[int, int]] | None:
 
 def _interactions(sweep: _Sweep, entry: str) -> np.ndarray | None:
     """The sweep's edges that interact with one distractor (None: dead end not recorded)."""
-    sw = sweep.table.sweep
-    src, dst, act = sw.edge_src, sw.edge_dst, sw.edge_act
+    src, dst, act = sweep.table.edge_src, sweep.table.edge_dst, sweep.table.edge_act
     maze = sweep.maze
     if entry.startswith("deadend:"):
         cells = deadend_cells(maze, entry)
@@ -236,9 +236,9 @@ def check_distractor_safety(maze: Maze, table: DistanceTable | None = None) -> l
     if entries:
         sweep = _Sweep(maze, table or distance_table(maze))
         alive = sweep.table.dist >= 0
-        sw = sweep.table.sweep
+        src, dst = sweep.table.edge_src, sweep.table.edge_dst
         per_entry = {}
-        any_interaction = np.zeros(sw.edge_src.size, dtype=bool)
+        any_interaction = np.zeros(src.size, dtype=bool)
         for entry in entries:
             edges = _interactions(sweep, entry)
             if edges is None:
@@ -249,10 +249,10 @@ def check_distractor_safety(maze: Maze, table: DistanceTable | None = None) -> l
             any_interaction |= edges
         calm = sweep.reach(~any_interaction)
         for entry, edges in per_entry.items():
-            bad = edges & calm[sw.edge_src] & alive[sw.edge_src] & ~alive[sw.edge_dst]
+            bad = edges & calm[src] & alive[src] & ~alive[dst]
             if bad.any():
                 e = np.flatnonzero(bad)[0]
-                where = sweep.space.decode(int(sw.ids[sw.edge_src[e]]))
+                where = sweep.space.decode(int(sweep.table.sweep.ids[src[e]]))
                 out.append(CheckResult(
                     "distractor_safety", False, entry,
                     f"one interaction with {entry} (agent at {list(where.pos)}) leaves the goal unreachable"))

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
 
@@ -141,7 +142,7 @@ class Maze(BaseModel):
         return tuple(o for o in self.objects if o.kind == "gate")
 
     @cached_property
-    def by_id(self) -> dict[str, Any]:
+    def by_id(self) -> dict[str, MazeObject]:
         return {o.id: o for o in self.objects}
 
     @cached_property
@@ -256,7 +257,7 @@ def _check_rules(m: Maze) -> None:
 
     floor("start.pos", m.start.pos)
     floor("goal", m.goal)
-    if tuple(m.start.pos) == tuple(m.goal):
+    if m.start.pos == m.goal:
         raise bad("goal", "the start and the goal must be two distinct cells")
 
     seen_ids: dict[str, int] = {}
@@ -270,13 +271,13 @@ def _check_rules(m: Maze) -> None:
             raise bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
         seen_ids[o.id] = i
         floor(f"{f}.pos", o.pos)
-        if tuple(o.pos) == tuple(m.start.pos):
+        if o.pos == m.start.pos:
             raise bad(f"{f}.pos", f"{list(o.pos)} is the start cell")
-        if tuple(o.pos) == tuple(m.goal):
+        if o.pos == m.goal:
             raise bad(f"{f}.pos", f"{list(o.pos)} is the goal cell")
-        if tuple(o.pos) in cells:
-            raise bad(f"{f}.pos", f"{list(o.pos)} already holds {cells[tuple(o.pos)]!r}: one object per cell")
-        cells[tuple(o.pos)] = o.id
+        if o.pos in cells:
+            raise bad(f"{f}.pos", f"{list(o.pos)} already holds {cells[o.pos]!r}: one object per cell")
+        cells[o.pos] = o.id
         if o.kind == "switch":
             for j, c in enumerate(o.controls):
                 if c not in gate_ids:
@@ -317,7 +318,7 @@ def _got(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _type_error_message(err: dict) -> str:
+def _type_error_message(err: ErrorDetails) -> str:
     """Pydantic's error, said in the words of the JSON file."""
     typ = err.get("type", "")
     loc = [str(part) for part in err.get("loc", ())]
@@ -343,13 +344,13 @@ def _type_error_message(err: dict) -> str:
     return str(err.get("msg", "invalid"))
 
 
-def _short_position(err: dict) -> bool:
+def _short_position(err: ErrorDetails) -> bool:
     """``[3]`` for a position: pydantic reports the missing y, the file's author meant the pair."""
     loc = err.get("loc", ())
     return err.get("type") == "missing" and len(loc) >= 2 and isinstance(loc[-1], int) and loc[-2] in ("pos", "goal")
 
 
-def _error_field(err: dict) -> str:
+def _error_field(err: ErrorDetails) -> str:
     field = pydantic_field(err["loc"][:-1] if _short_position(err) else err["loc"])
     if err.get("type") in ("union_tag_invalid", "union_tag_not_found"):
         field += ".kind"

@@ -7,17 +7,18 @@ mechanism state in ``info``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium import spaces
 from minigrid.core.actions import Actions as MinigridActions
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
-from minigrid.core.world_object import Door, Goal, Key, Wall
+from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import DOOR_STATES, Maze
+from env.maze import DOOR_STATES, Maze, MazeObject
 from env.objects import Gate, Switch
 from env.sets import resolve_maze
 from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state
@@ -34,6 +35,7 @@ TO_MINIGRID = {
 }
 MISSION = "reach the goal"
 _NO_TRUNCATION = 2**31 - 1
+T = TypeVar("T", bound=WorldObj)
 
 
 def build_grid(maze: Maze, state: MazeState) -> tuple[Grid, list[Key]]:
@@ -56,8 +58,19 @@ def build_grid(maze: Maze, state: MazeState) -> tuple[Grid, list[Key]]:
     for i, p in enumerate(state.keys):
         if p is not None:
             grid.set(*p, keys[i])
-            keys[i].cur_pos = np.array(p)
+            keys[i].cur_pos = p
     return grid, keys
+
+
+def _placed(grid: Grid, objects: Iterable[MazeObject], kind: type[T]) -> list[T]:
+    """The Minigrid objects ``build_grid`` put on the cells of ``objects``, in their order."""
+    out = []
+    for o in objects:
+        placed = grid.get(*o.pos)
+        if not isinstance(placed, kind):
+            raise TypeError(f"{o.id}: the grid holds {placed!r} at {list(o.pos)}, not a {kind.__name__}")
+        out.append(placed)
+    return out
 
 
 class MazeEnv(MiniGridEnv):
@@ -91,10 +104,10 @@ class MazeEnv(MiniGridEnv):
     def _gen_grid(self, width: int, height: int) -> None:
         start = initial_state(self.maze)
         self.grid, self._keys = build_grid(self.maze, start)
-        self._doors = [self.grid.get(*d.pos) for d in self.maze.doors]
-        self._switches = [self.grid.get(*s.pos) for s in self.maze.switches]
-        self._gates = [self.grid.get(*g.pos) for g in self.maze.gates]
-        self.agent_pos = tuple(self.maze.start.pos)
+        self._doors = _placed(self.grid, self.maze.doors, Door)
+        self._switches = _placed(self.grid, self.maze.switches, Switch)
+        self._gates = _placed(self.grid, self.maze.gates, Gate)
+        self.agent_pos = self.maze.start.pos
         self.agent_dir = self.maze.start_dir
         self.mission = MISSION
 
@@ -103,7 +116,8 @@ class MazeEnv(MiniGridEnv):
         obs, _ = super().reset(seed=seed, options=options)
         return obs, self._info("start")
 
-    def step(self, action: int):
+    # minigrid's step is generic in gymnasium's action type; this one takes the six action indices
+    def step(self, action: int):  # type: ignore[override]
         action = int(action)
         if not 0 <= action < len(ACTIONS):
             raise ValueError(f"action must be 0..5 ({', '.join(ACTIONS)}), got {action}")
@@ -128,12 +142,13 @@ class MazeEnv(MiniGridEnv):
             return "noop"
         held = self.carrying
         self.grid.set(fx, fy, None)
-        front.cur_pos = np.array([-1, -1])
-        self.carrying = front
+        front.cur_pos = (-1, -1)
+        # minigrid's __init__ sets carrying to a bare None, which mypy takes for its type
+        self.carrying = front  # type: ignore[assignment]
         if held is None:
             return "pickup"
         self.grid.set(fx, fy, held)
-        held.cur_pos = np.array([fx, fy])
+        held.cur_pos = (fx, fy)
         return "swap"
 
     def _toggle(self) -> str:
@@ -166,6 +181,7 @@ class MazeEnv(MiniGridEnv):
                 carried = i
                 keys.append(None)
             else:
+                assert k.cur_pos is not None  # a key not carried lies on a cell
                 keys.append((int(k.cur_pos[0]), int(k.cur_pos[1])))
         return MazeState(
             pos=(int(self.agent_pos[0]), int(self.agent_pos[1])),
@@ -189,7 +205,7 @@ class MazeEnv(MiniGridEnv):
         """The full top-down RGB frame of the grid, no view-cone highlight."""
         tile_size = tile_size or self.tile_size
         prewarm(tile_size)
-        return self.grid.render(tile_size, self.agent_pos, self.agent_dir, None)
+        return self.grid.render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
 
 
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:

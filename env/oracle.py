@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from array import array
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -53,9 +54,12 @@ _UNKNOWN = -2  # a lazily filled transition table entry not computed yet
 _NOOP = -1
 
 
+Status = Literal["solved", "unsolvable", "undecided"]
+
+
 @dataclass
 class Solution:
-    status: Literal["solved", "unsolvable", "undecided"]
+    status: Status
     optimal_actions: int | None
     plan: list[int] = field(default_factory=list)
     states_explored: int = 0
@@ -99,22 +103,22 @@ class StateSpace:
         floor_at[xy[:, 0], xy[:, 1]] = np.arange(F)
         # the outer ring is wall, so a floor cell's neighbours are always inside the grid
         self.front = np.stack([floor_at[xy[:, 0] + dx, xy[:, 1] + dy] for dx, dy in DIR_VECTORS], axis=1).reshape(-1)
-        self.goal_floor = self.floor_of[tuple(maze.goal)]
+        self.goal_floor = self.floor_of[maze.goal]
 
         def per_floor(objs) -> np.ndarray:
             a = np.full(F + 1, -1, dtype=np.int64)
             for i, o in enumerate(objs):
-                a[self.floor_of[tuple(o.pos)]] = i
+                a[self.floor_of[o.pos]] = i
             return a
 
         self.K = len(maze.keys)
-        self.key_cells: list[tuple[int, int]] = [tuple(k.pos) for k in maze.keys]
+        self.key_cells: list[tuple[int, int]] = [k.pos for k in maze.keys]
         self.key_cell_of = per_floor(maze.keys)  # initial key i lies on key cell i
         self.door_of = per_floor(maze.doors)
         self.switch_of = per_floor(maze.switches)
         self.gate_of = per_floor(maze.gates)
-        self.door_floor = [self.floor_of[tuple(d.pos)] for d in maze.doors]
-        self.gate_floor = [self.floor_of[tuple(g.pos)] for g in maze.gates]
+        self.door_floor = [self.floor_of[d.pos] for d in maze.doors]
+        self.gate_floor = [self.floor_of[g.pos] for g in maze.gates]
         self.key_floor = [self.floor_of[c] for c in self.key_cells]
         self.unlocks = [[k.color == d.color for d in maze.doors] for k in maze.keys]
 
@@ -229,7 +233,7 @@ class StateSpace:
             if p is None:
                 places.append(self.K)
             else:
-                f = self.floor_of.get(tuple(p), -1)
+                f = self.floor_of.get(p, -1)
                 cell = int(self.key_cell_of[f]) if f >= 0 else -1
                 if cell < 0:
                     raise Unencodable(f"a key lies on {p}, which held no key at the start")
@@ -237,7 +241,7 @@ class StateSpace:
         return (tuple(places), tuple(s.doors), tuple(bool(x) for x in s.switches))
 
     def encode(self, s: MazeState) -> int:
-        f = self.floor_of.get(tuple(s.pos), -1)
+        f = self.floor_of.get(s.pos, -1)
         if f < 0:
             raise Unencodable(f"{s.pos} is not a floor cell")
         return self.intern(self._config_of(s)) * self.N + 4 * f + s.dir
@@ -296,7 +300,7 @@ class StateSpace:
         return s if n < 0 else self.decode(n)
 
     def start_id(self) -> int:
-        return self.start_config * self.N + 4 * self.floor_of[tuple(self.maze.start.pos)] + self.maze.start_dir
+        return self.start_config * self.N + 4 * self.floor_of[self.maze.start.pos] + self.maze.start_dir
 
     def is_goal(self, ids: np.ndarray) -> np.ndarray:
         return ((ids % self.N) >> 2) == self.goal_floor
@@ -440,16 +444,16 @@ class StateSpace:
         if goal_mask.any():
             found.goal_index = int(np.flatnonzero(goal_mask)[0])
         f_ids: list[int] | np.ndarray = start_ids[~goal_mask]
-        f_idx: list[int] | np.ndarray = np.flatnonzero(~goal_mask).astype(np.int64)
-        status = "unsolvable"
+        f_idx: Sequence[int] | np.ndarray = np.flatnonzero(~goal_mask).astype(np.int64)
+        status: Status = "unsolvable"
         while len(f_ids) and not (stop_at_goal and found.goal_index >= 0):
             depth_marks.append(count)
             size = len(f_ids)
             if size <= _SCALAR_LAYER and seen.dense_room((len(self.configs) + 3 * size + 1) * self.N):
-                if isinstance(f_ids, np.ndarray):
-                    f_ids, f_idx = f_ids.tolist(), f_idx.tolist()
+                ids: list[int] = f_ids.tolist() if isinstance(f_ids, np.ndarray) else f_ids
+                idx = f_idx.tolist() if isinstance(f_idx, np.ndarray) else f_idx
                 found.begin_lists()
-                f_ids, f_idx, count = self._expand_scalar(f_ids, f_idx, seen, count, found, edges, stop_at_goal)
+                f_ids, f_idx, count = self._expand_scalar(ids, idx, seen, count, found, edges, stop_at_goal)
             else:
                 f_ids = np.asarray(f_ids, dtype=np.int64)
                 f_idx = np.asarray(f_idx, dtype=np.int64)
@@ -545,7 +549,7 @@ class _SeenIndex:
     def view(self) -> memoryview:
         """The dense table as a memoryview: plain-int indexing, several times faster than numpy's."""
         assert self.rows is not None
-        return memoryview(self.rows)
+        return self.rows.data
 
     def get(self, ids: np.ndarray) -> np.ndarray:
         out = np.full(ids.shape, -1, dtype=np.int64)
@@ -583,13 +587,13 @@ class Search:
     """What one BFS found: states in discovery order with parent links (and edges if asked)."""
 
     space: StateSpace
-    status: str
+    status: Status
+    seen: _SeenIndex
     goal_index: int = -1
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     action: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     depth: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    seen: _SeenIndex | None = None
     edge_src: np.ndarray | None = None
     edge_dst: np.ndarray | None = None
     edge_act: np.ndarray | None = None
@@ -601,6 +605,12 @@ class Search:
             index = int(self.parent[index])
         plan.reverse()
         return plan
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(source, destination, action) of every edge: only a search asked for edges kept them."""
+        if self.edge_src is None or self.edge_dst is None or self.edge_act is None:
+            raise ValueError("this search did not keep its edges")
+        return self.edge_src, self.edge_dst, self.edge_act
 
 
 @lru_cache(maxsize=64)
@@ -632,7 +642,7 @@ def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE
     """The plain BFS over ``MazeState`` and ``env.state.step``: slow, obviously right."""
     t0 = time.perf_counter()
     s0 = start or initial_state(maze)
-    goal = tuple(maze.goal)
+    goal = maze.goal
     if s0.pos == goal:
         return Solution("solved", 0, [], 1, time.perf_counter() - t0)
     parent: dict[MazeState, tuple[MazeState, int] | None] = {s0: None}
@@ -646,11 +656,11 @@ def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE
             parent[n] = (s, a)
             if event == "goal":
                 plan = []
-                cur = n
-                while parent[cur] is not None:
-                    prev, act = parent[cur]
+                link = parent[n]
+                while link is not None:
+                    prev, act = link
                     plan.append(act)
-                    cur = prev
+                    link = parent[prev]
                 plan.reverse()
                 return Solution("solved", len(plan), plan, len(parent), time.perf_counter() - t0)
             if len(parent) >= cap:
@@ -719,9 +729,10 @@ class DistanceTable:
         if sweep.status == "undecided":
             raise OverflowError(f"{maze.id}: more than {cap} reachable states")
         self.sweep = sweep
+        self.edge_src, self.edge_dst, self.edge_act = sweep.edges()
         n = int(sweep.ids.size)
         goals = np.flatnonzero(space.is_goal(sweep.ids))
-        self.dist = hops(n, sweep.edge_dst, sweep.edge_src, goals)  # backwards from the goals
+        self.dist = hops(n, self.edge_dst, self.edge_src, goals)  # backwards from the goals
         self.states = n
         self._forward: EdgeIndex | None = None
 
@@ -729,8 +740,7 @@ class DistanceTable:
     def forward_edges(self) -> EdgeIndex:
         """The sweep's edges grouped by source (built on first use; the checks reuse it)."""
         if self._forward is None:
-            sw = self.sweep
-            self._forward = EdgeIndex(self.states, sw.edge_src, sw.edge_dst)
+            self._forward = EdgeIndex(self.states, self.edge_src, self.edge_dst)
         return self._forward
 
     @property
@@ -751,7 +761,7 @@ class DistanceTable:
 
     def action_distance(self, state: MazeState) -> int | None:
         """Actions still needed from ``state``; None when the goal can no longer be reached."""
-        if tuple(state.pos) == tuple(self.maze.goal):
+        if state.pos == self.maze.goal:
             return 0
         i = self.index_of(state)
         if i < 0:
@@ -772,7 +782,7 @@ def action_distance(maze: Maze, state: MazeState) -> int | None:
 
 @lru_cache(maxsize=256)
 def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
-    goal = tuple(maze.goal)
+    goal = maze.goal
     dist = {goal: 0}
     q = deque([goal])
     walls = maze.walls
@@ -788,4 +798,4 @@ def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
 
 def tile_distance(maze: Maze, pos: tuple[int, int]) -> int | None:
     """Moves from ``pos`` to the goal over non-wall cells; doors, gates and keys count as open."""
-    return _tile_field(maze).get(tuple(pos))
+    return _tile_field(maze).get(pos)

@@ -43,10 +43,10 @@ class MazeState:
 
 def initial_state(maze: Maze) -> MazeState:
     return MazeState(
-        pos=tuple(maze.start.pos),
+        pos=maze.start.pos,
         dir=maze.start_dir,
         carrying=-1,
-        keys=tuple(tuple(k.pos) for k in maze.keys),
+        keys=tuple(k.pos for k in maze.keys),
         doors=tuple(DOOR_STATES.index(d.state) for d in maze.doors),
         switches=tuple(s.on for s in maze.switches),
     )
@@ -56,11 +56,11 @@ def initial_state(maze: Maze) -> MazeState:
 def _static_cells(maze: Maze) -> dict[tuple[int, int], tuple[str, int]]:
     cells: dict[tuple[int, int], tuple[str, int]] = {}
     for i, d in enumerate(maze.doors):
-        cells[tuple(d.pos)] = ("door", i)
+        cells[d.pos] = ("door", i)
     for i, s in enumerate(maze.switches):
-        cells[tuple(s.pos)] = ("switch", i)
+        cells[s.pos] = ("switch", i)
     for i, g in enumerate(maze.gates):
-        cells[tuple(g.pos)] = ("gate", i)
+        cells[g.pos] = ("gate", i)
     return cells
 
 
@@ -96,7 +96,7 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     if action == FORWARD:
         if not passable(maze, s, front):
             return s, "bump"
-        return replace(s, pos=front), ("goal" if front == tuple(maze.goal) else "moved")
+        return replace(s, pos=front), ("goal" if front == maze.goal else "moved")
     if action == PICKUP:
         k = key_at(s, front)
         if k < 0:

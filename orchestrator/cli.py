@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 
 import click
 import typer
 
 from env.errors import BadInput
 
+_typer_click: types.ModuleType
 try:  # typer >= 0.29 parses with its own copy of click, whose errors are not click's
     from typer._click import exceptions as _typer_click
 except ImportError:  # older typer uses click itself

@@ -46,9 +46,10 @@ import secrets
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -228,8 +229,9 @@ def table_files(run: str | os.PathLike | RunStore, table: str) -> TableFiles:
         names, replaces_present = _record_listing(store)
         entries = store.list(table, stats=not store.local)
         present = {e.name for e in entries}
-        records = [_load_record(store, n) for n in reversed(names)]
-        if any(r is None for r in records):
+        loaded = [_load_record(store, n) for n in reversed(names)]
+        records = [r for r in loaded if r is not None]
+        if len(records) < len(loaded):
             continue  # a record was taken back while we looked
         in_force, newer = None, []
         for r in records:
@@ -381,8 +383,8 @@ class _PartWriter:
         self.rows = 0
         self._buf: list[pa.RecordBatch] = []
         self._buf_rows = self._buf_bytes = self._part_rows = 0
-        self._stream = self._writer = None
-        self._ctx: Any = None
+        # the part being written: its stream (entered) and the Parquet writer onto it
+        self._part: tuple[AbstractContextManager[IO[bytes]], pq.ParquetWriter] | None = None
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
@@ -419,23 +421,24 @@ class _PartWriter:
         self._buf_rows, self._buf_bytes = rest.num_rows, rest.nbytes if rest.num_rows else 0
 
     def _write_group(self, group: pa.Table) -> None:
-        if self._writer is None:
+        if self._part is None:
             name = compacted_name(self.gen, self.token, len(self.names))
             self.names.append(name)
-            self._ctx = self.store.open_write(staged_path(self.store, self.table, name))
-            self._stream = self._ctx.__enter__()
-            self._writer = pq.ParquetWriter(self._stream, self.schema, compression="zstd", write_statistics=True)
-        self._writer.write_table(group, row_group_size=group.num_rows)
+            stream = self.store.open_write(staged_path(self.store, self.table, name))
+            self._part = (stream, pq.ParquetWriter(stream.__enter__(), self.schema, compression="zstd",
+                                                   write_statistics=True))
+        self._part[1].write_table(group, row_group_size=group.num_rows)
         self.rows += group.num_rows
         self._part_rows += group.num_rows
         if self._part_rows >= PART_ROWS[self.table]:
             self._close_part()
 
     def _close_part(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._ctx.__exit__(None, None, None)
-            self._writer = self._stream = self._ctx = None
+        if self._part is not None:
+            stream, writer = self._part
+            writer.close()
+            stream.__exit__(None, None, None)
+            self._part = None
             self._part_rows = 0
 
     def close(self) -> list[str]:
@@ -444,10 +447,11 @@ class _PartWriter:
         return self.names
 
     def abort(self) -> None:
-        if self._writer is not None:
+        if self._part is not None:
+            stream, writer = self._part
             try:
-                self._writer.close()
-                self._ctx.__exit__(None, None, None)
+                writer.close()
+                stream.__exit__(None, None, None)
             except Exception:  # noqa: BLE001 - the error that made us abort is the one to report
                 pass
 
@@ -477,7 +481,7 @@ def _num_rows(store: RunStore, table: str, entry: Entry) -> int:
         return pq.ParquetFile(f).metadata.num_rows
 
 
-def _batches(data: ds.Dataset, where: Any, readahead: int) -> Iterator[pa.RecordBatch]:
+def _batches(data: ds.Dataset, where: ds.Expression | None, readahead: int) -> Iterator[pa.RecordBatch]:
     yield from data.to_batches(filter=where, batch_size=READ_BATCH_ROWS, fragment_readahead=readahead,
                                batch_readahead=2)
 
@@ -555,9 +559,9 @@ def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_smal
         for i in take:
             e = own[t][i]
             # a local listing leaves sizes and times out: look now, before anything is published
-            e = e if e.mtime_ns is not None else store.stat(f"{t}/{e.name}")
-            if e is not None:
-                replaced.append((t, e))
+            looked = e if e.mtime_ns is not None else store.stat(f"{t}/{e.name}")
+            if looked is not None:
+                replaced.append((t, looked))
     store.put(f"{COMPACTION_DIR}/{record.replaces_name}", _replaces_bytes(replaced))
     store.put(f"{COMPACTION_DIR}/{record.name}", record.to_json().encode("utf-8"))
     for t in TABLES:  # steps first, as a driver writes them

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray import exceptions as rex
@@ -46,8 +46,9 @@ from orchestrator.compaction import extract
 from orchestrator.episode import failed_episode
 from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
 from orchestrator.records import EpisodeRecord, StepRecord
+from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
-from orchestrator.store import RunStore, open_store
+from orchestrator.store import LocalStore, RunStore, open_store
 from orchestrator.sweep import EpisodeSpec, Sweep
 from orchestrator.traces import (
     EncodedEpisode,
@@ -59,6 +60,16 @@ from orchestrator.traces import (
     write_encoded,
     write_manifest,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from ray import ObjectRef
+
+    from orchestrator.serving.pool import Lease, ServerPool
+
+# Actor handles (an episode actor's, the journal's) are typed Any: Ray types every method of an
+# ActorHandle as Never, and mypy would stop checking the code after each call. mypy does not apply
+# class decorators (python/mypy#3135), so it does not see `.options` on the @ray.remote classes.
 
 MAX_ATTEMPTS = 3
 MODEL_SLOTS = 16  # concurrent model-bound episodes per model actor
@@ -104,7 +115,7 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     # ERROR: a local instance's notices (token auth, "started a local Ray") are not the user's business
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
     if address or os.environ.get("RAY_ADDRESS"):
         ray.init(address=address or None, **quiet)
     else:
@@ -245,7 +256,8 @@ class StepSender:
         self.journal.rate_limited.remote(self.model, retry_after)
 
 
-@ray.remote(num_cpus=0, max_restarts=0, max_concurrency=10_000)
+# Ray's typing of ray.remote(...) leaves out the actor options (max_concurrency)
+@ray.remote(num_cpus=0, max_restarts=0, max_concurrency=10_000)  # type: ignore[call-overload]
 class JournalActor:
     """Keeps the run's journals on the driver's node, and what every step passes by: the ledger,
     the rate-limit signals, and each model's turn slots (how many of its episodes may be waiting
@@ -343,8 +355,8 @@ class JournalActor:
 class Task:
     spec: EpisodeSpec
     attempts: int = 0
-    lease: Any = None
-    actor: Any = None
+    lease: Lease | None = None
+    actor: Worker | None = None  # where it was last submitted
     seq: int = 0  # submission order
     unstarted: int = 0  # times its actor was lost while it waited, queued, behind another
 
@@ -359,8 +371,8 @@ class Worker:
     slots: int
     node: str | None = None
     ordered: bool = False  # runs its episodes one at a time, in the order they were submitted
-    queue: dict[Any, Task] = field(default_factory=dict)  # in flight here
-    lost_running: Any = None  # once the actor is lost: the ref of the episode it was running
+    queue: dict[ObjectRef, Task] = field(default_factory=dict)  # in flight here
+    lost_running: ObjectRef | None = None  # once the actor is lost: the ref of the episode it was running
     warm: set[str] = field(default_factory=set)  # maze checksums whose tables it holds
     alive: bool = True
 
@@ -373,23 +385,6 @@ class Worker:
         return len(self.queue)
 
 
-class Reporter:
-    """What the driver tells a progress display; the default shows nothing."""
-
-    def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None: ...
-
-    def episode_done(self, episode: EpisodeRecord) -> None: ...
-
-    def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None: ...
-
-    def suspended(self, spec: EpisodeSpec, steps: int) -> None: ...
-
-    def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
-        """The ledger (per model: spent, limit) and each called model's current concurrency."""
-
-    def finish(self) -> None: ...
-
-
 @dataclass
 class RunOutcome:
     run_dir: Path | str  # a local folder, or the run's URI
@@ -397,7 +392,7 @@ class RunOutcome:
     skipped: int  # already complete before this invocation
     ran: int
     errors: int  # error episodes in the run (this matrix) after this invocation
-    episodes: Any = field(default=None, repr=False)  # the run's episodes DataFrame (this matrix)
+    episodes: pd.DataFrame | None = field(default=None, repr=False)  # the run's episodes (this matrix)
     suspended: int = 0  # episodes stopped by a budget, resumable: still to finish
     not_started: int = 0  # episodes a budget kept from starting
     ledger: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -421,7 +416,7 @@ class Driver:
         run: str | None = None,
         retry_errors: bool = False,
         reporter: Reporter | None = None,
-        pool: Any = None,
+        pool: ServerPool | None = None,
         max_attempts: int = MAX_ATTEMPTS,
         on_dispatch: Callable[[EpisodeSpec, Any, int], None] | None = None,
         cpu_actors: int | None = None,
@@ -430,7 +425,7 @@ class Driver:
     ):
         self.sweep = sweep
         self.store = open_store(run_dir)
-        self.run_dir: Path | str = self.store.root if self.store.local else self.store.location
+        self.run_dir: Path | str = self.store.root if isinstance(self.store, LocalStore) else self.store.location
         self.run = run or self.store.name
         self.retry_errors = retry_errors
         self.reporter = reporter or Reporter()
@@ -441,7 +436,7 @@ class Driver:
         self.command = command or []
         self.cpu_workers: list[Worker] = []
         self.model_workers: list[Worker] = []
-        self.in_flight: dict[Any, Task] = {}
+        self.in_flight: dict[ObjectRef, Task] = {}
         self.per_model: dict[str, int] = {}
         self.cpu_pending: dict[str, deque[Task]] = {}
         self.model_pending: dict[str, deque[Task]] = {}
@@ -528,7 +523,7 @@ class Driver:
         for eid in journaled_ids(self.journal_folder) & todo_ids:
             ledger.set_running(by_id[eid].model.name, eid, read_journal(self.journal_folder, eid).cost_usd)
         here = ray.get_runtime_context().get_node_id()
-        self.journal = JournalActor.options(
+        self.journal = JournalActor.options(  # type: ignore[attr-defined]  # a Ray actor class
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         ).remote(str(self.journal_folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
         self._poll(force=True)
@@ -608,7 +603,7 @@ class Driver:
                     self._write(result)
         self._drain_writes(0)
 
-    def _episodes(self, specs: list[EpisodeSpec]) -> Any:
+    def _episodes(self, specs: list[EpisodeSpec]) -> pd.DataFrame:
         """The matrix's episodes: rows written now, files for those finished before."""
         import pandas as pd
 
@@ -653,7 +648,8 @@ class Driver:
             free = float(ray.available_resources().get("CPU", 0.0))
         return free, ENV_SLOT in total
 
-    def _actor_options(self, cpus: float, concurrency: int, env_slots: int, strategy: Any = None) -> dict[str, Any]:
+    def _actor_options(self, cpus: float, concurrency: int, env_slots: int,
+                       strategy: NodeAffinitySchedulingStrategy | None = None) -> dict[str, Any]:
         has_slots = ENV_SLOT in ray.cluster_resources()
         opts: dict[str, Any] = {"num_cpus": cpus, "max_concurrency": concurrency}
         if has_slots:  # clusters that declare env slots cap the episodes each node hosts
@@ -676,14 +672,14 @@ class Driver:
             self.cpu_workers.append(self._new_cpu_worker())
 
     def _new_cpu_worker(self) -> Worker:
-        handle = EpisodeActor.options(**self._actor_options(1, 1, 1)).remote()
+        handle = EpisodeActor.options(**self._actor_options(1, 1, 1)).remote()  # type: ignore[attr-defined]
         return Worker(handle, CPU_QUEUE, ordered=True)
 
-    def _model_worker(self, node: str | None, strategy: Any) -> Worker:
+    def _model_worker(self, node: str | None, strategy: NodeAffinitySchedulingStrategy | None) -> Worker:
         for w in self.model_workers:
             if w.node == node and w.free > 0:
                 return w
-        handle = EpisodeActor.options(
+        handle = EpisodeActor.options(  # type: ignore[attr-defined]  # a Ray actor class
             **self._actor_options(MODEL_ACTOR_CPUS, MODEL_SLOTS, MODEL_SLOTS, strategy)
         ).remote(self._model_preload())
         w = Worker(handle, MODEL_SLOTS, node=node)
@@ -783,10 +779,11 @@ class Driver:
         journal = read_journal(self.journal_folder, spec.episode_id)
         return Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
 
-    def _finish_task(self, ref: Any, task: Task) -> None:
-        task.actor.queue.pop(ref, None)
+    def _finish_task(self, ref: ObjectRef, task: Task) -> None:
+        if task.actor is not None:
+            task.actor.queue.pop(ref, None)
         self.per_model[task.spec.model.name] -= 1
-        if task.lease is not None:
+        if task.lease is not None and self.pool is not None:  # only a pool gives leases
             self.pool.release(task.lease)
 
     def _requeue(self, task: Task) -> None:
@@ -795,10 +792,11 @@ class Driver:
             else self.model_pending.setdefault(task.spec.model.name, deque())
         queue.appendleft(task)
 
-    def _collect(self, ref: Any) -> EncodedEpisode | None:
+    def _collect(self, ref: ObjectRef) -> EncodedEpisode | None:
         """The finished episode to write, or None when it was put back in the queue."""
         task = self.in_flight.pop(ref)
         worker = task.actor
+        assert worker is not None  # in flight: submitted to a worker
         try:
             out = ray.get(ref)
         except ACTOR_LOST as err:
@@ -837,7 +835,7 @@ class Driver:
         return result
 
     @staticmethod
-    def _ran_when_lost(worker: Worker, ref: Any) -> bool:
+    def _ran_when_lost(worker: Worker, ref: ObjectRef) -> bool:
         """Whether the episode behind ``ref`` was running when its actor died, rather than queued
         behind the one that was. An ordered actor runs episodes in the order they were
         submitted, so the first of them not known to have finished was the running one."""
@@ -858,7 +856,9 @@ class Driver:
                     break
         return worker.lost_running == ref
 
-    def _server_lost(self, lease: Any) -> bool:
+    def _server_lost(self, lease: Lease) -> bool:
+        if self.pool is None:  # only a pool gives leases
+            return True
         try:
             return bool(self.pool.lost(lease))
         except Exception:  # noqa: BLE001 - a pool that cannot answer counts as lost

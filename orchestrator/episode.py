@@ -99,7 +99,7 @@ def decision_of(record: StepRecord) -> Decision:
     """The decision a recorded step carried (what an agent is given back when it resumes)."""
     return Decision(
         action=ACTIONS.index(record.action) if record.action is not None else None,
-        parse=record.parse,  # type: ignore[arg-type]
+        parse=record.parse,  # type: ignore[arg-type]  # the trace column holds a ParseStatus as a plain string
         reply=record.reply, reasoning=record.reasoning, finish_reason=record.finish_reason,
         usage=record.usage, budget=record.budget, prompt_hash=record.prompt_hash,
         image_hashes=tuple(record.image_hashes),

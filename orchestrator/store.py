@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from typing import IO, Any
+from typing import IO, TypeGuard
 from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
@@ -43,7 +43,7 @@ class Entry:
     mtime_ns: int | None = None
 
 
-def is_uri(where: Any) -> bool:
+def is_uri(where: object) -> TypeGuard[str]:
     return isinstance(where, str) and bool(_SCHEME.match(where))
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install gridbench into ./.venv on a fresh machine.
 #   scripts/install.sh          the package and everything the main job needs
-#   scripts/install.sh --test   plus the test tools (pytest, hypothesis, a headless browser)
+#   scripts/install.sh --test   plus the test tools (pytest, mypy, hypothesis, a headless browser)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="run"

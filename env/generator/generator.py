@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from env.errors import BadInput
 from env.generator.chains import (
@@ -34,11 +35,19 @@ from env.generator.topology import (
     neighbours,
     shortest_path,
 )
-from env.maze import COLORS, FORMAT, Maze, maze_from_dict
+from env.maze import COLORS, FORMAT, Maze, Meta, maze_from_dict
 
 GENERATOR_VERSION = 1
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80
+
+
+class PlannedStep(TypedDict):
+    """One chain step as placed: its kind, the cell of its enabler and of its barrier."""
+
+    kind: str
+    enabler: Cell
+    barrier: Cell
 
 
 @dataclass(frozen=True)
@@ -167,7 +176,7 @@ def _standing(target: Cell):
     return lambda s: (s[0], s[1]) == target
 
 
-def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, steps: list[dict],
+def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, steps: list[PlannedStep],
                      key_cells: set[Cell]) -> int | None:
     """Actions for the intended route: each step's enabler, then its barrier, then the goal.
 
@@ -273,7 +282,7 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
     # on a door's doorstep would make that door impossible to open from there
     doorsteps = {c for i, k in zip(barrier_idx, kinds, strict=True) if k == "key" for c in neighbours(path[i], floor)}
     off_route = bfs_dist(list(path), floor) if n else {}
-    steps = []
+    steps: list[PlannedStep] = []
     key_cells: set[Cell] = set()
     for i, kind in enumerate(kinds):
         region = sorted(c for c in regs[i] if c not in used)
@@ -292,7 +301,8 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
         if kind == "key":
             key_cells.add(cell)
         steps.append({"kind": kind, "enabler": cell, "barrier": path[barrier_idx[i]]})
-    decoy_keys, decoy_switches = [], []
+    decoy_keys: list[Cell] = []
+    decoy_switches: list[Cell] = []
     for _ in range(params.decoy_keys):
         real = [s["enabler"] for s in steps if s["kind"] == "key"]
         free = [c for c in cells if c not in used and c in key_safe]
@@ -345,6 +355,8 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
     chain_refs: list[tuple[dict, dict]] = []
     for i, (kind, st) in enumerate(zip(kinds, placed["steps"], strict=True)):
         c = colors[i]
+        en: dict[str, Any]
+        bar: dict[str, Any]
         if kind == "key":
             en = {"kind": "key", "color": c, "pos": list(st["enabler"])}
             bar = {"kind": "door", "color": c, "pos": list(st["barrier"]), "state": "locked"}
@@ -360,6 +372,7 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
         chain_refs.append((en, bar))
     spare = [c for c in COLORS if c not in door_colors]
     decoys: list[dict] = []
+    d: dict[str, Any]
     for cell in placed["decoy_keys"]:
         d = {"kind": "key", "color": rng.choice(spare), "pos": list(cell)}
         keys.append(d)
@@ -429,9 +442,9 @@ def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None,
     from env.oracle import solve
 
     sol = solve(maze)
-    if sol.status != "solved":
-        return None, f"oracle: {sol.status}"
     opt = sol.optimal_actions
+    if opt is None:  # unsolvable or undecided
+        return None, f"oracle: {sol.status}"
     if band is not None and not band[0] <= opt <= band[1]:
         return opt, "band"
     for r in _run_checks(maze):
@@ -460,6 +473,7 @@ def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attem
         stats.candidates += 1
         opt, why = verify(maze, params.band)
         if why is None:
+            assert opt is not None  # verify passes solved mazes only
             stats.accepted += 1
             return Generated(maze, opt, stats)
         stats.rejected[why] = stats.rejected.get(why, 0) + 1
@@ -470,9 +484,9 @@ def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attem
     )
 
 
-def regenerate(meta: Any) -> Maze:
+def regenerate(meta: Meta | Mapping[str, Any]) -> Maze:
     """Rebuild a generated maze from its ``meta`` (a ``Meta`` record or a dict)."""
-    gen = meta.generator if hasattr(meta, "generator") else dict(meta).get("generator", {})
+    gen = meta.generator if isinstance(meta, Meta) else dict(meta).get("generator", {})
     if not gen or "params" not in gen:
         raise BadInput("meta", "generator", "has no generator parameters: not a generated maze")
     if gen.get("version") != GENERATOR_VERSION:

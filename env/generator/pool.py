@@ -166,7 +166,7 @@ def pool_recipe(count: int, seed: int) -> list[PoolSpec]:
     rng = random.Random(f"gridbench-pool:{seed}:{count}")
     shares = {i: c[3] for i, c in enumerate(POOL_CELLS)}
     per_cell = largest_remainder(shares, count) if count else {}
-    specs: list[PoolSpec] = []
+    drawn: list[GenParams] = []
     for i, (side, lo, hi, _) in enumerate(POOL_CELLS):
         n = per_cell.get(i, 0)
         key_only = 0
@@ -183,10 +183,10 @@ def pool_recipe(count: int, seed: int) -> list[PoolSpec]:
                     long_for_grid = side == 8 and lo >= 40
                     chain = "key_sequence" if long_for_grid or key_only % 3 == 1 else "key_door"
                     key_only += 1
-            specs.append(_spec_params(rng, side, lo, hi, category, chain))
-    rng.shuffle(specs)
+            drawn.append(_spec_params(rng, side, lo, hi, category, chain))
+    rng.shuffle(drawn)
     out = []
-    for k, p in enumerate(specs, 1):
+    for k, p in enumerate(drawn, 1):
         out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=p))
     return out
 
@@ -446,7 +446,7 @@ def refresh_manifest(folder: str | os.PathLike, name: str, provenance: dict[str,
     entries = []
     for m in mazes:
         sol = solve(m)
-        if sol.status != "solved":
+        if sol.optimal_actions is None:  # unsolvable or undecided
             raise ValueError(f"{m.id}: {sol.status}")
         entries.append(manifest_entry(m, sol.optimal_actions))
     manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,

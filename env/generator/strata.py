@@ -21,11 +21,12 @@ optimal action count, grid, category and object counts.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 Entry = dict[str, Any]
+K = TypeVar("K", bound=Hashable)
 
 STUDY_EVAL_SIZE = 50
 STUDY_MODELS = 3  # each eval maze is one episode per model: episode counts are 3x maze counts
@@ -219,7 +220,7 @@ def constraints_for(size: int, heldout: bool = False) -> list[Constraint]:
     return out
 
 
-def largest_remainder(weights: dict[str, int], total: int) -> dict[str, int]:
+def largest_remainder(weights: Mapping[K, int], total: int) -> dict[K, int]:
     """``total`` split in proportion to ``weights``; ties go to the earlier key."""
     s = sum(weights.values())
     raw = {k: v * total / s for k, v in weights.items()}

@@ -49,8 +49,10 @@ def shortest_path(a: Cell, b: Cell, floor: Iterable[Cell]) -> list[Cell]:
     if b not in prev:
         return []
     path = [b]
-    while prev[path[-1]] is not None:
-        path.append(prev[path[-1]])
+    before = prev[b]
+    while before is not None:
+        path.append(before)
+        before = prev[before]
     return path[::-1]
 
 

@@ -8,6 +8,7 @@ Anything gridbench has no counterpart for (lava, balls, boxes, a second goal) is
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from env.errors import BadInput
 from env.maze import DIRECTIONS, FORMAT, Maze, maze_from_dict
@@ -34,7 +35,7 @@ def native_env(env_id: str, max_steps: int | None = None):
     spec = f"minigrid:{env_id}"
     if env_id not in gym.registry:
         raise BadInput(spec, "EnvId", f"{env_id!r} is not a registered Gymnasium environment")
-    kwargs = {} if max_steps is None else {"max_steps": max_steps}
+    kwargs: dict[str, Any] = {} if max_steps is None else {"max_steps": max_steps}
     e = gym.make(env_id, **kwargs)
     from minigrid.minigrid_env import MiniGridEnv
 
@@ -74,7 +75,8 @@ def _wall_off_unreachable(rows: list[str], start: tuple[int, int]) -> list[str]:
 def _convert(u, spec: str, maze_id: str) -> dict:
     rows = []
     goal = None
-    keys, doors = [], []
+    keys: list[dict[str, Any]] = []
+    doors: list[dict[str, Any]] = []
     for y in range(u.height):
         row = []
         for x in range(u.width):

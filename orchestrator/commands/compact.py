@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from env.errors import BadInput
 
+if TYPE_CHECKING:
+    from orchestrator.compaction import CompactionResult
+    from orchestrator.store import RunStore
 
-def compact_with_progress(store, console: Console):
+
+def compact_with_progress(store: RunStore, console: Console) -> CompactionResult:
     """Compact ``store`` with a bar per table on ``console``; returns the ``CompactionResult``."""
     from orchestrator.compaction import compact
 
     columns = [TextColumn("compacting {task.description:<8}"), BarColumn(bar_width=24), MofNCompleteColumn(),
                TextColumn("files"), TimeRemainingColumn()]
     with Progress(*columns, console=console, transient=True) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(table: str, done: int, total: int) -> None:
             if table not in tasks:
@@ -26,7 +32,7 @@ def compact_with_progress(store, console: Console):
         return compact(store, progress=progress)
 
 
-def summary_line(store, result) -> str:
+def summary_line(store: RunStore, result: CompactionResult) -> str:
     if not result.changed:
         return (f"{store.display()}: already compact ({result.files.get('episodes', 0)} episodes files, "
                 f"{result.files.get('steps', 0)} steps files)")

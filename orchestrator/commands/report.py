@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 
@@ -24,7 +22,7 @@ def report(
     target = open_store(out, "--out") if out else (stores[0].child("report") if len(stores) == 1
                                                     else LocalStore("report"))
     # a report for object storage is written to a local folder first, then uploaded
-    folder = Path(target.root) if target.local else target.local_dir()
+    folder = target.local_dir()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as bar:
         task = bar.add_task("reading traces")
         traces = load_runs(run_dirs)

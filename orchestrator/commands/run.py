@@ -9,14 +9,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -24,6 +25,13 @@ from rich.progress import (
 from rich.table import Table
 
 from env.errors import BadInput
+from orchestrator.reporter import Reporter
+
+if TYPE_CHECKING:
+    from orchestrator.driver import RunOutcome
+    from orchestrator.records import EpisodeRecord
+    from orchestrator.store import RunStore
+    from orchestrator.sweep import EpisodeSpec, Sweep
 
 
 def _fmt_tokens(n: float) -> str:
@@ -33,7 +41,7 @@ def _fmt_tokens(n: float) -> str:
     return str(int(n))
 
 
-class RichReporter:
+class RichReporter(Reporter):
     """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
     budget, when there is one), concurrency, elapsed time and ETA."""
 
@@ -51,11 +59,11 @@ class RichReporter:
             transient=False,
             refresh_per_second=4,
         )
-        self.tasks: dict[str, Any] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.totals: dict[str, dict[str, float]] = {}
         self.ledger: dict[str, dict[str, float | None]] = {}
 
-    def start(self, sweep: Any, planned: dict[str, int], done: dict[str, int]) -> None:
+    def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None:
         names = list(planned)
         if len(names) > 1:
             names.append("all")
@@ -68,7 +76,7 @@ class RichReporter:
             )
         self.progress.start()
 
-    def episode_done(self, episode: Any) -> None:
+    def episode_done(self, episode: EpisodeRecord) -> None:
         for name in (episode.identity.model_name, "all"):
             if name not in self.tasks:
                 continue
@@ -92,13 +100,13 @@ class RichReporter:
             self.progress.update(task, spent=f"${spent:.2f}" + (f"/${limit:.2f}" if limit else ""),
                                  conc=f"conc {concurrency[name]}" if name in concurrency else "")
 
-    def suspended(self, spec: Any, steps: int) -> None:
+    def suspended(self, spec: EpisodeSpec, steps: int) -> None:
         self.progress.console.print(
             f"[yellow]budget reached[/]: {spec.model.name} on {spec.maze.id} stopped after step {steps}, resumable")
 
     run_limit: float | None = None
 
-    def retrying(self, spec: Any, attempts: int, reason: str) -> None:
+    def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None:
         self.progress.console.print(
             f"[yellow]retrying[/] {spec.model.name} on {spec.maze.id} ({reason}; attempt {attempts + 1})"
         )
@@ -107,7 +115,7 @@ class RichReporter:
         self.progress.stop()
 
 
-def _matrix_table(sweep: Any, todo_ids: set[str]) -> Table:
+def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
     """Episodes per condition (rows) and model (columns), with what is left to run."""
     specs = sweep.episodes()
     table = Table(title=f"{sweep.name}: {len(sweep.all_mazes)} mazes, {len(sweep.models)} models, "
@@ -128,12 +136,13 @@ def _matrix_table(sweep: Any, todo_ids: set[str]) -> Table:
     return table
 
 
-def _summary_table(outcome: Any, sweep: Any) -> Table:
+def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     df = outcome.episodes
     table = Table(title=f"{outcome.run_dir}  ({outcome.ran} run now, {outcome.skipped} already complete)")
-    for col, justify in (("model", "left"), ("condition", "left"), ("episodes", "right"), ("solved", "right"),
-                         ("errors", "right"), ("progress", "right"), ("steps", "right"), ("tokens in/out", "right"),
-                         ("cost $", "right")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("model", "left"), ("condition", "left"), ("episodes", "right"), ("solved", "right"), ("errors", "right"),
+        ("progress", "right"), ("steps", "right"), ("tokens in/out", "right"), ("cost $", "right"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)
     if df is None or not len(df):
         return table
@@ -153,7 +162,7 @@ def _summary_table(outcome: Any, sweep: Any) -> Table:
     return table
 
 
-def _estimate_table(sweep: Any, todo: set[str], run_dir: Any, max_cost: float | None) -> Table:
+def _estimate_table(sweep: Sweep, todo: set[str], run_dir: RunStore, max_cost: float | None) -> Table:
     """What the episodes still to run will cost: an upper bound and a typical figure per model."""
     from orchestrator.estimate import TYPICAL_TURNS, estimate
     from orchestrator.traces import read_episodes
@@ -166,9 +175,11 @@ def _estimate_table(sweep: Any, todo: set[str], run_dir: Any, max_cost: float | 
     rows = estimate([e for e in sweep.episodes() if e.episode_id in todo], observed)
     table = Table(title=f"cost of the episodes to run (calls <= step caps; typical: {TYPICAL_TURNS} turns an "
                         "episode, the study's observed length)")
-    for col, justify in (("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
-                         ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("$ <=", "right"),
-                         ("$ ~", "right"), ("price", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
+        ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("$ <=", "right"), ("$ ~", "right"),
+        ("price", "left"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)
 
     def usd(v: float | None) -> str:
@@ -188,11 +199,12 @@ def _estimate_table(sweep: Any, todo: set[str], run_dir: Any, max_cost: float | 
     return table
 
 
-def _spending_table(outcome: Any, sweep: Any, max_cost: float | None) -> Table:
+def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -> Table:
     """Per model: spent against its budget, and how its concurrency moved (rate limits)."""
     table = Table(title="spending and concurrency")
-    for col, justify in (("model", "left"), ("spent $", "right"), ("budget $", "right"),
-                         ("concurrency", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("model", "left"), ("spent $", "right"), ("budget $", "right"), ("concurrency", "left"))
+    for col, justify in columns:
         table.add_column(col, justify=justify)
     for m in sweep.models:
         entry = outcome.ledger.get(m.name) or {}
@@ -231,7 +243,7 @@ def run_command(
     dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and its cost estimate, and exit"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
-    from orchestrator.store import open_store
+    from orchestrator.store import ObjectStore, open_store
     from orchestrator.sweep import NAME_PATTERN, load_sweep
     from orchestrator.traces import completed_ids
 
@@ -245,7 +257,7 @@ def run_command(
     if max_cost is not None and not max_cost > 0:
         raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
     store = open_store(out, "--out").child(run_name)
-    if not store.local:
+    if isinstance(store, ObjectStore):
         store.check_bucket()  # before any server or actor starts
     run_dir = store.display()
     # piped output keeps whole rows instead of rich's 80-column fallback
@@ -302,8 +314,8 @@ def run_command(
 
             ray.shutdown()
     # the run has ended: its per-episode files, needed while it ran, are packed into a few large ones
-    err = Console(stderr=True)
-    err.print(summary_line(store, compact_with_progress(store, err)))
+    stderr = Console(stderr=True)
+    stderr.print(summary_line(store, compact_with_progress(store, stderr)))
     stdout.print(_summary_table(outcome, s))
     if max_cost is not None or any(not m.builtin for m in s.models):
         stdout.print(_spending_table(outcome, s, max_cost))

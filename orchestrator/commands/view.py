@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 
@@ -18,7 +16,7 @@ def view(
 
     target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")
     # a bundle for object storage is built in a local folder first, then uploaded, the index last
-    folder = Path(target.root) if target.local else target.local_dir()
+    folder = target.local_dir()
     summary = build_view(run_dir, folder)
     if not target.local:
         upload_folder(folder, target, last=("index.html",))

@@ -325,5 +325,6 @@ class _ModelServerActor(ModelServerProcess):
         return self.proc.pid if self.proc else None
 
 
-# threaded, so status() answers while start() is still waiting for the server
-ModelServer = ray.remote(max_concurrency=4, max_restarts=0)(_ModelServerActor)
+# threaded, so status() answers while start() is still waiting for the server (Ray's typing of
+# ray.remote(...) leaves out the actor options)
+ModelServer = ray.remote(max_concurrency=4, max_restarts=0)(_ModelServerActor)  # type: ignore[call-overload]

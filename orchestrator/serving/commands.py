@@ -71,6 +71,7 @@ def llama_cpp_command(
     ]
     if spec.n_threads is not None:
         cmd += ["--n_threads", str(spec.n_threads)]
-    if spec.chat_format or chat_format:
-        cmd += ["--chat_format", spec.chat_format or chat_format]
+    fmt = spec.chat_format or chat_format
+    if fmt:
+        cmd += ["--chat_format", fmt]
     return cmd

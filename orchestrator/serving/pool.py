@@ -11,7 +11,7 @@ says whether its replica died or restarted meanwhile, in which case the episode 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ class ServerPool:
                 max_concurrency=m.max_concurrency or DEFAULT_LLM_CONCURRENCY))
             for m in models if m.serve is not None
         }
-        self.actors: dict[str, list[Any]] = {}
+        self.actors: dict[str, list[Any]] = {}  # ModelServer actor handles (Any: see orchestrator/driver.py)
         self.info: dict[str, list[dict[str, Any]]] = {}
         self.nodes: dict[str, list[str]] = {}
         self.balancers: dict[str, ReplicaBalancer] = {}
@@ -111,7 +111,7 @@ class ServerPool:
         self.stop()
 
     # ---- life --------------------------------------------------------------------------
-    def start(self, on_ready: Any = None) -> None:
+    def start(self, on_ready: Callable[[str, int, dict[str, Any]], object] | None = None) -> None:
         """Start every replica of every served model, all at once, and wait until all answer.
 
         If any replica fails to start, every server is stopped and its ``ServerStartError``

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import pyarrow as pa
@@ -253,7 +253,7 @@ def json_text(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _atomic(path: Path, write: Callable[[Any], None]) -> None:
+def _atomic(path: Path, write: Callable[[TextIO], object]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
@@ -263,9 +263,13 @@ def _atomic(path: Path, write: Callable[[Any], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _atomic_text(path: Path, text: str) -> None:
+    _atomic(path, lambda f: f.write(text))
+
+
 def write_data(path: Path, name: str, payload: str) -> Path:
     """A data file: a script that hands ``payload`` (JavaScript: a string, or an array of strings) to the page."""
-    _atomic(path, lambda f: f.write(f"gridbench.put({js_string(name)},{payload});\n"))
+    _atomic_text(path, f"gridbench.put({js_string(name)},{payload});\n")
     return path
 
 
@@ -347,7 +351,7 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
     table = table.sort_by([("ordinal", "ascending"), ("step", "ascending")])
     row_starts = np.searchsorted(table.column("ordinal").to_numpy(), np.arange(first, end + 1))
 
-    def write(f) -> None:
+    def write(f: TextIO) -> None:
         f.write(f"gridbench.put({js_string(name)},[")
         for g0, g1 in _episode_groups(row_starts):
             r0 = int(row_starts[g0])
@@ -393,7 +397,7 @@ def copy_static(out_dir: Path) -> list[Path]:
     written = []
     for name in STATIC_FILES:
         data = resources.files("orchestrator.web").joinpath("static", name).read_text(encoding="utf-8")
-        _atomic(static / name, lambda f, data=data: f.write(data))
+        _atomic_text(static / name, data)
         written.append(static / name)
     return written
 
@@ -458,7 +462,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
     # the page last: a bundle with an index.html is complete
     page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"))
-    _atomic(out_dir / "index.html", lambda f: f.write(page))
+    _atomic_text(out_dir / "index.html", page)
     summary.files.append(out_dir / "index.html")
     return summary
 
