@@ -20,5 +20,7 @@ if [[ "${1:-}" == "--test" ]]; then
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[${extras}]"
+# setuptools prints a page about editable installs of several top-level packages (env, agents,
+# orchestrator, analysis), which this layout knows and wants: keep the install quiet
+PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e ".[${extras}]"
 echo "installed gridbench[${extras}] into .venv"
