@@ -197,18 +197,30 @@ def clean_partial(run_dir: Run) -> list[PurePath]:
 # ---- manifest ------------------------------------------------------------------------------
 
 def git_info() -> dict[str, Any]:
-    """The commit of the gridbench source tree and whether it has uncommitted changes."""
+    """The commit of the gridbench source tree and whether it has uncommitted changes.
+
+    The commit stands on its own: a ``git status`` that fails or runs out of time (a fresh copy
+    of a repository, as ``ray job submit --working-dir`` makes, is re-read in full) leaves only
+    ``dirty`` unknown. When no commit can be read, ``error`` says why in one line.
+    """
     root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=120)
+
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                                timeout=10)
-        if commit.returncode != 0:
-            return {"commit": None, "dirty": None}
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                                capture_output=True, text=True, timeout=30)
-        return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+        head = git("rev-parse", "HEAD")
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"commit": None, "dirty": None, "error": f"git rev-parse HEAD: {type(e).__name__}"}
+    if head.returncode != 0:
+        reason = (head.stderr.strip().splitlines() or [f"exit code {head.returncode}"])[0]
+        return {"commit": None, "dirty": None, "error": f"git rev-parse HEAD: {reason}"}
+    try:
+        status = git("status", "--porcelain", "--untracked-files=no")
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        dirty = None
+    return {"commit": head.stdout.strip(), "dirty": dirty}
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:

@@ -136,7 +136,8 @@ def test_a_sweep_submitted_as_a_job_is_stopped_and_resumed(cluster, tmp_path):
     assert all(name.startswith("compacted-") for name in episode_files(run_dir))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     head_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    assert [i["git"]["commit"] for i in manifest["invocations"]] == [head_commit, head_commit]
+    assert [i["git"]["commit"] for i in manifest["invocations"]] == [head_commit, head_commit], \
+        [i["git"] for i in manifest["invocations"]]
     # one episode of each job through `gridbench replay --verify`, both at once
     replays = [subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "replay", str(run_dir), eid, "--verify"],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
