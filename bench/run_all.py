@@ -1,12 +1,14 @@
 """Run every bench script and print one table of every performance figure and its goal.
 
-    python bench/run_all.py [--only NAME ...] [--timeout S]
+    python bench/run_all.py [--only NAME ...] [--quick] [--timeout S]
 
 Each script in bench/ (except this one and its results helper) runs in its own process with
 ``GRIDBENCH_BENCH_RESULTS`` pointing at a scratch file; the figures it records (see
 ``bench/bench_results.py``) are gathered into one rich table: the script, each figure, its goal,
 the measured value, the ratio the goal is judged on, and whether it is met. A script that
 fails or records nothing still gets a row, so a broken bench never disappears from the table.
+``--quick`` passes ``--quick`` to the scripts whose argument parser has it (their small sizes,
+minutes instead of an hour: ``scale.py``, ``viewer_speed.py``); the others are quick already.
 ``gpu_vllm_check.sh`` runs only where ``nvidia-smi`` finds a GPU; ``vllm_cli_check.py`` checks
 only the vLLM versions whose throwaway environments exist (``--install`` makes them, once) and
 reports the others as skipped. Exit code 1 when a goal is not met or a script failed.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +34,8 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from bench_results import RESULTS_ENV, read  # noqa: E402
 
-NOT_SCRIPTS = {"run_all.py", "bench_results.py"}
+NOT_SCRIPTS = {"run_all.py", "bench_results.py", "synthetic.py"}
+QUICK_FLAG = re.compile(r"""add_argument\(\s*["']--quick["']""")
 
 
 def has_gpu() -> bool:
@@ -52,6 +56,10 @@ def scripts(only: list[str] | None) -> list[Path]:
     return found
 
 
+def has_quick(script: Path) -> bool:
+    return script.suffix == ".py" and QUICK_FLAG.search(script.read_text(encoding="utf-8")) is not None
+
+
 def machine() -> str:
     return f"{os.cpu_count()} CPUs, {platform.machine()}, {platform.python_implementation()} {platform.python_version()}"
 
@@ -59,6 +67,7 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", help="script names to run (default: all)")
+    ap.add_argument("--quick", action="store_true", help="the small sizes of the scripts that have them")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds each script may take")
     ap.add_argument("--quiet", action="store_true", help="hide the scripts' own output")
     args = ap.parse_args(argv)
@@ -77,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             out = work / f"{script.stem}.jsonl"
             env = {**os.environ, RESULTS_ENV: str(out)}
             cmd = ["bash", str(script)] if script.suffix == ".sh" else [sys.executable, str(script)]
+            if args.quick and has_quick(script):
+                cmd.append("--quick")
             console.rule(f"[bold]{script.name}")
             t0 = time.monotonic()
             try:
