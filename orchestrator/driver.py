@@ -44,7 +44,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from orchestrator.budget import Concurrency, Ledger
 from orchestrator.compaction import extract
 from orchestrator.episode import failed_episode
-from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
+from orchestrator.journal import (
+    JournalWriter,
+    journal_dir,
+    journaled_ids,
+    read_journal,
+    remove_journal,
+    step_line,
+)
 from orchestrator.records import EpisodeRecord, StepRecord
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
@@ -215,8 +222,10 @@ class StepSender:
     """The actor's side of the journal. Before each turn of a called model, the episode takes a
     turn slot of its model (``turn``: at most the model's current concurrency at once, and none
     once its budget is spent); each step then goes to the journal, and is durable, before the next
-    turn. Steps of built-in agents (free, thousands a second) are sent in batches at most
-    ``FREE_FLUSH_S`` apart and take no slot."""
+    turn. Steps of built-in agents (free, thousands a second) take no slot and are sent in batches
+    at most ``FREE_FLUSH_S`` apart; such an episode opens its journal only with its first batch, so
+    one that ends sooner (most do, in milliseconds) never touches the journal: rerunning it costs
+    less than journaling it did (bench/orchestrator_overhead.py (a))."""
 
     FREE_FLUSH_S = 1.0
 
@@ -226,19 +235,28 @@ class StepSender:
         self.paid = not spec.model.builtin
         self.stop = False
         self.gated = False
-        self.pending: list[str] = []
-        self.pending_cost = 0.0
+        self.keep = 0
+        self.opened = False
+        self.pending: list[StepRecord] = []
         self.last = time.monotonic()
 
     async def start(self, keep: int) -> None:
-        self.stop, self.gated = await self.journal.start.remote(self.episode_id, self.attempt, keep, self.model)
+        self.keep = keep
+        if self.paid:
+            await self._open()
+
+    async def _open(self) -> None:
+        self.stop, self.gated = await self.journal.start.remote(self.episode_id, self.attempt, self.keep, self.model)
+        self.opened = True
 
     async def __call__(self, record: StepRecord) -> None:
-        self.pending.append(step_line(record.row()))
-        self.pending_cost += record.usage.cost_usd
+        self.pending.append(record)
         if self.paid or time.monotonic() - self.last >= self.FREE_FLUSH_S:
-            lines, cost = self.pending, self.pending_cost
-            self.pending, self.pending_cost, self.last = [], 0.0, time.monotonic()
+            if not self.opened:
+                await self._open()
+            lines = [step_line(r.row()) for r in self.pending]
+            cost = sum(r.usage.cost_usd for r in self.pending)
+            self.pending, self.last = [], time.monotonic()
             self.stop, self.gated = await self.journal.append.remote(self.episode_id, self.attempt, lines,
                                                                      self.model, cost, self.paid)
 
@@ -254,6 +272,14 @@ class StepSender:
 
     def rate_limited(self, retry_after: float | None) -> None:
         self.journal.rate_limited.remote(self.model, retry_after)
+
+
+def ledger_status(ledger: Ledger) -> dict[str, Any]:
+    """What the driver reads of a ledger: its snapshot and which budgets are spent (with no
+    rate-limit signals or successes yet)."""
+    return {"ledger": ledger.snapshot(), "exhausted": {m: ledger.exhausted(m) for m in ledger.limits},
+            "total_exhausted": ledger.total_limit is not None and ledger.total() >= ledger.total_limit,
+            "rate_limits": {}, "successes": {}}
 
 
 # Ray's typing of ray.remote(...) leaves out the actor options (max_concurrency)
@@ -340,9 +366,7 @@ class JournalActor:
 
     async def status(self) -> dict[str, Any]:
         """The ledger, and the rate limits and successful calls per model since the last status."""
-        out = {"ledger": self.ledger.snapshot(), "exhausted": {m: self.ledger.exhausted(m) for m in self.ledger.limits},
-               "total_exhausted": self.ledger.total_limit is not None and self.ledger.total() >= self.ledger.total_limit,
-               "rate_limits": self.rate_limits, "successes": self.successes}
+        out = {**ledger_status(self.ledger), "rate_limits": self.rate_limits, "successes": self.successes}
         self.rate_limits, self.successes = {}, {}
         async with self.changed:
             self.changed.notify_all()  # a spent budget frees every episode waiting for a slot
@@ -456,6 +480,7 @@ class Driver:
         self.not_started = 0
         self.ledger: dict[str, dict[str, float | None]] = {}
         self._polled = 0.0
+        self._status: Any = None  # a status asked of the journal actor, not yet taken in
 
     # ---- public ----------------------------------------------------------------------------
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
@@ -510,7 +535,14 @@ class Driver:
     # ---- the journal and the ledger ----------------------------------------------------------
     def _start_journal(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> None:
         """The journal actor on this node (where the run folder is), its ledger opened with what the
-        run has spent: finished episodes of the matrix and the journals of unfinished ones."""
+        run has spent: finished episodes of the matrix and the journals of unfinished ones.
+
+        None when only built-in agents are to run: their steps cost nothing and an episode reruns
+        in milliseconds, while the actor's start took a quarter of a 150-episode built-in sweep on
+        two cores (bench/orchestrator_overhead.py (a)). Journals such episodes left are still
+        resumed from, and removed when they finish."""
+        if all(s.model.builtin for s in todo):
+            return
         todo_ids = {s.episode_id for s in todo}
         by_id = {s.episode_id: s for s in specs}
         finished: dict[str, float] = {}
@@ -526,16 +558,29 @@ class Driver:
         self.journal = JournalActor.options(  # type: ignore[attr-defined]  # a Ray actor class
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         ).remote(str(self.journal_folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
-        self._poll(force=True)
+        # the ledger it starts from is known here: episodes are dispatched while the actor starts
+        self._apply(ledger_status(ledger))
 
     def _poll(self, force: bool = False) -> None:
-        """Read the journal actor's ledger and rate-limit signals (at most every ``POLL_S``) and
-        adapt each model's concurrency."""
-        now = time.monotonic()
-        if self.journal is None or (not force and now - self._polled < POLL_S):
+        """Take in the journal actor's ledger and rate-limit signals and adapt each model's
+        concurrency. A status is asked for at most every ``POLL_S`` and taken in once it is there,
+        without waiting; ``force`` waits for one asked for now (after everything sent before)."""
+        if self.journal is None:
             return
-        self._polled = now
-        status = ray.get(self.journal.status.remote())
+        now = time.monotonic()
+        if force:
+            if self._status is not None:
+                self._apply(ray.get(self._status))
+            self._status, self._polled = None, now
+            self._apply(ray.get(self.journal.status.remote()))
+            return
+        if self._status is not None and ray.wait([self._status], timeout=0)[0]:
+            self._apply(ray.get(self._status))
+            self._status = None
+        if self._status is None and now - self._polled >= POLL_S:
+            self._status, self._polled = self.journal.status.remote(), now
+
+    def _apply(self, status: dict[str, Any]) -> None:
         self.ledger = status["ledger"]
         before = {name: c.limit for name, c in self.concurrency.items()}
         for name, retry_afters in status["rate_limits"].items():
@@ -622,12 +667,14 @@ class Driver:
 
     def _write_now(self, result: EncodedEpisode) -> None:
         write_encoded(self.store, result)
+        # an error episode keeps its journal, so that --retry-errors continues it (unless its
+        # journal is what failed to replay)
+        keep = result.termination == "error" and result.episode.error_class != "ResumeMismatch"
         if self.journal is not None:
-            # an error episode keeps its journal, so that --retry-errors continues it (unless its
-            # journal is what failed to replay)
-            keep = result.termination == "error" and result.episode.error_class != "ResumeMismatch"
             self.journal.finish.remote(result.episode_id, result.episode.identity.model_name,
                                        result.episode.usage.cost_usd, keep)
+        elif not keep:
+            remove_journal(self.journal_folder, result.episode_id)
         self.rows[result.episode_id] = result.episode
         self.ran += 1
         self.reporter.episode_done(result.episode)

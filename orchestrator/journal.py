@@ -91,12 +91,20 @@ def parse(lines: Iterable[str], max_steps: int | None = None) -> JournalRead:
 
 
 def read_journal(folder: Path, episode_id: str, max_steps: int | None = None) -> JournalRead:
-    path = folder / f"{episode_id}{SUFFIX}"
+    path = journal_path(folder, episode_id)
     try:
         with open(path, encoding="utf-8") as f:
             return parse(f, max_steps)
     except FileNotFoundError:
         return JournalRead()
+
+
+def journal_path(folder: Path, episode_id: str) -> Path:
+    return folder / f"{episode_id}{SUFFIX}"
+
+
+def remove_journal(folder: Path, episode_id: str) -> None:
+    journal_path(folder, episode_id).unlink(missing_ok=True)
 
 
 def journaled_ids(folder: Path) -> set[str]:
@@ -123,7 +131,7 @@ class JournalWriter:
         self.dirty: set[Path] = set()
 
     def path(self, episode_id: str) -> Path:
-        return self.folder / f"{episode_id}{SUFFIX}"
+        return journal_path(self.folder, episode_id)
 
     def start(self, episode_id: str, attempt: int, keep: int) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -173,4 +181,4 @@ class JournalWriter:
 
     def discard(self, episode_id: str) -> None:
         self.attempts.pop(episode_id, None)
-        self.path(episode_id).unlink(missing_ok=True)
+        remove_journal(self.folder, episode_id)

@@ -11,11 +11,13 @@ import time
 
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
+from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, step_line
 from orchestrator.replay import replay
 from orchestrator.sweep import parse_sweep
 from orchestrator.traces import read_manifest
@@ -70,6 +72,31 @@ def test_killed_driver_then_rerun_completes_exactly_the_missing_episodes(ray_clu
     assert len(read_manifest(out / "resume")["invocations"]) == 2
     again = Driver(sweep, out / "resume").execute()
     assert again.ran == 0 and again.skipped == 54
+
+
+def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind(ray_cluster, maze_dir, sweep_dict,
+                                                                                 tmp_path):
+    sweep = parse_sweep(sweep_dict(maze_dir, models=[{"name": "explorer", "model": "builtin/explorer"}]), "t.yaml")
+    run = tmp_path / "t"
+    assert Driver(sweep, run).execute().ran == 6
+    journals = journal_dir(run)
+    assert not journaled_ids(journals)
+    # an episode whose files are gone and whose first steps a journal holds (an earlier run with
+    # a called model, killed mid-episode): the rerun continues it from there and removes the journal
+    episodes = pd.read_parquet(run / "episodes")
+    eid = episodes.sort_values("steps").iloc[-1]["episode_id"]
+    before = pd.read_parquet(run / "steps" / f"{eid}.parquet").sort_values("step")
+    rows = pq.read_table(run / "steps" / f"{eid}.parquet").sort_by("step").to_pylist()[:5]
+    for table in ("episodes", "steps"):
+        (run / table / f"{eid}.parquet").unlink()
+    JournalWriter(journals).append(eid, 1, [step_line(r) for r in rows], sync=True)
+    outcome = Driver(sweep, run).execute()
+    assert outcome.ran == 1 and outcome.skipped == 5
+    row = pd.read_parquet(run / "episodes" / f"{eid}.parquet").iloc[0]
+    assert row["resumed"] == 1 and row["steps"] == len(before)
+    after = pd.read_parquet(run / "steps" / f"{eid}.parquet").sort_values("step")
+    assert after["action"].tolist() == before["action"].tolist()
+    assert not journaled_ids(journals)
 
 
 def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster, maze_dir, sweep_dict, tmp_path):
