@@ -36,6 +36,9 @@ only read past the leftovers.
 
 One compaction at a time per run; a driver may keep writing new episodes meanwhile (only complete
 episodes are taken, and a per-episode file is deleted only if it did not change since it was read).
+An episode *rerun* while a compaction runs (``--retry-errors``) is the exception: from the moment
+the compaction finishes until ``compact``'s second pass has packed its newer files, a reader sees
+it twice (and, after a compaction killed in between, until the next ``compact``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import IO
 
@@ -211,10 +214,6 @@ class TableFiles:
     per_episode: list[Entry]
     record: Record | None  # the compaction in force
 
-    @property
-    def files(self) -> list[Entry]:
-        return [*self.compacted, *self.per_episode]
-
 
 class RunChanging(OSError):
     """The run's files kept changing under a reader (a compaction publishing, many times over)."""
@@ -271,10 +270,6 @@ def dataset_of(store: RunStore, table: str, entries: Iterable[Entry]) -> ds.File
 
 # ---- finishing or taking back a compaction ---------------------------------------------------------
 
-def _all_written(store: RunStore, record: Record) -> bool:
-    return all(store.stat(f"{t}/{n}") is not None for t in TABLES for n in record.written(t))
-
-
 def _publish(store: RunStore, record: Record) -> bool:
     """Move every staged output of ``record`` into place (steps first); False when one is missing
     (neither staged nor in place) and the record cannot be finished."""
@@ -304,14 +299,19 @@ def _take_back(store: RunStore, record: Record) -> None:
     store.delete(f"{COMPACTION_DIR}/{record.name}")
 
 
-def _finish(store: RunStore, record: Record, older: list[str]) -> None:
-    """Delete what a compaction in force replaced, then the records before it."""
+def _finish(store: RunStore, record: Record, older: list[str]) -> set[str]:
+    """Delete what a compaction in force replaced, then the records before it. Returns the ids of
+    the episodes whose own files were written again since the compaction read them: they are
+    kept, and until a compaction packs them they stand beside their older compacted rows."""
     stale = _load_replaces(store, record) or {}
+    rewritten: set[str] = set()
     for table in (EPISODES_DIR, STEPS_DIR):  # an episodes file alone would claim a complete episode
         for name, (size, mtime) in sorted(stale.get(table, {}).items()):
             now = store.stat(f"{table}/{name}")
             if now is not None and (now.size, now.mtime_ns) == (size, mtime):
                 store.delete(f"{table}/{name}")
+            elif now is not None:
+                rewritten.add(name[:-len(".parquet")])
     for table in TABLES:
         live = set(record.live.get(table, []))
         for name in record.replaced.get(table, []):
@@ -323,6 +323,7 @@ def _finish(store: RunStore, record: Record, older: list[str]) -> None:
     for name in older:
         store.delete(f"{COMPACTION_DIR}/{name[:-len('.json')]}{REPLACES_SUFFIX}")
         store.delete(f"{COMPACTION_DIR}/{name}")
+    return rewritten
 
 
 def _clear_staging(store: RunStore) -> None:
@@ -367,6 +368,7 @@ class CompactionResult:
     moved: int = 0  # episodes moved out of compacted files into per-episode files
     rows: dict[str, int] = field(default_factory=dict)  # rows written per table
     files: dict[str, int] = field(default_factory=dict)  # compacted files per table afterwards
+    rewritten_meanwhile: set[str] = field(default_factory=set)  # episodes rerun while it ran (see compact)
 
     @property
     def changed(self) -> bool:
@@ -571,10 +573,11 @@ def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_smal
         raise OSError(f"{store.display(COMPACTION_DIR)}: a staged file of compaction {record.stem} vanished "
                       "(was the run cleaned while it was compacted?)")
     names, _ = _record_listing(store)
-    _finish(store, record, [n for n in names if n < record.name])
+    meanwhile = _finish(store, record, [n for n in names if n < record.name])
     _clear_staging(store)
     return CompactionResult(record, episodes=len(take), rewritten=sum(len(v) for v in rewrite.values()),
-                            moved=len(moving), rows=rows, files={t: len(live[t]) for t in TABLES})
+                            moved=len(moving), rows=rows, files={t: len(live[t]) for t in TABLES},
+                            rewritten_meanwhile=meanwhile)
 
 
 def _write_parts(store: RunStore, table: str, gen: int, token: str, rewrite: list[Entry], drop: list[str],
@@ -611,12 +614,9 @@ def _write_parts(store: RunStore, table: str, gen: int, token: str, rewrite: lis
 
 
 def _replaces_bytes(replaced: list[tuple[str, Entry]]) -> bytes:
-    table = pa.table({"table": [t for t, _ in replaced], "name": [e.name for _, e in replaced],
-                      "size": pa.array([e.size for _, e in replaced], pa.int64()),
-                      "mtime_ns": pa.array([e.mtime_ns for _, e in replaced], pa.int64())})
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    return sink.getvalue().to_pybytes()
+    return parquet_bytes(pa.table({"table": [t for t, _ in replaced], "name": [e.name for _, e in replaced],
+                                   "size": pa.array([e.size for _, e in replaced], pa.int64()),
+                                   "mtime_ns": pa.array([e.mtime_ns for _, e in replaced], pa.int64())}))
 
 
 def complete_episodes(store: RunStore) -> list[str]:
@@ -632,7 +632,16 @@ def compact(run: str | os.PathLike | RunStore, *, progress: Progress | None = No
     files); idempotent: a compact run is left as it is."""
     store = open_store(run)
     roll_forward(store)
-    return _rewrite(store, complete_episodes(store), set(), merge_small=True, progress=progress)
+    result = _rewrite(store, complete_episodes(store), set(), merge_small=True, progress=progress)
+    if not result.rewritten_meanwhile:
+        return result
+    # Episodes rerun while it ran (their files changed after they were read) now stand twice: the
+    # compacted rows and their newer own files. A second pass packs the newer files and drops the
+    # older rows, so the run ends exact (readers may see those episodes twice in between).
+    again = _rewrite(store, sorted(result.rewritten_meanwhile & set(complete_episodes(store))), set(),
+                     merge_small=False, progress=progress)
+    return replace(result, record=again.record, rewritten=result.rewritten + again.rewritten, files=again.files,
+                   rewritten_meanwhile=again.rewritten_meanwhile)
 
 
 def extract(run: str | os.PathLike | RunStore, ids: Iterable[str]) -> int:

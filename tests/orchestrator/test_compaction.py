@@ -222,6 +222,31 @@ def test_a_per_episode_file_newer_than_its_compacted_rows_wins(uncompacted_run, 
     assert not s.duplicated(["episode_id", "step"]).any()
 
 
+def test_an_episode_rerun_while_it_is_compacted_ends_once_with_its_newer_files(uncompacted_run, tmp_path, maze_dir,
+                                                                              monkeypatch):
+    """The error episode is rerun after the compaction read its files and before it finished:
+    its newer files survive the first pass and the second pass packs them in place of the rows
+    the first one wrote, so the run ends with every episode once and the rerun's result."""
+    run = copy_run(uncompacted_run, tmp_path / "run")
+    real_finish = compaction._finish
+    reruns = []
+
+    def rerun_then_finish(store, record, older):
+        if not reruns:
+            rerun_error_episode(run, maze_dir)
+            reruns.append(record.name)
+        return real_finish(store, record, older)
+
+    monkeypatch.setattr(compaction, "_finish", rerun_then_finish)
+    result = compact(run)
+    assert reruns and result.rewritten_meanwhile == set()
+    e, s = read_run(run)
+    assert len(e) == 19 and e["episode_id"].is_unique
+    assert e.set_index("episode_id").loc["error-ep", "termination"] == "solved"
+    assert not s.duplicated(["episode_id", "step"]).any()
+    assert all(p.name.startswith("compacted-") for p in (run / "episodes").iterdir())
+
+
 class Crash(BaseException):
     """Stands for the process dying: nothing after it runs (no except clause takes it)."""
 
