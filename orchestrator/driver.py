@@ -317,8 +317,8 @@ class JournalActor:
         return self.ledger.exhausted(model), self.slots.get(model, 0) < self.ceilings.get(model, 0)
 
     async def start(self, episode_id: str, attempt: int, keep: int, model: str) -> tuple[bool, bool]:
-        self.writer.start(episode_id, attempt, keep)
-        self.ledger.set_running(model, episode_id, read_journal(self.writer.folder, episode_id).cost_usd)
+        kept = self.writer.start(episode_id, attempt, keep)
+        self.ledger.set_running(model, episode_id, kept.cost_usd)
         return self._answer(model)
 
     async def turn(self, episode_id: str, model: str) -> bool:
@@ -502,8 +502,6 @@ class Driver:
                       "retry_errors": self.retry_errors, "max_cost": self.max_cost}
         write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(),
                        mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation)
-        if todo:
-            self._start_journal(specs, todo)
         planned: dict[str, int] = {}
         for s in specs:
             planned[s.model.name] = planned.get(s.model.name, 0) + 1
@@ -515,12 +513,15 @@ class Driver:
         self.reporter.start(self.sweep, planned, already)
         try:
             if todo:
+                self._start_journal(specs, todo)
                 self._run()
         finally:
             self.writer.shutdown(wait=True)  # whatever was handed over is written, even on Ctrl-C
-            self._close_journal()
-            self._release_actors()
-            self.reporter.finish()
+            try:
+                self._close_journal()
+            finally:
+                self._release_actors()
+                self.reporter.finish()
         episodes = self._episodes(specs)
         errors = int((episodes["termination"] == "error").sum()) if len(episodes) else 0
         history = {name: c.history for name, c in self.concurrency.items()}
@@ -537,11 +538,12 @@ class Driver:
         """The journal actor on this node (where the run folder is), its ledger opened with what the
         run has spent: finished episodes of the matrix and the journals of unfinished ones.
 
-        None when only built-in agents are to run: their steps cost nothing and an episode reruns
+        None for a sweep of built-in agents only: their steps cost nothing and an episode reruns
         in milliseconds, while the actor's start took a quarter of a 150-episode built-in sweep on
         two cores (bench/orchestrator_overhead.py (a)). Journals such episodes left are still
-        resumed from, and removed when they finish."""
-        if all(s.model.builtin for s in todo):
+        resumed from, and removed when they finish. A sweep with a called model always has one,
+        even when only built-in episodes are left: its ledger and budgets go on."""
+        if all(m.builtin for m in self.sweep.models):
             return
         todo_ids = {s.episode_id for s in todo}
         by_id = {s.episode_id: s for s in specs}
@@ -638,7 +640,8 @@ class Driver:
                 time.sleep(0.2)  # everything pending waits for a server replica with room
                 continue
             refs = list(self.in_flight)
-            ready, _ = ray.wait(refs, num_returns=1, timeout=1.0)
+            # a status asked of the journal actor is taken in within POLL_S
+            ready, _ = ray.wait(refs, num_returns=1, timeout=POLL_S if self.journal is not None else 1.0)
             if ready:
                 more, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
                 ready = list({*ready, *more})

@@ -133,14 +133,15 @@ class JournalWriter:
     def path(self, episode_id: str) -> Path:
         return journal_path(self.folder, episode_id)
 
-    def start(self, episode_id: str, attempt: int, keep: int) -> None:
+    def start(self, episode_id: str, attempt: int, keep: int) -> JournalRead:
+        """Returns what the journal keeps (its cost is what the attempt starts from)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.attempts[episode_id] = attempt
         path = self.path(episode_id)
         kept = read_journal(self.folder, episode_id, max_steps=keep)
         if not kept.rows:
             path.unlink(missing_ok=True)  # nothing to continue from: the episode starts afresh
-            return
+            return kept
         lines = [*kept.lines, resume_line(attempt, len(kept.rows))]
         tmp = path.with_name(f".{path.name}.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
@@ -148,6 +149,7 @@ class JournalWriter:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        return kept
 
     def append(self, episode_id: str, attempt: int, lines: list[str], sync: bool) -> bool:
         """Append ``lines`` of ``attempt``; False (nothing written) for a stale attempt. ``sync``:

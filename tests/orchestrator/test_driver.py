@@ -76,11 +76,18 @@ def test_killed_driver_then_rerun_completes_exactly_the_missing_episodes(ray_clu
 
 def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind(ray_cluster, maze_dir, sweep_dict,
                                                                                  tmp_path):
+    class Watched(Driver):
+        journal_actors = 0
+
+        def _start_journal(self, specs, todo):
+            super()._start_journal(specs, todo)
+            Watched.journal_actors += self.journal is not None
+
     sweep = parse_sweep(sweep_dict(maze_dir, models=[{"name": "explorer", "model": "builtin/explorer"}]), "t.yaml")
     run = tmp_path / "t"
-    assert Driver(sweep, run).execute().ran == 6
+    assert Watched(sweep, run).execute().ran == 6
     journals = journal_dir(run)
-    assert not journaled_ids(journals)
+    assert not journaled_ids(journals) and Watched.journal_actors == 0
     # an episode whose files are gone and whose first steps a journal holds (an earlier run with
     # a called model, killed mid-episode): the rerun continues it from there and removes the journal
     episodes = pd.read_parquet(run / "episodes")
@@ -90,8 +97,8 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
     for table in ("episodes", "steps"):
         (run / table / f"{eid}.parquet").unlink()
     JournalWriter(journals).append(eid, 1, [step_line(r) for r in rows], sync=True)
-    outcome = Driver(sweep, run).execute()
-    assert outcome.ran == 1 and outcome.skipped == 5
+    outcome = Watched(sweep, run).execute()
+    assert outcome.ran == 1 and outcome.skipped == 5 and Watched.journal_actors == 0
     row = pd.read_parquet(run / "episodes" / f"{eid}.parquet").iloc[0]
     assert row["resumed"] == 1 and row["steps"] == len(before)
     after = pd.read_parquet(run / "steps" / f"{eid}.parquet").sort_values("step")
