@@ -27,7 +27,7 @@ from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
 from orchestrator.store import is_uri, open_store
-from orchestrator.traces import EPISODES_DIR, STEPS_DIR, read_manifest, trace_dataset
+from orchestrator.traces import EPISODES_DIR, STEPS_DIR, read_episodes, read_manifest, trace_dataset
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
@@ -81,9 +81,7 @@ def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, RunSteps]:
     if not store.is_dir(EPISODES_DIR):
         raise BadInput(str(run_dir), EPISODES_DIR, "run folder has no episodes/ (is it a gridbench run?)")
     try:
-        # fragments keep each file's footer once read (over 100 kB a file): not cached, a run of
-        # one file per episode reads in bounded memory
-        episodes = trace_dataset(run_dir, EPISODES_DIR).scanner(cache_metadata=False).to_table().to_pandas()
+        episodes = read_episodes(run_dir)
         steps = RunSteps(run_dir, trace_dataset(run_dir, STEPS_DIR))
     except (pa.ArrowException, OSError) as e:
         raise unreadable(run_dir, EPISODES_DIR, e) from None

@@ -135,7 +135,7 @@ def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) ->
     return dataset_of(store, table, [*view.compacted, *own])
 
 
-def _read(run_dir: Run, table: str, columns: list[str] | None = None, ids: Iterable[str] | None = None) -> pa.Table:
+def read_table(run_dir: Run, table: str, columns: list[str] | None = None, ids: Iterable[str] | None = None) -> pa.Table:
     ids = None if ids is None else sorted(set(ids))
     if ids == []:
         schema = SCHEMAS[table]
@@ -149,28 +149,28 @@ def _read(run_dir: Run, table: str, columns: list[str] | None = None, ids: Itera
 
 def read_run(run_dir: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(episodes, steps) of a run as DataFrames with the fixed schemas; empty when nothing ran."""
-    return _read(run_dir, EPISODES_DIR).to_pandas(), _read(run_dir, STEPS_DIR).to_pandas()
+    return read_table(run_dir, EPISODES_DIR).to_pandas(), read_table(run_dir, STEPS_DIR).to_pandas()
 
 
 def read_episodes(run_dir: Run, ids: Iterable[str] | None = None) -> pd.DataFrame:
     """Only the episodes table of a run (cheap: one row per episode); with ``ids``, only the
     episodes among those that are complete."""
-    return _read(run_dir, EPISODES_DIR, ids=ids).to_pandas()
+    return read_table(run_dir, EPISODES_DIR, ids=ids).to_pandas()
 
 
 def read_episode(run_dir: Run, episode_id: str) -> tuple[dict[str, Any], pd.DataFrame]:
     """One episode's row (as a dict) and its steps in step order; ``FileNotFoundError`` when the run
     holds no such complete episode."""
-    rows = _read(run_dir, EPISODES_DIR, ids=[episode_id]).to_pylist()
+    rows = read_table(run_dir, EPISODES_DIR, ids=[episode_id]).to_pylist()
     if not rows:
         raise FileNotFoundError(f"{run_dir}: no episode {episode_id}")
-    steps = _read(run_dir, STEPS_DIR, ids=[episode_id]).to_pandas()
+    steps = read_table(run_dir, STEPS_DIR, ids=[episode_id]).to_pandas()
     return rows[0], steps.sort_values("step").reset_index(drop=True)
 
 
 def completed_ids(run_dir: Run, *, include_errors: bool = True) -> set[str]:
     """Ids of the episodes whose files are complete; ``include_errors=False`` leaves out ``error``."""
-    table = _read(run_dir, EPISODES_DIR, ["episode_id", "termination"])
+    table = read_table(run_dir, EPISODES_DIR, ["episode_id", "termination"])
     ids, terms = table.column("episode_id").to_pylist(), table.column("termination").to_pylist()
     return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != "error"}
 

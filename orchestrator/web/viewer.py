@@ -51,7 +51,7 @@ from env.tiles import AGENT_DIRS, tile_atlas
 from orchestrator.episode import recorded_state
 from orchestrator.schema import STEPS
 from orchestrator.store import is_uri, open_store
-from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, trace_dataset
+from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, read_table, trace_dataset
 
 FORMAT = "gridbench.view/1"
 # the columns of the index table, in display order
@@ -99,8 +99,7 @@ class ViewSummary:
 # ---- shared with human play --------------------------------------------------------------------
 def script_json(obj: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no reply can close the element."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return (json_text(obj).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
@@ -114,7 +113,7 @@ def read_index(run_dir: str | Path) -> pa.Table:
     if not open_store(run_dir, "RUN_DIR").is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
     columns = list(dict.fromkeys(("run", *INDEX_COLUMNS, *DRAWING_COLUMNS, *DETAIL_COLUMNS)))
-    table = trace_dataset(run_dir, EPISODES_DIR).to_table(columns=columns)
+    table = read_table(run_dir, EPISODES_DIR, columns)
     if table.num_rows == 0:
         raise BadInput(str(run_dir), EPISODES_DIR, "the run holds no finished episodes")
     return table.sort_by([(c, "ascending") for c in INDEX_ORDER])
@@ -302,8 +301,10 @@ def spool_steps(run_dir: str | Path, ids: pa.Array, starts: list[int], spool: Pa
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
     bounds = np.asarray(starts)
     try:
+        # no footers kept (cache_metadata, as traces.read_table): a run of one file per episode
+        # would otherwise hold ~100 kB per file until the last batch
         for batch in steps.to_batches(columns=["episode_id", *STEP_COLUMNS, "mechanisms"], batch_size=32_768,
-                                      batch_readahead=2, fragment_readahead=1):
+                                      batch_readahead=2, fragment_readahead=1, cache_metadata=False):
             ordinal = pc.index_in(batch.column("episode_id"), value_set=ids).cast(pa.int32())
             rows = pa.RecordBatch.from_arrays([ordinal, *batch.columns[1:]], schema=SPOOL_SCHEMA)
             rows = rows.filter(pc.is_valid(ordinal))

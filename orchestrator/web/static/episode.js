@@ -101,7 +101,7 @@ window.gridbench = window.gridbench || {};
     $("no-frames").hidden = drawn;
     $("no-frames").textContent = rec.problem ? "No frames: the recorded states do not fit the maze."
       : !maze ? "Maze " + mazeId + " (with the recorded checksum) is not in the run's manifest, so no frames are shown."
-        : "No tiles of size " + protocol.tile_size + " in this bundle: write it again (gridbench view).";
+        : "No tiles of size " + (protocol.tile_size || gb.index.ix.default_tile_size) + " in this bundle: write it again (gridbench view).";
     $("stage").hidden = !drawn;
     $("toggles").hidden = !drawn;
 
