@@ -19,8 +19,8 @@ Where the replies come from (``mode``):
 
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
 (a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
-in ``requests``; ``answered_steps()`` counts the answered ones per turn (the step number the
-prompt asks about), which is how tests prove that no call was paid for twice.
+in ``requests``, with the step number the prompt asks about: counting the answered ones per
+maze and step is how tests prove that no call was paid for twice.
 
 ``on_request(request)`` is called for each chat request before it is answered; returning
 ``"drop"`` closes the connection unanswered (a test kills a process there). ``capacity``: more
@@ -193,14 +193,6 @@ class ScriptedServer:
     @property
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith(("/chat/completions", "/messages"))]
-
-    def answered_steps(self) -> dict[int | None, int]:
-        """How many answered requests asked about each step."""
-        out: dict[int | None, int] = {}
-        for r in self.chat_requests:
-            if r.answered:
-                out[r.step] = out.get(r.step, 0) + 1
-        return out
 
     # ---- replies ---------------------------------------------------------------------------
     def _next_item(self, index: int, body: dict, headers: dict[str, str]) -> dict[str, Any]:

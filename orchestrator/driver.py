@@ -215,7 +215,6 @@ class Suspended:
 
     episode_id: str
     steps: int
-    termination: str = "suspended"
 
 
 class StepSender:
