@@ -277,7 +277,10 @@ def write_manifest(
     store = open_store(run_dir)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     old = read_manifest(store) or {}
-    git = git_info()
+    last = (old.get("invocations") or [{}])[-1]
+    # an invocation ran the commit it started with: its source may be gone by the time it ends
+    # (`ray job stop` removes a job's working dir while the driver still writes its last update)
+    git = last["git"] if replace_last and isinstance(last.get("git"), dict) else git_info()
     manifest = {
         "format": MANIFEST_FORMAT,
         "run": run,
@@ -289,7 +292,7 @@ def write_manifest(
         "packages": package_versions(),
         "host": host_info(),
         "invocations": [*(old.get("invocations", [])[:-1] if replace_last else old.get("invocations", [])),
-                        {"at": (old.get("invocations") or [{}])[-1].get("at", now) if replace_last else now,
+                        {"at": last.get("at", now) if replace_last else now,
                          "git": git, **invocation, **({"finished_at": now} if replace_last else {})}],
         "mazes": {**old.get("mazes", {}), **mazes},
     }
