@@ -36,7 +36,9 @@ from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
 from agents.secrets import scrub
-from agents.types import Decision, InfraError, ParseStatus, Turn
+from agents.study_agent import StudyQuerying
+from agents.study_prompt import study_cache_markers
+from agents.types import REASK_SEPARATOR, Decision, InfraError, ParseStatus, Turn
 from agents.usage import Budget, Usage
 from env.errors import BadInput
 
@@ -46,7 +48,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _litellm: Any = None
 
 REASK_LIMIT = 2
-REASK_SEPARATOR = "\n\n[re-asked]\n\n"
 # Anthropic needs max_tokens above the thinking budget; this much is left for the answer.
 ANSWER_HEADROOM_TOKENS = 4096
 
@@ -163,6 +164,8 @@ class LLMAgent:
         self._supported: list[str] = []
         self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
                       if config.client == "openai" and self.api_base and not offline else None)
+        self._study = (StudyQuerying(self._study_call, lambda text: count_tokens(self.model, text))
+                       if protocol.style == "study" else None)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -268,6 +271,9 @@ class LLMAgent:
         return self._provider == "anthropic" or (self._provider in ("bedrock", "vertex_ai") and "claude" in self.model)
 
     async def act(self, turn: Turn) -> Decision:
+        if self._study is not None:
+            return await self._study.act(turn)
+        p = self.protocol
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
         if self.marks_cache:
@@ -276,14 +282,17 @@ class LLMAgent:
         budget = Budget()
         action: int | None = None
         status: ParseStatus = "invalid"
+        # calls after the first one that gave no action: a re-ask shows the reply and a reminder
+        # of the format, a re-query sends the same request again
+        more = {"noop": 0, "reask": REASK_LIMIT, "requery": p.requery_limit - 1}[p.invalid_output]
         while True:
             completion, budget = await self.call(messages)
             completions.append(completion)
             action, status = parse_action(completion.reply)
-            reasks = len(completions) - 1
-            if action is not None or self.protocol.invalid_output == "noop" or reasks >= REASK_LIMIT:
+            if action is not None or len(completions) > more:
                 break
-            messages = reask_messages(messages, completion.reply)
+            if p.invalid_output == "reask":
+                messages = reask_messages(messages, completion.reply)
         self._replies.append(completions[-1].reply)
         reasonings = [c.reasoning for c in completions]
         return Decision(
@@ -292,15 +301,23 @@ class LLMAgent:
             reply=REASK_SEPARATOR.join(c.reply for c in completions),
             reasoning=REASK_SEPARATOR.join(reasonings) if any(reasonings) else "",
             finish_reason=completions[-1].finish_reason,
-            usage=Usage.total(c.usage for c in completions) + Usage(reasks=len(completions) - 1),
+            usage=Usage.total(c.usage for c in completions) + Usage(calls=len(completions),
+                                                                    reasks=len(completions) - 1),
             budget=budget,
             prompt_hash=prompt_hash,
             image_hashes=tuple(image_hashes),
+            ending="parse_failed" if action is None and p.invalid_output == "requery" else None,
         )
 
     async def resume(self, turn: Turn, decision: Decision) -> None:
         """A multi-turn conversation shows the model its own past replies: the last of each turn's."""
+        if self._study is not None:
+            await self._study.resume(turn, decision)
+            return
         self._replies.append(decision.reply.split(REASK_SEPARATOR)[-1])
+
+    async def _study_call(self, messages: list[dict[str, Any]]) -> tuple[Completion, Budget]:
+        return await self.call(study_cache_markers(messages) if self.marks_cache else messages)
 
     async def call(self, messages: list[dict[str, Any]]) -> tuple[Completion, Budget]:
         """One model answer, retried by the policy, and the budget its request carried; raises

@@ -221,9 +221,9 @@ def _single(turn: Turn) -> list[dict[str, Any]]:
     t = texts()
     parts = _Parts()
     _preamble(parts, turn)
-    if p.activity_summary:
+    if p.summarised:
         parts.text(activity_summary(turn.maze, turn.history))
-    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames else ()
+    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames and p.shows_recent else ()
     if shown:
         parts.text(t["history_header"])
         for past in shown:
@@ -246,7 +246,7 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
     n = len(turn.history)
     for i, past in enumerate(turn.history):
         # only the last `history_frames` past turns keep their pictures and text maps
-        recent = n - i <= p.history_frames
+        recent = p.shows_recent and n - i <= p.history_frames
         parts.text(t["multi_past"].format(step=past.step, inventory=inventory(turn.maze, past.state_before)))
         _observation(parts, turn.maze, past.state_before, p,
                      image=recent and p.uses_image, text=recent and p.uses_text)
@@ -257,7 +257,7 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
         if not reply:
             reply = t["multi_reply"].format(action=_action_name(past.action))
         messages.append({"role": "assistant", "content": reply})
-    if p.activity_summary:
+    if p.summarised:
         parts.text(activity_summary(turn.maze, turn.history))
     _current(parts, turn)
     messages.append({"role": "user", "content": parts.done()})
@@ -265,7 +265,13 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
 
 
 def build_messages(turn: Turn, replies: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The chat messages for one turn. ``replies``: the agent's own past replies (multi only)."""
+    """The chat messages for one turn. ``replies``: the agent's own past replies (multi only).
+    The study style's messages come from ``agents.study_prompt`` (its multi-turn chat is the
+    agent's: ``build_study_messages``)."""
+    if turn.protocol.style == "study":
+        from agents.study_prompt import build_study_messages
+
+        return build_study_messages(turn)
     if turn.protocol.conversation == "multi":
         return _multi(turn, replies)
     return _single(turn)

@@ -226,8 +226,20 @@ class ScriptedServer:
                 break
         if state is None:
             return "I cannot see where I am."
-        action = ACTIONS[OracleAgent.choose(maze, state)]
-        return f"The shortest way on is {action}.\nACTION: {action}"
+        text = _request_text(body)
+        if "FINAL_OUTPUT" not in text:
+            action = ACTIONS[OracleAgent.choose(maze, state)]
+            return f"The shortest way on is {action}.\nACTION: {action}"
+        # the study style's sentinel: one action, or the whole rest of the plan when the request
+        # asks for a sub-goal or a trajectory
+        from agents.actions import token_of
+        from env.oracle import solve
+
+        plan = solve(maze, start=state).plan
+        if "SUB_GOAL" not in text and "<action>, <action>" not in text:
+            plan = plan[:1]
+        head = "SUB_GOAL: the goal\n" if "SUB_GOAL" in text else ""
+        return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(token_of(a) for a in plan)}"
 
     def _candidates(self, body: dict) -> list[Maze]:
         """Mazes whose walls match the last text map or image of the request."""

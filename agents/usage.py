@@ -33,7 +33,12 @@ class Usage:
         "USD: the model entry's `price`, else litellm's price table; 0 when neither knows the model"))
     latency_s: float = field(default=0.0, metadata=doc("seconds spent waiting for model answers, retries included"))
     retries: int = field(default=0, metadata=doc("requests retried after a transient failure (429, 5xx, timeout)"))
-    reasks: int = field(default=0, metadata=doc("re-asks after an invalid reply (`invalid_output: reask`)"))
+    calls: int = field(default=0, metadata=doc(
+        "model calls answered (queries; a retried request counts once); 0 for a step taken from the action "
+        "list an earlier query gave, and for built-in agents"))
+    reasks: int = field(default=0, metadata=doc(
+        "calls after an invalid reply (`invalid_output: reask` or `requery`): each one follows a reply that "
+        "gave no action"))
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):

@@ -93,6 +93,13 @@ class Condition:
     name: str
     protocol: Protocol
     changed: str | None  # the one field it changes from the base protocol; None for the base
+    # protocol fields this condition sets for one model only (model name -> fields), laid over
+    # that model's own: a condition that changes model settings, such as the study's thinking one
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.changed is None and not self.models
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ class Sweep:
             "protocol": self.protocol.to_dict(),
             "models": [m.public() for m in self.models],
             "conditions": [
-                {"name": c.name, "changed": c.changed, "protocol_hash": c.protocol.hash,
+                {"name": c.name, "changed": c.changed, "models": c.models, "protocol_hash": c.protocol.hash,
                  "protocol": c.protocol.to_dict()}
                 for c in self.conditions
             ],
@@ -201,10 +208,13 @@ class Sweep:
 
 
 def model_conditions(model: ModelEntry, conditions: list[Condition]) -> list[Condition]:
-    """The conditions as this model runs them: its own protocol fields laid over each one."""
-    if not model.protocol:
-        return conditions
-    return [replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **model.protocol})) for c in conditions]
+    """The conditions as this model runs them: its own protocol fields laid over each one, then
+    the condition's fields for this model."""
+    out = []
+    for c in conditions:
+        own = {**model.protocol, **c.models.get(model.name, {})}
+        out.append(replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **own})) if own else c)
+    return out
 
 
 def episode_id(maze: Maze, model: ModelEntry, protocol: Protocol, repeat: int) -> str:
@@ -288,7 +298,8 @@ def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None
     return unique
 
 
-def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) -> ModelEntry:
+def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
+                 protocol: Protocol | None = None) -> ModelEntry:
     where = f"models[{i}]"
     if isinstance(entry, str):
         entry = {"model": entry}
@@ -325,14 +336,14 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
     if not isinstance(own_protocol, dict) or "preset" in own_protocol:
         raise BadInput(source, f"{where}.protocol", "must be a mapping of protocol fields (no preset)")
     try:
-        resolve_protocol(own_protocol, source)
+        resolve_protocol({**(protocol or resolve_protocol(None)).to_dict(), **own_protocol}, source)
     except BadInput as err:
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
     return ModelEntry(config=config, max_concurrency=conc, max_cost=max_cost, serve=serve, mazes=own_mazes,
                       protocol=own_protocol)
 
 
-def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
+def _parse_conditions(source: str, raw: Any, base: Protocol, model_names: list[str]) -> list[Condition]:
     if raw is None:
         return [Condition(DEFAULT_CONDITION, base, None)]
     if not isinstance(raw, list) or not raw:
@@ -340,6 +351,7 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
     out: list[Condition] = []
     names: set[str] = set()
     by_hash: dict[str, str] = {}
+    baseline: str | None = None
     for i, c in enumerate(raw):
         where = f"conditions[{i}]"
         if isinstance(c, str):
@@ -350,24 +362,52 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
         if name in names:
             raise BadInput(source, f"{where}.name", f"{name!r} is used twice")
         names.add(name)
-        fields = {k: v for k, v in c.items() if k != "name"}
+        fields = {k: v for k, v in c.items() if k not in ("name", "models")}
         if "preset" in fields:
             raise BadInput(source, f"{where}.preset", "a condition changes fields of the sweep's protocol, not its preset")
         try:
             protocol = resolve_protocol({**base.to_dict(), **fields}, source)
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
+        per_model = _condition_models(source, f"{where}.models", c.get("models"), model_names, protocol)
         changed = protocol.changed_fields(base)
-        if name == "baseline":
-            if changed:
-                raise BadInput(source, f"{where}.{changed[0]}", "`baseline` is the sweep's protocol itself and changes no field")
-        elif len(changed) != 1:
-            what = "changes no protocol field" if not changed else f"changes {len(changed)} fields ({', '.join(changed)})"
-            raise BadInput(source, where, f"condition {name!r} {what}; each condition changes exactly one")
-        if protocol.hash in by_hash:
-            raise BadInput(source, where, f"condition {name!r} is the same protocol as {by_hash[protocol.hash]!r}")
-        by_hash[protocol.hash] = name
-        out.append(Condition(name, protocol, changed[0] if changed else None))
+        if len(changed) > 1:
+            raise BadInput(source, where, f"condition {name!r} changes {len(changed)} fields ({', '.join(changed)}); "
+                                          "each condition changes one (or, with models:, the models' settings)")
+        if name == "baseline" and (changed or per_model):
+            what = changed[0] if changed else "models"
+            raise BadInput(source, f"{where}.{what}", "`baseline` is the sweep's protocol itself and changes nothing")
+        if not changed and not per_model:
+            if baseline is not None:
+                raise BadInput(source, where, f"conditions {baseline!r} and {name!r} both change nothing")
+            baseline = name
+        key = json.dumps([protocol.hash, per_model], sort_keys=True)
+        if key in by_hash:
+            raise BadInput(source, where, f"condition {name!r} is the same as {by_hash[key]!r}")
+        by_hash[key] = name
+        out.append(Condition(name, protocol, changed[0] if changed else None, per_model))
+    return out
+
+
+def _condition_models(source: str, where: str, raw: Any, model_names: list[str],
+                      protocol: Protocol) -> dict[str, dict[str, Any]]:
+    """A condition's ``models:``: for each named model, protocol fields of its own."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        raise BadInput(source, where, "must map model names to protocol fields ({claude: {effort: low}})")
+    out: dict[str, dict[str, Any]] = {}
+    for name, fields in raw.items():
+        if name not in model_names:
+            raise BadInput(source, f"{where}.{name}", f"no model of the sweep is named {name!r} "
+                                                      f"(known: {', '.join(model_names)})")
+        if not isinstance(fields, dict) or not fields or "preset" in fields:
+            raise BadInput(source, f"{where}.{name}", "must be a mapping of protocol fields (no preset)")
+        try:
+            resolve_protocol({**protocol.to_dict(), **fields}, source)
+        except BadInput as err:
+            raise BadInput(source, f"{where}.{name}.{err.field}", err.message) from None
+        out[name] = dict(fields)
     return out
 
 
@@ -393,7 +433,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise BadInput(source, "models", "must be a non-empty list of model entries")
-    models = [_parse_model(source, i, m, base_dir) for i, m in enumerate(raw_models)]
+    models = [_parse_model(source, i, m, base_dir, protocol) for i, m in enumerate(raw_models)]
     seen_names: dict[str, int] = {}
     seen_identity: dict[str, int] = {}
     for i, m in enumerate(models):
@@ -404,7 +444,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         if ident in seen_identity:
             raise BadInput(source, f"models[{i}]", f"the same model as models[{seen_identity[ident]}] (same model, params and serve)")
         seen_identity[ident] = i
-    conditions = _parse_conditions(source, data.get("conditions"), protocol)
+    conditions = _parse_conditions(source, data.get("conditions"), protocol, [m.name for m in models])
     for i, m in enumerate(models):
         if m.serve is not None and m.serve.engine == "llama_cpp":
             for c in model_conditions(m, conditions):

@@ -21,7 +21,7 @@ def _default_name() -> str:
 def play(
     mazes: list[str] = typer.Argument(..., help="maze files, ids, set/id or a named set, played in this order"),
     name: str | None = typer.Option(None, "--name", help="the player's name: traces record model human/NAME"),
-    protocol: str = typer.Option("final", "--protocol", help="protocol preset: what the player is shown"),
+    protocol: str = typer.Option("gridbench-final", "--protocol", help="protocol preset: what the player is shown"),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
     out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
     run: str | None = typer.Option(None, "--run", help="run name (default play-NAME-<time>); an existing run is extended"),

@@ -23,8 +23,8 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GRIDBENCH_UPDATE_GOLDEN") == "1"
 
 VARIANTS = {
-    "final": PRESETS["final"],
-    "baseline": PRESETS["baseline"],
+    "final": PRESETS["gridbench-final"],
+    "baseline": PRESETS["gridbench-baseline"],
     "detailed-text-steps": Protocol(prompt="detailed", observation="text", steps_remaining=True,
                                     icl_example=False, history_frames=2),
     "multi": Protocol(conversation="multi", icl_example=False, history_frames=1,
@@ -67,7 +67,7 @@ def test_golden_prompt(name, example_maze, example_midway):
 
 def test_final_prompt_shape(example_maze, example_midway):
     history, state = example_midway
-    messages = build_messages(turn_for(example_maze, history, state, PRESETS["final"]))
+    messages = build_messages(turn_for(example_maze, history, state, PRESETS["gridbench-final"]))
     assert [m["role"] for m in messages] == ["user"]
     text = all_text(messages)
     assert text.startswith(instructions("minimal"))
@@ -109,7 +109,7 @@ def test_text_observation_has_the_projection_and_no_images(example_maze, example
 
 def test_switches_off_what_the_protocol_turns_off(example_maze, example_midway):
     history, state = example_midway
-    protocol = Protocol(start_info=False, mechanism_locations=False, activity_summary=False,
+    protocol = Protocol(start_info=False, mechanism_locations=False, context="recent",
                         icl_example=False, steps_remaining=False)
     text = all_text(build_messages(turn_for(example_maze, history, state, protocol)))
     for fragment in ("You started at", "Objects in this maze", "What has happened", "example", "steps left"):
@@ -178,8 +178,8 @@ def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze
 
 def test_fingerprint_tracks_images_and_text(example_maze, example_midway):
     history, state = example_midway
-    a = build_messages(turn_for(example_maze, history, state, PRESETS["final"]))
-    b = build_messages(turn_for(example_maze, history[:-1], history[-1].state_before, PRESETS["final"]))
+    a = build_messages(turn_for(example_maze, history, state, PRESETS["gridbench-final"]))
+    b = build_messages(turn_for(example_maze, history[:-1], history[-1].state_before, PRESETS["gridbench-final"]))
     ha, ia = fingerprint(a)
     hb, ib = fingerprint(b)
     assert ha != hb and ia[:8] == ib[:8] and ia[-1] != ib[-1]

@@ -8,7 +8,7 @@ from env.errors import BadInput
 
 
 def test_final_preset_is_the_design_defaults():
-    p = Protocol.preset("final")
+    p = Protocol.preset("gridbench-final")
     assert p == Protocol()
     assert (p.prompt, p.observation, p.history_frames, p.thinking, p.thinking_budget) == (
         "minimal", "image", 3, True, 64000)
@@ -18,8 +18,8 @@ def test_final_preset_is_the_design_defaults():
 
 
 def test_baseline_differs_from_final_in_prompt_and_observation_only():
-    base = PRESETS["baseline"]
-    assert base.changed_fields(PRESETS["final"]) == ["prompt", "observation"]
+    base = PRESETS["gridbench-baseline"]
+    assert base.changed_fields(PRESETS["gridbench-final"]) == ["prompt", "observation"]
     assert base.mechanism_locations and base.icl_example and base.history_frames == 3
     assert base.conversation == "single"
 
@@ -41,9 +41,9 @@ def test_frozen_and_extra_forbidden():
 
 
 def test_resolve_starts_from_the_named_preset():
-    p = resolve_protocol({"preset": "baseline", "thinking": False})
-    assert p.changed_fields(PRESETS["baseline"]) == ["thinking"]
-    assert resolve_protocol(None) == PRESETS["final"]
+    p = resolve_protocol({"preset": "gridbench-baseline", "thinking": False})
+    assert p.changed_fields(PRESETS["gridbench-baseline"]) == ["thinking"]
+    assert resolve_protocol(None) == PRESETS["gridbench-final"]
     assert resolve_protocol(p) is p
 
 

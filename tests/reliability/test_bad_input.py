@@ -35,7 +35,7 @@ BAD_SWEEPS = [
                                                    "prompt": "detailed"}]), "changes 3 fields"),
     ("condition-no-change", _sweep(conditions=[{"name": "c"}]), "changes no protocol field"),
     ("condition-without-name", _sweep(conditions=[{"thinking": False}]), "conditions[0]"),
-    ("condition-preset", _sweep(conditions=[{"name": "c", "preset": "baseline"}]), "conditions[0].preset"),
+    ("condition-preset", _sweep(conditions=[{"name": "c", "preset": "gridbench-baseline"}]), "conditions[0].preset"),
     ("condition-names-twice", _sweep(conditions=[{"name": "c", "thinking": False}, {"name": "c", "seed": 4}]),
      "'c' is used twice"),
     ("conditions-empty", _sweep(conditions=[]), "conditions: must be a non-empty list"),

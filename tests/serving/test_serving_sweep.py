@@ -50,7 +50,7 @@ def test_a_model_runs_only_its_own_mazes_and_the_cli_maze_override_wins():
     [
         ({"protocol": {"colour": 1}}, "models[0].protocol.colour"),
         ({"protocol": {"observation": "smell"}}, "models[0].protocol.observation"),
-        ({"protocol": {"preset": "baseline"}}, "models[0].protocol"),
+        ({"protocol": {"preset": "gridbench-baseline"}}, "models[0].protocol"),
         ({"mazes": ["no-such-maze"]}, "models[0].mazes"),
         ({"serve": {"engine": "llama_cpp", "n_ctx": 1}}, "models[0].serve.n_ctx"),
     ],

@@ -94,7 +94,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
         assert view["maze_id"] == "example" and view["finished"][0]["termination"] == "solved"
         await asyncio.to_thread(_call, url + "api/stop", token, {})
 
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
 
     async def main():
         game = asyncio.create_task(play([corridor, example], name="tester", protocol=protocol, run_dir=run_dir,
@@ -231,7 +231,7 @@ def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, 
             await asyncio.to_thread(_call, url + "api/act", token, {"action": action, "version": version})
 
     async def main():
-        game = asyncio.create_task(play([corridor], name="ada", protocol=Protocol.preset("final"), run_dir=run_dir,
+        game = asyncio.create_task(play([corridor], name="ada", protocol=Protocol.preset("gridbench-final"), run_dir=run_dir,
                                         on_ready=ready.put_nowait, linger_s=0.1))
         await player()
         return await game

@@ -111,7 +111,7 @@ def run_with_a_crash_and_no_mazes(folder: Path, example_maze) -> Path:
     run = make_run(folder, [(example_maze, "builtin/oracle", "baseline", 0)])
     identity = EpisodeIdentity(run="run", episode_id="crashed", model_name="m", model="builtin/random",
                                condition="baseline", repeat=0, maze_id=example_maze.id)
-    write_episode(run, failed_episode(identity, example_maze, Protocol.preset("final"), "ActorDied", "node lost", 3))
+    write_episode(run, failed_episode(identity, example_maze, Protocol.preset("gridbench-final"), "ActorDied", "node lost", 3))
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["mazes"] = {}
     (run / "manifest.json").write_text(json.dumps(manifest))
