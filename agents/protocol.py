@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from env.errors import BadInput, pydantic_field
 
 Observation = Literal["image", "text", "image+text"]
+# effort levels across providers (each provider takes some of them: agents/providers.py)
+Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 
 
 class Protocol(BaseModel):
@@ -31,16 +33,20 @@ class Protocol(BaseModel):
     start_info: bool = True
     mechanism_locations: bool = True
     icl_example: bool = True
+    # how much a model may think: its provider's own switch, an effort level (None: the
+    # provider's default) and a separate thinking-token budget (None: none, only the output cap);
+    # agents/providers.py translates them, and refuses at load what a provider cannot honour
     thinking: bool = True
-    thinking_budget: int = Field(64000, ge=1024, le=1_000_000)
+    effort: Effort | None = None
+    thinking_budget: int | None = Field(None, ge=1024, le=1_000_000)
     steps_remaining: bool = False
     conversation: Literal["single", "multi"] = "single"
     invalid_output: Literal["noop", "reask"] = "noop"
     tile_size: int = Field(32, ge=8, le=128)
     step_cap_factor: float = Field(3.0, gt=0, le=100)
     stall_window: int = Field(30, ge=1, le=100_000)
-    temperature: float = Field(1.0, ge=0, le=2)
-    max_output_tokens: int = Field(70000, ge=1, le=1_000_000)
+    temperature: float | None = Field(None, ge=0, le=2)  # None: not sent, the provider's own default
+    max_output_tokens: int = Field(64000, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
     # ---- identity ---------------------------------------------------------------------
@@ -76,7 +82,8 @@ class Protocol(BaseModel):
 
 
 PRESETS: dict[str, Protocol] = {
-    # the study's final protocol: thinking on (64k budget), minimal prompt, image only
+    # the study's final protocol: thinking on by each provider's switch, an output cap of 64,000
+    # tokens and no separate thinking budget, minimal prompt, image only
     "final": Protocol(),
     # the study's ablation baseline: every condition of the ablation changes one field of it
     "baseline": Protocol(
