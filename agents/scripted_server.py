@@ -39,9 +39,8 @@ maze and step is how tests prove that no call was paid for twice.
 ``on_request(request)`` is called for each chat request before it is answered; returning
 ``"drop"`` closes the connection unanswered (a test kills a process there). ``capacity``: more
 requests than this at once are refused with 429 and ``Retry-After: retry_after`` (a provider's
-rate limit). Anthropic requests report ``cache_read_input_tokens`` for the part of the prompt up
-to the last ``cache_control`` marker when the same part was sent before, as Anthropic's prompt
-cache does.
+rate limit). Anthropic requests report ``cache_read_input_tokens`` for the longest part of the
+prompt up to a ``cache_control`` marker that was sent before, as Anthropic's prompt cache does.
 
 Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
 process: ``python -m agents.scripted_server --port 0 --mode oracle --maze example`` prints its
@@ -55,6 +54,7 @@ import base64
 import io
 import itertools
 import json
+import os
 import re
 import signal
 import sys
@@ -178,6 +178,7 @@ class ScriptedServer:
         self.retry_after = retry_after
         self._busy = 0
         self._cache: set[str] = set()
+        self._prompts: list[str] = []
         if persona not in PERSONAS:
             raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
         self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
@@ -405,6 +406,15 @@ class ScriptedServer:
 
         return Handler
 
+    def shared_prefix_tokens(self, body: dict) -> int:
+        """Tokens of the longest start this request's prompt shares with an earlier one: what an
+        automatic prefix cache (Moonshot's, vLLM's) serves from cache; remembers this prompt."""
+        text = _request_text(body)
+        with self._lock:
+            shared = max((len(os.path.commonprefix([text, before])) for before in self._prompts), default=0)
+            self._prompts.append(text)
+        return shared // 4
+
     def cached_prefix(self, key: str | None) -> bool:
         """Whether a prompt prefix was sent before (this server's prompt cache); remembers it."""
         if key is None:
@@ -518,8 +528,7 @@ class MoonshotPersona(Persona):
         usage.pop("completion_tokens_details", None)
         usage["completion_tokens"] = _approx_tokens(message["content"] or "") + _approx_tokens(reasoning or "")
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        first = _first_text(body)
-        usage["cached_tokens"] = _approx_tokens(first or "") if server.cached_prefix(first) else 0
+        usage["cached_tokens"] = server.shared_prefix_tokens(body)
         return completion
 
 
@@ -593,9 +602,7 @@ class VLLMPersona(Persona):
         elif reasoning:
             message["content"] = f"<think>\n{reasoning}\n</think>\n\n{message['content']}"
         if self.token_details:
-            first = _first_text(body)
-            usage["prompt_tokens_details"] = {
-                "cached_tokens": _approx_tokens(first or "") if server.cached_prefix(first) else 0}
+            usage["prompt_tokens_details"] = {"cached_tokens": server.shared_prefix_tokens(body)}
         return completion
 
 
@@ -666,13 +673,11 @@ class AnthropicPersona(Persona):
             content.append({"type": "thinking", "thinking": reasoning if shown else "", "signature": "scripted"})
         content.append({"type": "text", "text": message.get("content") or ""})
         prompt = completion["usage"]["prompt_tokens"]
-        cached_part, cached_tokens = _cache_prefix(body)
-        read = written = 0
-        if cached_part is not None:
-            if server.cached_prefix(cached_part):
-                read = cached_tokens
-            else:
-                written = cached_tokens
+        # Anthropic reads the longest marked prefix it has cached and writes the rest up to the last marker
+        prefixes = _cache_prefixes(body)
+        seen = [tokens for key, tokens in prefixes if server.cached_prefix(key)]
+        read = max(seen, default=0)
+        written = prefixes[-1][1] - read if prefixes else 0
         thought = _approx_tokens(reasoning or "")
         usage: dict[str, Any] = {
             # Anthropic counts cached tokens apart from input_tokens
@@ -689,18 +694,6 @@ class AnthropicPersona(Persona):
 
 
 ANTHROPIC = AnthropicPersona()
-
-
-def _first_text(body: dict) -> str | None:
-    """The first text of the prompt (the fixed instructions): what a prefix cache would hold."""
-    for m in body.get("messages", []):
-        content = m.get("content")
-        if isinstance(content, str):
-            return content
-        for p in content if isinstance(content, list) else []:
-            if p.get("type") == "text":
-                return str(p.get("text", ""))
-    return None
 
 
 def _vision_prompt_tokens(body: dict) -> int:
@@ -748,27 +741,25 @@ def _openai_shape(body: Any) -> Any:
     return {**{k: v for k, v in body.items() if k not in ("messages", "system")}, "messages": messages}
 
 
-def _cache_prefix(body: dict) -> tuple[str | None, int]:
-    """The prompt up to and including the last block marked ``cache_control`` (as canonical JSON),
-    and its tokens by the server's count; (None, 0) when nothing is marked."""
+def _cache_prefixes(body: dict) -> list[tuple[str, int]]:
+    """The prompt up to and including each block marked ``cache_control`` (as canonical JSON),
+    with its tokens by the server's count, in order; empty when nothing is marked."""
     blocks: list[Any] = []
-    last = None
+    marked: list[int] = []
     system = body.get("system")
     for b in system if isinstance(system, list) else []:
         blocks.append(b)
         if isinstance(b, dict) and b.get("cache_control"):
-            last = len(blocks)
+            marked.append(len(blocks))
     for m in body.get("messages", []):
         content = m.get("content")
         for b in content if isinstance(content, list) else [{"type": "text", "text": content}]:
             blocks.append({"role": m.get("role"), **b})
             if isinstance(b, dict) and b.get("cache_control"):
-                last = len(blocks)
-    if last is None:
-        return None, 0
-    prefix = blocks[:last]
-    tokens = sum(85 if b.get("type") == "image" else _approx_tokens(b.get("text", "")) for b in prefix)
-    return json.dumps(prefix, sort_keys=True), tokens
+                marked.append(len(blocks))
+    return [(json.dumps(blocks[:end], sort_keys=True),
+             sum(85 if b.get("type") == "image" else _approx_tokens(b.get("text", "")) for b in blocks[:end]))
+            for end in marked]
 
 
 def _last_image(body: dict) -> np.ndarray | None:
