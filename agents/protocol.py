@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from env.errors import BadInput, pydantic_field
 
 Observation = Literal["image", "text", "image+text"]
+# effort levels across providers (each provider takes some of them: agents/providers.py)
+Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 Style = Literal["gridbench", "study"]
 # fields that mean something in one style only, with the value the other style must keep
 GRIDBENCH_ONLY = {"start_info": False, "mechanism_locations": False, "steps_remaining": False}
@@ -55,8 +57,12 @@ class Protocol(BaseModel):
     start_info: bool = True
     mechanism_locations: bool = True
     icl_example: bool = True
+    # how much a model may think: its provider's own switch, an effort level (None: the
+    # provider's default) and a separate thinking-token budget (None: none, only the output cap);
+    # agents/providers.py translates them, and refuses at load what a provider cannot honour
     thinking: bool = True
-    thinking_budget: int = Field(64000, ge=1024, le=1_000_000)
+    effort: Effort | None = None
+    thinking_budget: int | None = Field(None, ge=1024, le=1_000_000)
     steps_remaining: bool = False
     conversation: Literal["single", "multi"] = "single"
     feedback: Literal["none", "outcome", "hints"] = "none"
@@ -68,8 +74,8 @@ class Protocol(BaseModel):
     tile_size: int = Field(32, ge=8, le=128)
     step_cap_factor: float = Field(3.0, gt=0, le=100)
     stall_window: int | None = Field(30, ge=1, le=100_000)
-    temperature: float = Field(1.0, ge=0, le=2)
-    max_output_tokens: int = Field(70000, ge=1, le=1_000_000)
+    temperature: float | None = Field(None, ge=0, le=2)  # None: not sent, the provider's own default
+    max_output_tokens: int = Field(64000, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
     @model_validator(mode="after")
@@ -138,9 +144,9 @@ _STUDY_BASELINE = Protocol(
 PRESETS: dict[str, Protocol] = {
     # the study's final run (R1): the minimal prompt, image only, its start pose and activity summary
     # with the last 3 steps, zero-shot, the stall watchdog at 30, a 64,000-token cap
-    "study-final": _STUDY_BASELINE.model_copy(update={
-        "prompt": "minimal", "observation": "image", "context": "summary+recent", "icl_example": False,
-        "stall_window": 30, "max_output_tokens": 64000}),
+    "study-final": Protocol(**{**_STUDY_BASELINE.to_dict(), "prompt": "minimal", "observation": "image",
+                               "context": "summary+recent", "icl_example": False, "stall_window": 30,
+                               "max_output_tokens": 64000}),
     "study-baseline": _STUDY_BASELINE,
     # gridbench's own protocol: neutral prompts that say what turning and moving do and nothing
     # else, the worked example, object locations, (x, y) positions and step numbers

@@ -125,7 +125,13 @@ def _values(s: pd.Series) -> str:
     if known.empty:
         return ""
     vals = sorted(known.unique(), key=lambda v: (isinstance(v, str), v))
-    return ", ".join(str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v) for v in vals)
+
+    def text(v: object) -> str:
+        if isinstance(v, (bool, np.bool_)):
+            return "on" if v else "off"
+        return str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
+
+    return ", ".join(text(v) for v in vals)
 
 
 def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
@@ -143,24 +149,40 @@ def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+# the per-step columns that say how much a model may think, apart from the output cap
+THINKING_CONTROLS = ("thinking", "reasoning_effort", "thinking_budget")
+
+
 def budget_warnings(table: pd.DataFrame) -> list[str]:
     """One sentence per way the arms' budgets differ, empty when they got the same ones.
 
-    A column counts where it is known: arms with no known value for it are left out of its
-    comparison. Arms that got a thinking-token budget and arms that got only an effort level
-    are not comparable, and that is said too.
+    Arms whose budgets were recorded (an output cap is known: built-in agents and runs from
+    before the columns have none) are compared. When their thinking controls differ (the
+    switch, the effort level, the thinking-token budget), the sentence names each arm's and
+    says that the study equalised the output cap only; a differing output cap is its own sentence.
     """
     if table.empty or len(table) < 2:
         return []
+    recorded = table[table["max_output_tokens_steps"] > 0]
+    if len(recorded) < 2:
+        return []
     out = []
-    for col in BUDGET_COLUMNS:
-        known = table[table[f"{col}_steps"] > 0]
-        if known[col].nunique() > 1:
-            out.append(f"{col} differs between arms: "
-                       + "; ".join(f"{a} {v}" for a, v in zip(known["arm"], known[col], strict=True)) + ".")
-    tokens_only = table[(table["thinking_budget_steps"] > 0)]["arm"].tolist()
-    effort_only = table[(table["thinking_budget_steps"] == 0) & (table["reasoning_effort_steps"] > 0)]["arm"].tolist()
-    if tokens_only and effort_only:
-        out.append(f"thinking was limited by a token budget for {', '.join(tokens_only)} but by an effort level "
-                   f"for {', '.join(effort_only)}.")
+    controls = {arm: tuple(row[c] for c in THINKING_CONTROLS) for arm, row in zip(
+        recorded["arm"], recorded.to_dict("records"), strict=True)}
+    if len(set(controls.values())) > 1:
+        described = "; ".join(f"{arm} {_controls(values)}" for arm, values in controls.items())
+        out.append(f"the arms' thinking was controlled differently: {described}. The study equalised the output "
+                   "cap only (64,000 tokens for every model), not how much each model thinks.")
+    if recorded["max_output_tokens"].nunique() > 1:
+        out.append("max_output_tokens differs between arms: "
+                   + "; ".join(f"{a} {v}" for a, v in zip(recorded["arm"], recorded["max_output_tokens"], strict=True))
+                   + ".")
     return out
+
+
+def _controls(values: tuple[str, ...]) -> str:
+    """An arm's thinking controls in words (each value as the budgets table shows it)."""
+    thinking, effort, budget = values
+    switch = f"thinking {thinking}" if thinking else "no thinking switch"
+    return (f"{switch}, " + (f"effort {effort}" if effort else "no effort level") + ", "
+            + (f"a thinking budget of {budget}" if budget else "no thinking budget"))

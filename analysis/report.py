@@ -173,12 +173,14 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
         "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
         "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
         "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
-        "allowed, over the steps where it was recorded: `thinking_budget` (thinking tokens; empty "
-        "when thinking was off or the provider took an effort level), `reasoning_effort` (the effort "
-        "level sent) and `max_output_tokens` (the output cap), each with the number of steps it is "
-        "known for. Runs recorded before budgets were traced show them empty. The summary warns when "
-        "the arms got different budgets: a column differs between the arms that have it recorded, or "
-        "some arms were limited by a token budget and others by an effort level.",
+        "carried, over the steps where it was recorded: `thinking` (on or off by the provider's own "
+        "switch; empty when the provider has none), `thinking_budget` (a thinking-token budget; empty "
+        "when there was none), `reasoning_effort` (the effort level sent; empty for the provider's "
+        "default) and `max_output_tokens` (the output cap), each with the number of steps it is known "
+        "for. Runs recorded before budgets were traced show them empty. The summary warns when the "
+        "arms' thinking was controlled differently (switch, effort level or thinking budget), naming "
+        "each arm's controls, since the study equalised the output cap only; and when the output caps "
+        "differ.",
         {"overview": metrics.overview(traces), "budgets": budgets},
     ))
 

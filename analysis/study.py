@@ -252,16 +252,17 @@ def _budgets(t: Tables, h: dict) -> tuple[str, dict]:
     b = t["budgets"]
     if b.empty:
         return "no steps", {}
-    known = b[[f"{c}_steps" for c in ("thinking_budget", "reasoning_effort", "max_output_tokens")]].to_numpy().sum()
+    columns = ("thinking", "thinking_budget", "reasoning_effort", "max_output_tokens")
+    known = b[[f"{c}_steps" for c in columns]].to_numpy().sum()
     if not known:
         return "not recorded in these traces", {"differ": False, "per_arm": {}}
-    per = _per_arm(b, lambda r: f"thinking budget {r['thinking_budget'] or 'not recorded'}, effort "
-                                f"{r['reasoning_effort'] or 'none recorded'}, output cap {r['max_output_tokens'] or 'not recorded'}")
+    per = _per_arm(b, lambda r: f"thinking {r['thinking'] or 'no switch'}, thinking budget "
+                                f"{r['thinking_budget'] or 'none'}, effort {r['reasoning_effort'] or 'none'}, "
+                                f"output cap {r['max_output_tokens'] or 'not recorded'}")
     warning = h.get("budget_warnings") or []
     return (("DIFFERENT: " if warning else "") + per,
             {"differ": bool(warning),
-             "per_arm": {r["arm"]: {c: r[c] or None for c in ("thinking_budget", "reasoning_effort", "max_output_tokens")}
-                         for _, r in b.iterrows()}})
+             "per_arm": {r["arm"]: {c: r[c] or None for c in columns} for _, r in b.iterrows()}})
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -334,8 +335,10 @@ FINDINGS: tuple[Finding, ...] = (
             "most of Claude's episodes stop progressing early (Figures 7-8; no number given)",
             "`failure_onset`: onset_first_half, unsolved_episodes, median_onset_share", _onset),
     Finding("budgets", "the budgets each model's requests carried",
-            "an equal 64k thinking budget for every model (Evaluation Setup)",
-            "`budgets`: thinking_budget, reasoning_effort, max_output_tokens; headline.budget_warnings", _budgets),
+            "the same 64k output budget for every model (Evaluation Setup); its run: thinking on by each "
+            "provider's switch, Claude at effort xhigh, no thinking-token budget for any model",
+            "`budgets`: thinking, thinking_budget, reasoning_effort, max_output_tokens; headline.budget_warnings",
+            _budgets),
 )
 
 

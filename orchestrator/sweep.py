@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,10 @@ class Sweep:
             "env_version": ENV_VERSION,
         }
 
+    def serve_spec(self, model: ModelEntry) -> ServeSpec:
+        """A served model's spec with what this sweep decides filled in (``resolve_serve``)."""
+        return resolve_serve(model, self.conditions, model.mazes or self.mazes)
+
     def check_keys(self) -> list[str]:
         """Every model's key variable is set (``BadInput`` naming the first that is not); returns
         the variables checked. Checked when a run starts, not when a sweep is loaded, so that a
@@ -215,6 +220,26 @@ def model_conditions(model: ModelEntry, conditions: list[Condition]) -> list[Con
         own = {**model.protocol, **c.models.get(model.name, {})}
         out.append(replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **own})) if own else c)
     return out
+
+
+def resolve_serve(model: ModelEntry, conditions: list[Condition], mazes: Sequence[Maze]) -> ServeSpec:
+    """``model.serve`` with what the sweep decides filled in (docs/cluster.md): vLLM's image
+    limit and ``max_model_len`` from the largest request the model's conditions can render
+    (``orchestrator.serving.limits``), ``max_num_seqs`` from its concurrency."""
+    from orchestrator.serving.limits import images_per_request, longest_request
+
+    spec = model.serve
+    if spec is None:
+        raise ValueError(f"{model.name} is not served")
+    concurrency = model.max_concurrency or DEFAULT_LLM_CONCURRENCY
+    if spec.engine != "vllm":
+        return spec.resolved(max_concurrency=concurrency)
+    runs = model_conditions(model, conditions)
+    images = max(images_per_request(mazes[0], c.protocol) for c in runs)
+    length = None
+    if spec.max_model_len is None:
+        length = max(longest_request(model.model, list(mazes), c.protocol) for c in runs)
+    return spec.resolved(max_concurrency=concurrency, images=images, max_model_len=length)
 
 
 def episode_id(maze: Maze, model: ModelEntry, protocol: Protocol, repeat: int) -> str:
@@ -313,7 +338,8 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
     config = parse_model_config({k: entry[k] for k in AGENT_KEYS if k in entry}, source, where,
-                                served=serve is not None)
+                                served=serve is not None, engine=serve.engine if serve is not None else None,
+                                reasoning_parser=serve.reasoning_parser if serve is not None else None)
     if serve is not None and (config.builtin or config.human):
         raise BadInput(source, f"{where}.serve", "only litellm models are served")
     if serve is not None and config.request_name == config.model:
@@ -341,6 +367,56 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
     return ModelEntry(config=config, max_concurrency=conc, max_cost=max_cost, serve=serve, mazes=own_mazes,
                       protocol=own_protocol)
+
+
+def _check_provider(source: str, i: int, model: ModelEntry, conditions: list[Condition]) -> None:
+    """Every condition, as this model runs it, is one its provider family can honour
+    (docs/providers.md): otherwise a request would be refused, or sent and recorded as if a
+    setting had been applied that the provider drops."""
+    if model.builtin or model.config.human:
+        return
+    config = model.config
+    for j, c in enumerate(model_conditions(model, conditions)):
+        refused = config.family.refusal(c.protocol, config.request_params)
+        if refused is None:
+            continue
+        field, why = refused
+        if field.startswith("params."):
+            where = f"models[{i}].{field}"
+        elif field in c.models.get(model.name, {}):
+            where = f"conditions[{j}].models.{model.name}.{field}"
+        elif field in model.protocol:
+            where = f"models[{i}].protocol.{field}"
+        elif c.changed == field:
+            where = f"conditions[{j}].{field}"
+        else:
+            where = f"protocol.{field}"
+        raise BadInput(source, where, f"{model.name} ({config.model}) in condition {c.name!r}: {why}")
+
+
+def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition],
+                        mazes: list[Maze]) -> None:
+    """A vLLM limit the sweep gives holds every request the model's conditions render: vLLM
+    would answer the others with HTTP 400, and every such episode would end in error."""
+    spec = model.serve
+    if spec is None or spec.engine != "vllm":
+        return
+    from orchestrator.serving.limits import images_per_request, longest_request
+
+    for c in model_conditions(model, conditions):
+        given = spec.limit_mm_per_prompt
+        if given is not None:
+            n = images_per_request(mazes[0], c.protocol)
+            if n > given.get("image", 0):
+                raise BadInput(source, f"models[{i}].serve.limit_mm_per_prompt",
+                               f"condition {c.name!r} sends {n} images in one request, more than the "
+                               f"{given.get('image', 0)} allowed")
+        if spec.max_model_len is not None:
+            need = longest_request(model.model, mazes, c.protocol)
+            if need > spec.max_model_len:
+                raise BadInput(source, f"models[{i}].serve.max_model_len",
+                               f"condition {c.name!r} needs {need} tokens (its longest prompt and its output "
+                               f"cap of {c.protocol.max_output_tokens}), more than the {spec.max_model_len} given")
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol, model_names: list[str]) -> list[Condition]:
@@ -446,6 +522,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         seen_identity[ident] = i
     conditions = _parse_conditions(source, data.get("conditions"), protocol, [m.name for m in models])
     for i, m in enumerate(models):
+        _check_provider(source, i, m, conditions)
         if m.serve is not None and m.serve.engine == "llama_cpp":
             for c in model_conditions(m, conditions):
                 if c.protocol.uses_image:
@@ -458,5 +535,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
+    for i, m in enumerate(models):
+        _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
     return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
                  protocol=protocol, models=models, conditions=conditions, description=description)

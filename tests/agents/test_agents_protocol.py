@@ -10,11 +10,13 @@ from env.errors import BadInput
 def test_final_preset_is_the_design_defaults():
     p = Protocol.preset("gridbench-final")
     assert p == Protocol()
-    assert (p.prompt, p.observation, p.history_frames, p.thinking, p.thinking_budget) == (
-        "minimal", "image", 3, True, 64000)
+    # the study's budget: thinking on by each provider's switch, no separate thinking budget, no
+    # effort level unless a model's own fields set one, and the same output cap for every model
+    assert (p.prompt, p.observation, p.history_frames, p.thinking, p.thinking_budget, p.effort) == (
+        "minimal", "image", 3, True, None, None)
     assert (p.conversation, p.invalid_output, p.tile_size, p.step_cap_factor, p.stall_window) == (
         "single", "noop", 32, 3.0, 30)
-    assert (p.temperature, p.max_output_tokens, p.seed, p.steps_remaining) == (1.0, 70000, 0, False)
+    assert (p.temperature, p.max_output_tokens, p.seed, p.steps_remaining) == (None, 64000, 0, False)
 
 
 def test_baseline_differs_from_final_in_prompt_and_observation_only():
@@ -28,7 +30,7 @@ def test_hash_is_stable_and_follows_content():
     a, b = resolve_protocol({}), resolve_protocol({"prompt": "minimal"})
     assert a.hash == b.hash and len(a.hash) == 16
     assert resolve_protocol({"thinking": False}).hash != a.hash
-    assert json.loads(a.to_json())["thinking_budget"] == 64000
+    assert json.loads(a.to_json())["max_output_tokens"] == 64000
     assert hash(a) == hash(b)  # usable as a dict key
 
 
@@ -55,6 +57,8 @@ def test_resolve_starts_from_the_named_preset():
     ({"thinking": "yes"}, "thinking"),
     ({"observation": "video"}, "observation"),
     ({"temperature": 3}, "temperature"),
+    ({"effort": "extreme"}, "effort"),
+    ({"thinking_budget": 10}, "thinking_budget"),
     ({"preset": "ablation"}, "preset"),
     ({"invalid_output": "retry"}, "invalid_output"),
 ])
