@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from agents.actions import tokens_of
+from agents.actions import token_of, tokens_of
 from agents.parse import SENTINEL
 from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part
 from agents.protocol import Protocol
@@ -246,6 +246,13 @@ def one_shot_parts(protocol: Protocol) -> list[dict[str, Any]]:
             text_part(solution)]
 
 
+def _token(past: PastStep) -> str:
+    """The action of a past step as the reply named it (agents that give no token: its own)."""
+    if past.token is not None:
+        return past.token
+    return token_of(past.action) if past.action is not None else texts()["multi_no_action"]
+
+
 def _recent(history: Sequence[PastStep], protocol: Protocol) -> Sequence[PastStep]:
     if not protocol.shows_recent or not protocol.history_frames:
         return ()
@@ -258,7 +265,7 @@ def _recent_image_parts(maze: Maze, shown: Sequence[PastStep], protocol: Protoco
     for past in shown:
         parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size)))
         parts.append(text_part(t["recent_step"].format(inventory=inventory_word(maze, past.state_before),
-                                                       sentinel=SENTINEL, token=past.token)))
+                                                       sentinel=SENTINEL, token=_token(past))))
     return parts
 
 
@@ -267,7 +274,7 @@ def _recent_text(maze: Maze, shown: Sequence[PastStep], protocol: Protocol) -> s
     lines = [t["recent_text_header"].format(n=len(shown))]
     for past in shown:
         where = {"pos": rc(past.state_after.pos), "facing": FACINGS[past.state_after.dir], "sentinel": SENTINEL,
-                 "token": past.token}
+                 "token": _token(past)}
         if protocol.feedback == "none":
             lines.append(t["recent_text_step"].format(**where))
         else:

@@ -191,7 +191,7 @@ class Playthrough:
 def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *, termination: str,
                    play: Playthrough | None = None, error: tuple[str, str] | None = None, attempts: int = 1,
                    resumed: int = 0, started_at: datetime | None = None, wall_s: float = 0.0,
-                   ending: Decision | None = None) -> EpisodeRecord:
+                   ending: Decision | None = None, serving: str | None = None) -> EpisodeRecord:
     """The record of an episode: finished (``play`` ended with ``termination``, by the agent's
     ``ending`` decision when it ended the episode without a step), failed while playing (``play``
     and ``error``), or failed before it could start (``error`` alone)."""
@@ -222,16 +222,16 @@ def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *,
         usage=Usage.total(s.usage for s in steps) + ending_usage, wall_s=wall_s, attempts=attempts, resumed=resumed,
         error_class=error_class,
         error_message=scrub(message)[:MAX_ERROR_CHARS] if message is not None else None,
-        gridbench_version=gridbench_version(), env_version=ENV_VERSION,
+        serving=serving, gridbench_version=gridbench_version(), env_version=ENV_VERSION,
         started_at=started_at or now, finished_at=now,
     )
 
 
 def failed_episode(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, error_class: str, message: str,
-                   attempts: int) -> EpisodeResult:
+                   attempts: int, serving: str | None = None) -> EpisodeResult:
     """An ``error`` episode that never got to run (its actor or node died on every attempt)."""
     return EpisodeResult(episode_record(identity, maze, protocol, termination="error",
-                                        error=(error_class, message), attempts=attempts))
+                                        error=(error_class, message), attempts=attempts, serving=serving))
 
 
 async def run_episode(
@@ -245,6 +245,7 @@ async def run_episode(
     recorded: Sequence[StepRecord] = (),
     resumed: int = 0,
     should_stop: Callable[[], Awaitable[bool] | bool] | None = None,
+    serving: str | None = None,
 ) -> EpisodeResult:
     """Play one episode to its end (from its ``recorded`` steps, when it resumes) and return its
     records.
@@ -253,7 +254,8 @@ async def run_episode(
     awaited before the next turn: the driver makes the step durable there, the human player and
     live viewers show it. ``should_stop`` is asked between turns: when it says so, the episode
     stops as ``suspended`` (it may also wait there: the driver holds a turn back while its model is
-    rate limited). The agent is not closed here; whoever built it closes it.
+    rate limited). ``serving`` says how the model was served (``ModelEntry.serving``). The agent is
+    not closed here; whoever built it closes it.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -262,7 +264,7 @@ async def run_episode(
               suspended: bool = False, ending: Decision | None = None) -> EpisodeResult:
         record = episode_record(identity, maze, protocol, termination=termination, play=play, error=error,
                                 attempts=attempts, resumed=resumed, started_at=started_at,
-                                wall_s=time.perf_counter() - t0, ending=ending)
+                                wall_s=time.perf_counter() - t0, ending=ending, serving=serving)
         return EpisodeResult(record, play.steps if play is not None else [], suspended=suspended)
 
     try:

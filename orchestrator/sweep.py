@@ -66,6 +66,14 @@ class ModelEntry:
     def builtin(self) -> bool:
         return self.config.builtin
 
+    @property
+    def serving(self) -> str | None:
+        """How the sweep serves the model (the episodes' ``serving`` column); None: not served."""
+        if self.serve is None:
+            return None
+        parser = self.serve.reasoning_parser if self.serve.engine == "vllm" else None
+        return f"{self.serve.engine} reasoning_parser={parser}" if parser else self.serve.engine
+
     def identity(self) -> dict[str, Any]:
         """What makes this model's answers what they are; part of every episode id. The client is
         not: both send the same request."""
