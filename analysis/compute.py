@@ -44,6 +44,33 @@ def tokens(traces: Traces) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+QUERY_COLUMNS = ["arm", "episodes", "steps", "queries", "queries_per_episode", "parse_failures", "tokens_out",
+                 "mean_tokens_out_per_query", "median_tokens_out_per_query", "single_call_steps"]
+
+
+def queries(traces: Traces, st: StepTable) -> pd.DataFrame:
+    """Model calls (queries) per arm beside its steps: how many, how many gave no action, and the
+    output tokens per query. A query is not a step: re-queried replies add calls to the step they
+    led to, and a step taken from an earlier query's list has none (docs/traces.md). The mean is
+    the episodes' output tokens over their calls; the median is over the steps made by exactly one
+    call (each such step's tokens are one query's), the calls of other steps being summed per step."""
+    eps = with_pooled(traces.episodes)
+    if "calls" not in eps or eps["calls"].fillna(0).sum() == 0:
+        return pd.DataFrame(columns=QUERY_COLUMNS)
+    medians = st.per_arm("median(tokens_out) AS median_tokens_out_per_query, count(*) AS single_call_steps",
+                         where="calls = 1")
+    rows = []
+    for arm, g in eps.groupby("arm", sort=False):
+        calls = int(g["calls"].fillna(0).sum())
+        rows.append({"arm": arm, "episodes": len(g), "steps": int(g["steps"].sum()), "queries": calls,
+                     "queries_per_episode": calls / len(g), "parse_failures": int(g["parse_failures"].fillna(0).sum())
+                     if "parse_failures" in g else 0,
+                     "tokens_out": int(g["tokens_out"].fillna(0).sum()),
+                     "mean_tokens_out_per_query": float(g["tokens_out"].fillna(0).sum() / calls) if calls else float("nan")})
+    t = pd.DataFrame(rows).merge(medians, on="arm", how="left")
+    return order_arms(t[QUERY_COLUMNS], traces)
+
+
 # The two readings of "a move that worked" (study, "Test-time Compute"). Each maps a group name
 # to the steps in it (rows with the steps' state_change and outcome); a step's group decides where
 # the NEXT turn's reasoning tokens are counted.

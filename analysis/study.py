@@ -19,6 +19,56 @@ from analysis.metrics import ALL, NEAR, SHORT_PATH
 
 Tables = dict[str, pd.DataFrame]
 
+# The study's models as its ablation and usage tables name them
+STUDY_MODELS = ("claude", "kimi", "qwen")
+# Its ablation's solve rates (%), per condition and model (Claude, Kimi, Qwen), 15 mazes each
+# (its findings' table A1, as gathered in the study's protocol fact sheet, §7)
+STUDY_ABLATION = {
+    "baseline_thinking": (60, 80, 64), "cond_prompt.minimal": (67, 60, 53), "cond_prompt.standard": (73, 47, 60),
+    "cond_prompt.verbose": (67, 33, 67), "qry_subgoal": (93, 20, 20), "icl_zero_shot": (80, 20, 67),
+    "ctx_text_summary": (60, 40, 13), "ctx_current": (53, 40, 0), "hist_multiturn": (53, 33, 13),
+    "act_cardinal": (40, 40, 0), "qry_full_trajectory": (47, 20, 7), "obs_image_only": (13, 13, 7),
+}
+# Its final run's realised usage (its teardown, §5): queries, and output tokens per query (mean, median)
+STUDY_USAGE = {
+    "claude": (1876, 1097, 289), "kimi": (3207, 20714, 20112), "qwen": (3045, 15769, 16444),
+}
+
+
+def ablation_table(solves: pd.DataFrame) -> pd.DataFrame:
+    """The study's ablation solve rates beside this run's, for the conditions and models both have
+    (``solves``: ``metrics.solves_by_condition``); empty when the run has none of its conditions."""
+    if solves.empty:
+        return pd.DataFrame()
+    run = solves.set_index(["condition", "model_name"])
+    rows = []
+    for condition, rates in STUDY_ABLATION.items():
+        for model, rate in zip(STUDY_MODELS, rates, strict=True):
+            if (condition, model) not in run.index:
+                continue
+            r = run.loc[(condition, model)]
+            rows.append({"condition": condition, "model_name": model, "study_solve_rate": rate / 100,
+                         "solve_rate": float(r["solve_rate"]), "solves": int(r["solves"]),
+                         "episodes": int(r["episodes"])})
+    return pd.DataFrame(rows)
+
+
+def usage_table(queries: pd.DataFrame) -> pd.DataFrame:
+    """The study's final-run usage per model beside this run's arms of the same name."""
+    if queries.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, r in queries.iterrows():
+        if r["arm"] not in STUDY_USAGE:
+            continue
+        n, mean, median = STUDY_USAGE[r["arm"]]
+        rows.append({"model_name": r["arm"], "study_queries": n, "queries": int(r["queries"]),
+                     "study_mean_tokens_out_per_query": mean,
+                     "mean_tokens_out_per_query": _num(r["mean_tokens_out_per_query"]),
+                     "study_median_tokens_out_per_query": median,
+                     "median_tokens_out_per_query": _num(r.get("median_tokens_out_per_query"))})
+    return pd.DataFrame(rows)
+
 
 @dataclass(frozen=True)
 class Finding:

@@ -15,9 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from env.maze import Maze
 from env.state import MazeState
+
+
+# every way an episode can end that is a model's outcome (`error` is not one)
+Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
+ENDINGS: tuple[str, ...] = get_args(Ending)
 
 
 def step_cap_for(optimal: int, factor: float) -> int:
@@ -48,7 +54,7 @@ class Termination:
     stall_first: bool = False
     seen: set[Hashable] = field(default_factory=set)
     since_novel: int = 0
-    reason: str | None = None  # set once the episode has ended
+    reason: Ending | None = None  # set once the episode has ended
 
     @classmethod
     def start(cls, state: MazeState, step_cap: int, stall_window: int | None, *,
