@@ -42,10 +42,17 @@ class Protocol(BaseModel):
     temperature: float = Field(1.0, ge=0, le=2)
     max_output_tokens: int = Field(70000, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    # how frames draw switches: on and off apart, or the same, as the study's R1 frames showed them
+    switch_frames: Literal["distinct", "study"] = "distinct"
 
     # ---- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """Every field; ``switch_frames`` only when it is not ``distinct``, so that protocols from
+        before the field existed keep their text, hash and episode ids."""
+        d = self.model_dump(mode="json")
+        if d["switch_frames"] == "distinct":
+            del d["switch_frames"]
+        return d
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, no spaces; the same protocol is always the same text."""
@@ -57,7 +64,7 @@ class Protocol(BaseModel):
 
     def changed_fields(self, other: Protocol) -> list[str]:
         """Names of the fields whose values differ from ``other``'s, in declaration order."""
-        mine, theirs = self.to_dict(), other.to_dict()
+        mine, theirs = self.model_dump(), other.model_dump()
         return [k for k in mine if mine[k] != theirs[k]]
 
     @property
@@ -107,7 +114,7 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
     preset_name = fields.pop("preset", "final")
     if not isinstance(preset_name, str) or preset_name not in PRESETS:
         raise BadInput(source, "preset", f"unknown preset {preset_name!r} (known: {', '.join(PRESETS)})")
-    base = PRESETS[preset_name].to_dict()
+    base = PRESETS[preset_name].model_dump(mode="json")
     unknown = [k for k in fields if k not in base]
     if unknown:
         raise BadInput(
