@@ -27,7 +27,6 @@ RULESETS = (MINIGRID, MULTINET_R1)
 R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
 KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
-SWITCH_TYPES = ("toggle", "one_shot", "hold")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SIDE = 64
 

@@ -46,8 +46,9 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
 
     Under multinet-r1 the objects look as the MultiNet study drew them: switches as discs, gates
     as grey doors, a used-up key gone, the agent over a key it stands on (docs/maze-format.md).
-    ``switch_frames`` (``env.objects.SWITCH_FRAMES``) chooses switches drawn the same on and off
-    (``study``) or not."""
+    ``switch_frames`` is the protocol field of that name (docs/protocol.md): ``distinct`` draws a
+    switch's state (gridbench's glyph; under multinet-r1 the study's disc with the core it added
+    after its run), ``study`` the disc alone, the same on and off, as every R1 frame showed it."""
     r1 = maze.ruleset == MULTINET_R1
     grid = Grid(maze.width, maze.height)
     walls = maze.walls

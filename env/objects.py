@@ -24,10 +24,6 @@ TELEPORTER_IDX = 14
 KILL_IDX = 15
 FROZEN_IDX = 16
 WHITE_IDX = 6
-# how switches are drawn: "distinct" on and off (gridbench's glyph, or under multinet-r1 the
-# study's disc with the state core it added later), or "study": the disc alone, the same on and
-# off, as every frame of the study's R1 run showed it (docs/protocol.md, switch_frames)
-SWITCH_FRAMES = ("distinct", "study")
 
 _TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
           ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX))

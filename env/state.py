@@ -58,12 +58,6 @@ def initial_state(maze: Maze) -> MazeState:
     )
 
 
-def used_up(state: MazeState, key: int) -> bool:
-    """Whether key ``key`` is gone for good (multinet-r1 with key consumption): neither on the
-    floor nor carried."""
-    return state.keys[key] is None and state.carrying != key
-
-
 @lru_cache(maxsize=512)
 def _static_cells(maze: Maze) -> dict[tuple[int, int], tuple[str, int]]:
     cells: dict[tuple[int, int], tuple[str, int]] = {}

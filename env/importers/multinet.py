@@ -32,10 +32,6 @@ Cell = tuple[int, int]
 TELEPORTER_COLOR = "purple"  # the study's teleporter colour
 
 
-class ConversionWarning(UserWarning):
-    """Kept for callers that filter importer warnings; the multinet conversion has none left."""
-
-
 @dataclass
 class Provenance:
     """Where a task file came from, recorded in ``meta.provenance`` when anything is known."""

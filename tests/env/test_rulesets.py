@@ -18,7 +18,7 @@ from test_dynamics import run_both
 from env import BadInput, MazeEnv, initial_state, maze_from_dict, render_state, step, text_projection, tiles
 from env.minigrid_env import build_grid
 from env.oracle import StateSpace, distance_table, reference_solve, solve, tile_distance
-from env.state import DOOR_LOCKED, DOOR_OPEN, used_up
+from env.state import DOOR_LOCKED, DOOR_OPEN
 
 L, R, F, P, T, D = range(6)
 R1 = "multinet-r1"
@@ -79,7 +79,7 @@ def test_key_consumption_is_per_maze():
     for maze, carrying in ((used, -1), (kept, 0)):
         _, s, _ = run_both(maze, [F, P, T])
         assert s.doors == (DOOR_OPEN,) and s.carrying == carrying and s.keys == (None,)
-        assert used_up(s, 0) == (carrying < 0)
+        assert (s.keys[0] is None and s.carrying != 0) == (carrying < 0)  # used up: neither on the floor nor held
     _, s, _ = run_both(make(rows, **letters), [P, F, T])
     assert s.carrying == 0  # minigrid keeps every key
 
