@@ -77,6 +77,8 @@ class Protocol(BaseModel):
     temperature: float | None = Field(None, ge=0, le=2)  # None: not sent, the provider's own default
     max_output_tokens: int = Field(64000, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    # how frames draw switches: on and off apart, or the same, as the study's R1 frames showed them
+    switch_frames: Literal["distinct", "study"] = "distinct"
 
     @model_validator(mode="after")
     def _style_fields(self) -> Protocol:

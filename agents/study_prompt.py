@@ -57,7 +57,7 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
     lines += [t["door"].format(pos=rc(d.pos), status=_DOOR_STATUS[s], requires=d.color)
               for d, s in zip(maze.doors, state.doors, strict=True)]
     for s, on in zip(maze.switches, state.switches, strict=True):
-        kind = getattr(s, "type", "toggle")
+        kind = s.switch_type
         state_word = "on" if on else "off"
         lines.append(t["switch"].format(switch_type=kind, pos=rc(s.pos), state=state_word, controls=", ".join(s.controls))
                      if s.controls else t["switch_no_controls"].format(switch_type=kind, pos=rc(s.pos), state=state_word))
@@ -242,7 +242,7 @@ def one_shot_parts(protocol: Protocol) -> list[dict[str, Any]]:
     solution = t["one_shot_actions"].format(actions=", ".join(actions))
     if not protocol.uses_image:
         return [text_part(f"{t['one_shot_intro']}\n{initial_maze_text(maze)}\n{solution}")]
-    return [text_part(t["one_shot_intro"]), image_part(frame_uri(maze, _start(maze), protocol.tile_size)),
+    return [text_part(t["one_shot_intro"]), image_part(frame_uri(maze, _start(maze), protocol.tile_size, protocol.switch_frames)),
             text_part(solution)]
 
 
@@ -263,7 +263,7 @@ def _recent_image_parts(maze: Maze, shown: Sequence[PastStep], protocol: Protoco
     t = texts()
     parts: list[dict[str, Any]] = [text_part(t["recent_header"])]
     for past in shown:
-        parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size)))
+        parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size, protocol.switch_frames)))
         parts.append(text_part(t["recent_step"].format(inventory=inventory_word(maze, past.state_before),
                                                        sentinel=SENTINEL, token=_token(past))))
     return parts
@@ -288,7 +288,7 @@ def _query_parts(maze: Maze, state: MazeState, protocol: Protocol) -> list[dict[
     t = texts()
     parts: list[dict[str, Any]] = []
     if protocol.uses_image:
-        parts.append(image_part(frame_uri(maze, state, protocol.tile_size)))
+        parts.append(image_part(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames)))
     described = current_text(maze, state) if protocol.uses_text else t["inventory"].format(
         inventory=inventory_word(maze, state))
     closing = [t["question"][protocol.querying], t["instruction"][protocol.querying].format(sentinel=SENTINEL)]

@@ -366,6 +366,9 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
     head["arms"] = traces.arms
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
+    unreproduced = unreproduced_study_mazes(traces)
+    if unreproduced:  # only then: a run without them reports exactly what it reported before
+        head["study_mazes_unreproduced"] = unreproduced
     head["budget_warnings"] = compute.budget_warnings(budgets)
     head["protocol_warnings"] = protocols.flag_warnings(flags)
     tables = {k: v for s in out for k, v in s.tables.items()}
@@ -387,6 +390,18 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
         {k: v for k, v in study_tables.items() if not v.empty or k == "study_findings"},
     ))
     return out, head, findings
+
+
+def unreproduced_study_mazes(traces: Traces) -> list[dict]:
+    """The study's mazes in the run whose stored optimal count no published file reproduces
+    (``meta.study.reproduced`` false, docs/generator.md#the-studys-sets)."""
+    out = []
+    for maze_id, maze in sorted(traces.mazes.items()):
+        study = (getattr(maze.meta, "study", None) or {}) if maze is not None and maze.meta else {}
+        if study.get("reproduced") is False:
+            out.append({"maze_id": maze_id, "set": study.get("set"), "stored_optimal": study.get("stored_optimal"),
+                        "optimal": study.get("optimal")})
+    return out
 
 
 def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
@@ -419,6 +434,10 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
             lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
                          "came in their first half: " + "; ".join(
                              f"{r.arm} {r.onset_first_half} of {r.unsolved_episodes}" for r in arms.itertuples()) + ".")
+    for m in head.get("study_mazes_unreproduced", []):
+        lines.append(f"Maze {m['maze_id']} is one of the study's ({m['set']}), but no published file of it "
+                     f"reproduces the optimal count the study stored ({m['stored_optimal']} actions): this run "
+                     f"scores it against gridbench's count of the file it has ({m['optimal']}).")
     if head["mazes_unresolved"]:
         lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
                      "need the maze (wall bumps, live switches) leave those episodes out.")

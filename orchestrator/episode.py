@@ -63,10 +63,12 @@ def gridbench_version() -> str:
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
-    """Keys, doors, switches and gates after a step, as compact JSON (the ``mechanisms`` column)."""
+    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
+    tiles), as compact JSON (the ``mechanisms`` column)."""
     info = mechanism_info(maze, state)
     return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates")}, sort_keys=True, separators=(",", ":")
+        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
+        sort_keys=True, separators=(",", ":"),
     )
 
 
@@ -83,6 +85,7 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
         keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
         doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
         switches=tuple(bool(switches[s.id]) for s in maze.switches),
+        frozen=int(mechanisms.get("frozen", 0)),
     )
 
 

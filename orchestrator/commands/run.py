@@ -130,7 +130,7 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
     table.add_column("to run", justify="right")
     for c in sweep.conditions:
         mine = [s for s in specs if s.condition.name == c.name]
-        changed = f"{c.changed}: {c.protocol.to_dict()[c.changed]}" if c.changed else ""
+        changed = f"{c.changed}: {getattr(c.protocol, c.changed)}" if c.changed else ""
         counts = [str(sum(1 for s in mine if s.model.name == m.name)) for m in sweep.models]
         table.add_row(c.name, changed, *counts, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
     table.add_row("all", "", *[str(sum(1 for s in specs if s.model.name == m.name)) for m in sweep.models],

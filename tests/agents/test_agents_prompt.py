@@ -184,3 +184,21 @@ def test_fingerprint_tracks_images_and_text(example_maze, example_midway):
     hb, ib = fingerprint(b)
     assert ha != hb and ia[:8] == ib[:8] and ia[-1] != ib[-1]
     assert fingerprint(a) == (ha, ia)
+
+
+@pytest.mark.parametrize("look,alike", [("study", True), ("distinct", False)])
+def test_switch_frames_reach_the_prompt_frames(example_maze, example_midway, look, alike):
+    """The switch is on at this point of the example: with the switch drawn the study's way, its
+    cell in the frame is the same as with the switch off."""
+    from dataclasses import replace
+
+    history, state = example_midway
+    off = replace(state, switches=(False,))
+    x, y = example_maze.switches[0].pos
+    protocol = Protocol(switch_frames=look)
+    cells = []
+    for s in (state, off):
+        uri = images_of(build_messages(turn_for(example_maze, history, s, protocol)))[-1]["image_url"]["url"]
+        frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))))
+        cells.append(frame[32 * y:32 * (y + 1), 32 * x:32 * (x + 1)])
+    assert np.array_equal(*cells) == alike

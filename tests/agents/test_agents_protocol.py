@@ -94,3 +94,14 @@ def test_agents_never_import_ray():
     code = ("import sys, agents, agents.llm, agents.scripted_server, agents.builtin; "
             "sys.exit(1 if 'ray' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_switch_frames_is_left_out_of_the_identity_at_its_default():
+    default, study = Protocol(), resolve_protocol({"switch_frames": "study"})
+    assert "switch_frames" not in default.to_dict() and "switch_frames" not in json.loads(default.to_json())
+    assert resolve_protocol({"switch_frames": "distinct"}).hash == default.hash
+    assert study.to_dict()["switch_frames"] == "study" and study.hash != default.hash
+    assert study.changed_fields(default) == ["switch_frames"]
+    with pytest.raises(BadInput) as err:
+        resolve_protocol({"switch_frames": "hidden"})
+    assert err.value.field == "switch_frames"

@@ -97,3 +97,21 @@ def test_a_mid_episode_request_holds_what_the_study_sent(protocol, expected, exa
     tokens = ("MOVE_NORTH", "INTERACT") if protocol.action_space == "cardinal" else ("TURN_LEFT", "TOGGLE")
     assert all(tok in text for tok in tokens)
     assert ("SUB_GOAL" in text) is (protocol.querying == "subgoal")
+
+
+def test_the_one_shot_list_is_the_studys_and_does_not_solve_its_maze_under_the_studys_rules():
+    """docs/protocol.md, "The one-shot example": shown as the study showed it, defect and all."""
+    from agents.actions import EGOCENTRIC_TOKENS
+    from agents.study_example import example
+    from env.maze import MULTINET_R1
+    from env.state import initial_state, step
+
+    maze, actions = example()
+    assert maze.ruleset == MULTINET_R1 and len(actions) == 51 and actions[-1] == "DONE"
+    state, events = initial_state(maze), []
+    for token in actions:
+        state, event = step(maze, state, EGOCENTRIC_TOKENS.index(token))
+        events.append(event)
+    # the 18th action picks the key up from the cell in front, the 30th toggles from in front
+    assert events[17] == "noop" and events[29] == "noop" and "goal" not in events
+    assert state.pos == (5, 7)
