@@ -257,15 +257,12 @@ class ScriptedServer:
             action = ACTIONS[OracleAgent.choose(maze, state)]
             return f"The shortest way on is {action}.\nACTION: {action}"
         # the study style's sentinel: one action, or the whole rest of the plan when the request
-        # asks for a sub-goal or a trajectory
-        from agents.actions import token_of
-        from env.oracle import solve
-
-        plan = solve(maze, start=state).plan
+        # asks for a sub-goal or a trajectory; absolute moves when its action list has them
+        tokens = _study_tokens(maze, state, cardinal="MOVE_NORTH" in text)
         if "SUB_GOAL" not in text and "<action>, <action>" not in text:
-            plan = plan[:1]
+            tokens = tokens[:1]
         head = "SUB_GOAL: the goal\n" if "SUB_GOAL" in text else ""
-        return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(token_of(a) for a in plan)}"
+        return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(tokens)}"
 
     def _candidates(self, body: dict) -> list[Maze]:
         """Mazes whose walls match the last text map or image of the request."""
@@ -837,6 +834,27 @@ def _reachable_states(maze: Maze, cap: int = 200_000) -> list[MazeState]:
                     nxt.append(n)
         frontier = nxt
     return list(seen)
+
+
+def _study_tokens(maze: Maze, state: MazeState, cardinal: bool) -> list[str]:
+    """The oracle's plan from ``state`` in the study style's tokens: its egocentric ones, or
+    absolute moves (the turns before a forward folded into the heading it moves in)."""
+    from agents.actions import token_of
+    from env.oracle import solve
+    from env.state import FORWARD, LEFT, PICKUP, RIGHT
+
+    plan = solve(maze, start=state).plan
+    if not cardinal:
+        return [token_of(a) for a in plan]
+    heading, out = state.dir, []
+    for a in plan:
+        if a in (LEFT, RIGHT):
+            heading = (heading + (1 if a == RIGHT else -1)) % 4
+        elif a == FORWARD:
+            out.append(("MOVE_EAST", "MOVE_SOUTH", "MOVE_WEST", "MOVE_NORTH")[heading])
+        else:
+            out.append("PICKUP" if a == PICKUP else "INTERACT")
+    return out
 
 
 def _approx_tokens(text: str) -> int:

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from agents.parse import SENTINEL
 from agents.prompt import build_messages
 from agents.protocol import Protocol
-from agents.types import PastStep, Turn
+from agents.study_prompt import build_study_messages
+from agents.types import PastQuery, PastStep, Turn
 from env.maze import Maze
 from env.state import MazeState, initial_state
 
@@ -57,7 +59,17 @@ def images_per_request(maze: Maze, protocol: Protocol) -> int:
     if not protocol.uses_image:
         return 0
     past = protocol.history_frames + 1  # one more than the window: every kept frame is shown
-    return image_count(build_messages(worst_case_turn(maze, protocol, past + 1)))
+    return image_count(worst_case_messages(maze, protocol, past + 1))
+
+
+def worst_case_messages(maze: Maze, protocol: Protocol, step: int) -> list[dict[str, Any]]:
+    """The messages of the worst-case turn at ``step``. A multi-turn chat of the study style is
+    the agent's own (its past queries): one query per past step, each reply in its parsed form."""
+    turn = worst_case_turn(maze, protocol, step)
+    if protocol.style == "study" and protocol.conversation == "multi":
+        chat = [PastQuery(p.state_before, f"{SENTINEL}: TOGGLE") for p in turn.history]
+        return build_study_messages(turn, chat)
+    return build_messages(turn)
 
 
 def worst_case_turn(maze: Maze, protocol: Protocol, step: int) -> Turn:
@@ -103,7 +115,7 @@ def _events(maze: Maze) -> tuple[str, str]:
 
 def prompt_tokens_at_cap(model: str, maze: Maze, protocol: Protocol, step_cap: int) -> int:
     """Prompt tokens of the last turn an episode on ``maze`` can reach (``worst_case_turn``)."""
-    return count_tokens(model, build_messages(worst_case_turn(maze, protocol, step_cap)))
+    return count_tokens(model, worst_case_messages(maze, protocol, step_cap))
 
 
 def longest_request(model: str, mazes: list[Maze], protocol: Protocol) -> int:

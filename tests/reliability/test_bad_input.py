@@ -33,7 +33,7 @@ BAD_SWEEPS = [
      "changes 2 fields"),
     ("condition-three-fields", _sweep(conditions=[{"name": "c", "thinking": False, "history_frames": 1,
                                                    "prompt": "detailed"}]), "changes 3 fields"),
-    ("condition-no-change", _sweep(conditions=[{"name": "c"}]), "changes no protocol field"),
+    ("condition-no-change", _sweep(conditions=[{"name": "c"}, {"name": "d"}]), "both change nothing"),
     ("condition-without-name", _sweep(conditions=[{"thinking": False}]), "conditions[0]"),
     ("condition-preset", _sweep(conditions=[{"name": "c", "preset": "gridbench-baseline"}]), "conditions[0].preset"),
     ("condition-names-twice", _sweep(conditions=[{"name": "c", "thinking": False}, {"name": "c", "seed": 4}]),

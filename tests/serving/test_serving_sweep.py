@@ -90,12 +90,12 @@ def test_vllm_limits_come_from_the_largest_request_the_sweep_renders():
     from orchestrator.sweep import load_sweep
 
     example_frames = len(icl_episode()[1])
-    sweep = load_sweep("main", mazes="example")
+    sweep = load_sweep("gridbench-main", mazes="example")
     qwen = next(m for m in sweep.models if m.serve is not None)
     spec = sweep.serve_spec(qwen)
     assert spec.limit_mm_per_prompt == {"image": example_frames + 3 + 1, "video": 0} == {"image": 12, "video": 0}
     assert spec.max_model_len is not None and spec.max_model_len > 64000 and spec.max_model_len % 1024 == 0
-    data = yaml.safe_load((SWEEPS_DIR / "main.yaml").read_text())
+    data = yaml.safe_load((SWEEPS_DIR / "gridbench-main.yaml").read_text())
     data["mazes"] = ["example"]
     data["models"][2]["serve"]["limit_mm_per_prompt"] = {"image": 4}
     with pytest.raises(BadInput) as err:
@@ -116,3 +116,11 @@ def test_vllm_limits_come_from_the_largest_request_the_sweep_renders():
     assert [images_per_request(s.mazes[0], c.protocol) for c in s.conditions] == [12, 0, example_frames + 1]
     multi = s.conditions[0].protocol.model_copy(update={"conversation": "multi"})
     assert images_per_request(s.mazes[0], multi) == 12
+    # the study's cells: its final one sends the last 3 frames and the current one; its ablation
+    # adds the one-shot example's picture, and its multi-turn chat keeps 3 past queries' frames
+    study = load_sweep("main", mazes="example")
+    assert {images_per_request(study.mazes[0], c.protocol) for c in study.conditions} == {4}
+    ablation = load_sweep("ablation", mazes="example")
+    counts = {c.name: images_per_request(ablation.mazes[0], c.protocol) for c in ablation.conditions}
+    assert counts["cond_prompt.standard"] == counts["hist_multiturn"] == 5
+    assert counts["ctx_current"] == counts["ctx_text_summary"] == 2 and counts["icl_zero_shot"] == 4

@@ -61,7 +61,7 @@ def _foreign_host(url: str) -> int:
 
 
 @pytest.mark.parametrize("first,protocol", [
-    (None, Protocol.preset("final")),
+    (None, Protocol.preset("gridbench-final")),
     ("study/r1_M1_8x8_corridor_kr_0", Protocol(switch_frames="study")),  # the study's game and frames
 ])
 def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_path, corridor_file, first, protocol):
