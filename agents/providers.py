@@ -321,21 +321,23 @@ class StudyPrior:
     """What one model of the study's final run spent (docs/providers.md, *Realised usage*)."""
 
     model: str
+    name: str  # the study's short name for the model (its sweeps' model entry names)
     queries: int
     episodes: int
     mean_output_tokens: int
+    median_output_tokens: int
 
     @property
     def queries_per_episode(self) -> float:
         return self.queries / self.episodes
 
 
-# per family: the study's model of that family, its queries and mean output tokens per query
+# per family: the study's model of that family, its queries and output tokens per query (mean, median)
 STUDY_PRIORS: dict[str, StudyPrior] = {
-    "anthropic-adaptive": StudyPrior("Claude Opus 4.8", 1876, 50, 1097),
-    "moonshot-kimi-k2": StudyPrior("Kimi K2.6", 3207, 50, 20714),
-    "vllm-reasoning": StudyPrior("Qwen 3.6 27B", 3045, 50, 15769),
-    "vllm": StudyPrior("Qwen 3.6 27B", 3045, 50, 15769),
+    "anthropic-adaptive": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
+    "moonshot-kimi-k2": StudyPrior("Kimi K2.6", "kimi", 3207, 50, 20714, 20112),
+    "vllm-reasoning": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
+    "vllm": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
 }
 # the study's Qwen run: 48.0M output tokens on ~165 A100-hours, all counted against its final phase
 STUDY_OUTPUT_TOKENS_PER_GPU_HOUR = 48.0e6 / 165

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from agents.providers import STUDY_PRIORS
 from analysis.load import BANDS
 from analysis.metrics import ALL, NEAR, SHORT_PATH
 
@@ -29,10 +30,8 @@ STUDY_ABLATION = {
     "ctx_text_summary": (60, 40, 13), "ctx_current": (53, 40, 0), "hist_multiturn": (53, 33, 13),
     "act_cardinal": (40, 40, 0), "qry_full_trajectory": (47, 20, 7), "obs_image_only": (13, 13, 7),
 }
-# Its final run's realised usage (its teardown, §5): queries, and output tokens per query (mean, median)
-STUDY_USAGE = {
-    "claude": (1876, 1097, 289), "kimi": (3207, 20714, 20112), "qwen": (3045, 15769, 16444),
-}
+# its final run's realised usage per model (queries, output tokens per query): agents.providers
+STUDY_USAGE = {prior.name: prior for prior in STUDY_PRIORS.values()}
 
 
 def ablation_table(solves: pd.DataFrame) -> pd.DataFrame:
@@ -61,11 +60,11 @@ def usage_table(queries: pd.DataFrame) -> pd.DataFrame:
     for _, r in queries.iterrows():
         if r["arm"] not in STUDY_USAGE:
             continue
-        n, mean, median = STUDY_USAGE[r["arm"]]
-        rows.append({"model_name": r["arm"], "study_queries": n, "queries": int(r["queries"]),
-                     "study_mean_tokens_out_per_query": mean,
+        prior = STUDY_USAGE[r["arm"]]
+        rows.append({"model_name": r["arm"], "study_queries": prior.queries, "queries": int(r["queries"]),
+                     "study_mean_tokens_out_per_query": prior.mean_output_tokens,
                      "mean_tokens_out_per_query": _num(r["mean_tokens_out_per_query"]),
-                     "study_median_tokens_out_per_query": median,
+                     "study_median_tokens_out_per_query": prior.median_output_tokens,
                      "median_tokens_out_per_query": _num(r.get("median_tokens_out_per_query"))})
     return pd.DataFrame(rows)
 

@@ -63,8 +63,9 @@ class ModelEstimate:
     calls_max: int = 0
     calls_typical: float = 0.0
     prompt_tokens_first: int = 0  # summed over episodes: the first turn's prompt
-    output_cap: int | None = None
-    output_typical: float | None = None  # output tokens per call in the typical figure
+    output_cap: int | None = None  # the largest over the model's conditions
+    output_cap_min: int | None = None  # the smallest (a condition can give a model its own cap)
+    output_typical: float | None = None  # output tokens per call in the typical figure (the last condition's)
     output_tokens_max: int = 0
     output_tokens_typical: float | None = 0.0
     cost_max: float | None = 0.0  # USD
@@ -114,7 +115,9 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         e.calls_typical += calls
         first, growth = _prompt_tokens(m.config, spec.maze, protocol)
         e.prompt_tokens_first += first
-        e.output_cap, e.output_typical = out_cap, per_call
+        e.output_cap = max(e.output_cap or 0, out_cap)
+        e.output_cap_min = min(e.output_cap_min or out_cap, out_cap)
+        e.output_typical = per_call
         e.output_tokens_max += calls_max * out_cap
         e.output_tokens_typical = None if per_call is None or e.output_tokens_typical is None else \
             e.output_tokens_typical + calls * per_call

@@ -131,6 +131,9 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
     for c in sweep.conditions:
         mine = [s for s in specs if s.condition.name == c.name]
         changed = f"{c.changed}: {getattr(c.protocol, c.changed)}" if c.changed else ""
+        if c.models:
+            changed = "; ".join([*filter(None, [changed]), *(
+                f"{name}: " + ", ".join(f"{k} {v}" for k, v in fields.items()) for name, fields in c.models.items())])
         counts = [str(sum(1 for s in mine if s.model.name == m.name)) for m in sweep.models]
         table.add_row(c.name, changed, *counts, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
     table.add_row("all", "", *[str(sum(1 for s in specs if s.model.name == m.name)) for m in sweep.models],
@@ -201,7 +204,8 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
                    else (usd(e.cost_max), usd(e.cost_typical)))
         table.add_row(e.name, str(e.episodes), f"{e.calls_max:,}", f"{e.calls_typical:,.0f}",
                       f"{e.mean_prompt_tokens:,.0f}" if e.calls_max else "",
-                      f"{e.output_cap:,}" if e.output_cap else "",
+                      (f"{e.output_cap_min:,}-{e.output_cap:,}" if e.output_cap_min and e.output_cap_min != e.output_cap
+                       else f"{e.output_cap:,}") if e.output_cap else "",
                       f"{e.output_typical:,.0f}" if e.output_typical is not None else "",
                       *figures, e.typical_source, e.price_source)
     priced = [e for e in rows if not (e.gpus is not None and e.cost_max is None)]
