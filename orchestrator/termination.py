@@ -20,7 +20,6 @@ from typing import Literal, get_args
 from env.maze import Maze
 from env.state import MazeState
 
-
 # every way an episode can end that is a model's outcome (`error` is not one)
 Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
 ENDINGS: tuple[str, ...] = get_args(Ending)
