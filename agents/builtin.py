@@ -10,6 +10,10 @@
   object, remembers the cells it bumped into, and never repeats an interaction that changed
   the world until it has nothing else left to try. When an interaction puts the world back
   the way it was before (it undid an earlier change), it repeats it at once to restore it.
+  It never reads the maze's ruleset: whether keys can be walked onto and picked up from
+  underfoot (multinet-r1) or only from in front (minigrid) it finds out by trying. A move that
+  ended somewhere other than the cell in front marks that cell as visited (a teleporter), and
+  when it also put the world back as it was (a kill cell), as a trap it never walks into again.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class ExplorerAgent(_Builtin):
         self._seen_steps = 0
         self.visited: set[Cell] = set()
         self.blocked: set[Cell] = set()  # bumped into since the world last changed
+        self.traps: set[Cell] = set()  # walking in undid the world: never again
         self.tried: set[tuple[str, Cell, int]] = set()  # no effect since the world last changed
         self.effective: set[tuple[str, Cell, int]] = set()  # changed the world: not repeated
         self.changes: list[tuple[int, str, Cell, str]] = []  # (step, where, cell, action)
@@ -122,6 +127,9 @@ class ExplorerAgent(_Builtin):
                 self.tried.add(self._pending)
             if past.action == FORWARD and after.pos == before.pos:
                 self.blocked.add(before.front())
+            elif past.action == FORWARD and after.pos != before.front():
+                # entered, but it sent the agent elsewhere; undoing the world too, it is a trap
+                (self.traps if self._world(before) != self._world(after) else self.visited).add(before.front())
             self.visited.add(after.pos)
             self._pending = None
         self._seen_steps = len(turn.history)
@@ -198,7 +206,7 @@ class ExplorerAgent(_Builtin):
         yield RIGHT, (pos, (d + 1) % 4)
         nxt = (pos[0] + DIR_VECTORS[d][0], pos[1] + DIR_VECTORS[d][1])
         if 0 <= nxt[0] < maze.width and 0 <= nxt[1] < maze.height \
-                and not maze.walls[nxt] and nxt not in self.blocked:
+                and not maze.walls[nxt] and nxt not in self.blocked and nxt not in self.traps:
             yield FORWARD, (nxt, d)
 
 

@@ -15,13 +15,15 @@
 - The agent trusts its ``ModelConfig`` (validated when the sweep was loaded). Its API key comes
   only from the environment variable ``api_key_env`` names; every error text is scrubbed
   (``agents.secrets.scrub``) before it leaves this module.
-- Each turn records the ``Budget`` its request actually carried (thinking budget, effort, output
-  cap), read back from the request itself, so unequal budgets between models are visible.
+- What a request carries for the protocol's thinking, effort, budget, output cap and sampling
+  comes from the model's provider family (``agents.providers``), and so does the ``Budget`` each
+  turn records: the same translation, so the record is what was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import random
@@ -35,8 +37,11 @@ from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, 
 from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
+from agents.providers import merge_fields
 from agents.secrets import scrub
-from agents.types import Decision, InfraError, ParseStatus, Turn
+from agents.study_agent import StudyQuerying
+from agents.study_prompt import study_cache_markers
+from agents.types import REASK_SEPARATOR, Decision, InfraError, ParseStatus, Turn
 from agents.usage import Budget, Usage
 from env.errors import BadInput
 
@@ -46,9 +51,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _litellm: Any = None
 
 REASK_LIMIT = 2
-REASK_SEPARATOR = "\n\n[re-asked]\n\n"
-# Anthropic needs max_tokens above the thinking budget; this much is left for the answer.
-ANSWER_HEADROOM_TOKENS = 4096
 
 
 def litellm_module() -> Any:
@@ -101,30 +103,13 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-def _mapping(request: dict[str, Any], name: str) -> dict[str, Any]:
-    value = request.get(name)
-    return value if isinstance(value, dict) else {}
-
-
-def budget_of(request: dict[str, Any]) -> Budget:
-    """What a request (litellm kwargs or an OpenAI-compatible body) allows the model to spend."""
-    extra, thinking = _mapping(request, "extra_body"), _mapping(request, "thinking")
-    tokens = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
-    tokens = tokens or request.get("thinking_token_budget") or extra.get("thinking_token_budget")
-    effort = request.get("reasoning_effort") or extra.get("reasoning_effort")
-    if thinking.get("type") == "adaptive":
-        output = _mapping(request, "output_config")
-        effort = f"adaptive:{output.get('effort') or effort or 'default'}"
-    cap = request.get("max_tokens") or request.get("max_completion_tokens")
-    return Budget(thinking_budget=int(tokens) if tokens else None, reasoning_effort=effort or None,
-                  max_output_tokens=int(cap) if cap else None)
-
-
 class LLMAgent:
     """An agent backed by one ``ModelConfig`` (``anthropic/...``, ``hosted_vllm/...``, ...).
 
     ``config.params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
-    (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own.
+    (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own. A
+    protocol the model's provider family cannot honour is ``BadInput`` (a sweep refuses it when
+    it loads).
     ``endpoint``: the URL of a server the sweep started for this model (it wins over
     ``config.api_base``). Cost comes from ``config.price``, else (litellm client) litellm's price
     table; the openai client without a price records 0.
@@ -145,6 +130,11 @@ class LLMAgent:
         """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent."""
         self.config = config
         self._on_rate_limit = on_rate_limit
+        refused = config.family.refusal(protocol, config.request_params)
+        if refused is not None:
+            where, why = refused
+            raise BadInput(config.name, where if where.startswith("params.") else f"protocol.{where}", why)
+        self._fields, self.budget = config.family.request_fields(protocol, seed)
         self.protocol = protocol
         self.seed = seed
         self.name = config.name
@@ -163,6 +153,8 @@ class LLMAgent:
         self._supported: list[str] = []
         self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
                       if config.client == "openai" and self.api_base and not offline else None)
+        self._study = (StudyQuerying(self._study_call, lambda text: count_tokens(self.model, text))
+                       if protocol.style == "study" else None)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -184,90 +176,48 @@ class LLMAgent:
             self._supported = []
 
     def request_kwargs(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """Everything passed to ``litellm.acompletion`` for these messages (the key excepted)."""
+        """Everything passed to ``litellm.acompletion`` for these messages (the key excepted): the
+        family's fields, those litellm refuses at the top level inside ``extra_body``."""
         self._resolve_provider()
-        p = self.protocol
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": p.temperature,
-            "max_tokens": p.max_output_tokens,
-            "num_retries": 0,
-            "timeout": self.config.timeout_s,
-        }
-        if "seed" in self._supported:
-            kwargs["seed"] = self.seed
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "num_retries": 0,
+                                  "timeout": self.config.timeout_s}
+        extra: dict[str, Any] = {}
+        for key, value in self._fields.items():
+            if key in self.config.family.litellm_extra_body:
+                extra[key] = value
+            elif key != "seed" or "seed" in self._supported:
+                kwargs[key] = value
+        if extra:
+            kwargs["extra_body"] = extra
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        kwargs.update(self._thinking_kwargs())
-        return _with_params(kwargs, self.config.request_params)
+        return merge_fields(kwargs, self.config.request_params)
 
     def request_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The JSON body the openai client posts for these messages; ``params`` and then
-        ``params["extra_body"]`` (flattened, as the OpenAI SDK sends it) win."""
-        p = self.protocol
-        body: dict[str, Any] = {
-            "model": self.config.request_name,
-            "messages": messages,
-            "temperature": p.temperature,
-            "max_tokens": p.max_output_tokens,
-            "seed": self.seed,
-            # thinking is the chat template's switch on these servers (vLLM, llama.cpp --jinja)
-            "chat_template_kwargs": {"enable_thinking": p.thinking},
-        }
-        mode = self.config.thinking
-        if p.thinking and mode.mode == "budget":
-            body["thinking_token_budget"] = p.thinking_budget
-        elif p.thinking and mode.mode == "effort":
-            body["reasoning_effort"] = mode.effort
+        ``params["extra_body"]`` (flattened, as the OpenAI SDK sends it) laid over the family's fields."""
+        body: dict[str, Any] = {"model": self.config.request_name, "messages": messages,
+                                **copy.deepcopy(self._fields)}
         params = dict(self.config.request_params)
         extra = params.pop("extra_body", None)
-        body.update(params)
+        merge_fields(body, params)
         if isinstance(extra, dict):
-            body.update(extra)
+            merge_fields(body, extra)
         elif extra is not None:
             body["extra_body"] = extra
         return body
-
-    def _thinking_kwargs(self) -> dict[str, Any]:
-        p, mode = self.protocol, self.config.thinking
-        provider = self._provider
-        if provider == "hosted_vllm":
-            # the server's chat template switches thinking; its reasoning parser splits it out
-            extra: dict[str, Any] = {"chat_template_kwargs": {"enable_thinking": p.thinking}}
-            if p.thinking and mode.mode == "budget":
-                extra["thinking_token_budget"] = p.thinking_budget
-            out: dict[str, Any] = {"extra_body": extra}
-            if p.thinking and mode.mode == "effort":
-                out["reasoning_effort"] = mode.effort
-            return out
-        if not p.thinking:
-            return {}
-        if mode.mode == "adaptive":
-            return {"thinking": {"type": "adaptive"}, "output_config": {"effort": mode.effort}}
-        if mode.mode == "effort":
-            return {"reasoning_effort": mode.effort}
-        claude = provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in self.model)
-        if claude or mode.mode == "budget":
-            out = {"thinking": {"type": "enabled", "budget_tokens": p.thinking_budget}}
-            if claude and p.max_output_tokens <= p.thinking_budget:
-                out["max_tokens"] = p.thinking_budget + ANSWER_HEADROOM_TOKENS
-            return out
-        if "reasoning_effort" in self._supported:
-            return {"reasoning_effort": effort_for_budget(p.thinking_budget)}
-        return {}
 
     # ---- one turn ----------------------------------------------------------------------------
     @property
     def marks_cache(self) -> bool:
         """Anthropic caches a prompt prefix only where the request marks it; OpenAI and vLLM
         cache identical prefixes by themselves (the protocol puts the fixed part first)."""
-        if self._http is not None:
-            return False
-        self._resolve_provider()
-        return self._provider == "anthropic" or (self._provider in ("bedrock", "vertex_ai") and "claude" in self.model)
+        return self._http is None and self.config.family.marks_cache
 
     async def act(self, turn: Turn) -> Decision:
+        if self._study is not None:
+            return await self._study.act(turn)
+        p = self.protocol
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
         if self.marks_cache:
@@ -276,14 +226,17 @@ class LLMAgent:
         budget = Budget()
         action: int | None = None
         status: ParseStatus = "invalid"
+        # calls after the first one that gave no action: a re-ask shows the reply and a reminder
+        # of the format, a re-query sends the same request again
+        more = {"noop": 0, "reask": REASK_LIMIT, "requery": p.requery_limit - 1}[p.invalid_output]
         while True:
             completion, budget = await self.call(messages)
             completions.append(completion)
             action, status = parse_action(completion.reply)
-            reasks = len(completions) - 1
-            if action is not None or self.protocol.invalid_output == "noop" or reasks >= REASK_LIMIT:
+            if action is not None or len(completions) > more:
                 break
-            messages = reask_messages(messages, completion.reply)
+            if p.invalid_output == "reask":
+                messages = reask_messages(messages, completion.reply)
         self._replies.append(completions[-1].reply)
         reasonings = [c.reasoning for c in completions]
         return Decision(
@@ -292,15 +245,23 @@ class LLMAgent:
             reply=REASK_SEPARATOR.join(c.reply for c in completions),
             reasoning=REASK_SEPARATOR.join(reasonings) if any(reasonings) else "",
             finish_reason=completions[-1].finish_reason,
-            usage=Usage.total(c.usage for c in completions) + Usage(reasks=len(completions) - 1),
+            usage=Usage.total(c.usage for c in completions) + Usage(calls=len(completions),
+                                                                    reasks=len(completions) - 1),
             budget=budget,
             prompt_hash=prompt_hash,
             image_hashes=tuple(image_hashes),
+            ending="parse_failed" if action is None and p.invalid_output == "requery" else None,
         )
 
     async def resume(self, turn: Turn, decision: Decision) -> None:
         """A multi-turn conversation shows the model its own past replies: the last of each turn's."""
+        if self._study is not None:
+            await self._study.resume(turn, decision)
+            return
         self._replies.append(decision.reply.split(REASK_SEPARATOR)[-1])
+
+    async def _study_call(self, messages: list[dict[str, Any]]) -> tuple[Completion, Budget]:
+        return await self.call(study_cache_markers(messages) if self.marks_cache else messages)
 
     async def call(self, messages: list[dict[str, Any]]) -> tuple[Completion, Budget]:
         """One model answer, retried by the policy, and the budget its request carried; raises
@@ -312,7 +273,7 @@ class LLMAgent:
             request, attempt = self.request_kwargs(messages), self._attempt_litellm
             if self._api_key:
                 request["api_key"] = self._api_key
-        budget = budget_of(request)
+        budget = self.budget
         failures = rate_limited = 0
         waited = 0.0  # on rate limits, this turn
         while True:
@@ -415,15 +376,6 @@ class LLMAgent:
             return 0.0  # not in litellm's table: give the model a `price` in the sweep
 
 
-def effort_for_budget(budget: int) -> str:
-    """The OpenAI-style reasoning effort closest to a thinking-token budget."""
-    if budget <= 4096:
-        return "low"
-    if budget <= 24576:
-        return "medium"
-    return "high"
-
-
 def count_tokens(model: str, text: str) -> int:
     """Tokens in ``text`` by litellm's counter for ``model``; 4 characters a token if it has none."""
     try:
@@ -445,13 +397,3 @@ def _retry_after(err: Exception) -> float | None:
         return float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
-
-
-def _with_params(request: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    """``request`` with the model entry's ``params`` laid over it (``extra_body`` merged)."""
-    for k, v in params.items():
-        if k == "extra_body" and isinstance(v, dict) and isinstance(request.get("extra_body"), dict):
-            request["extra_body"] = {**request["extra_body"], **v}
-        else:
-            request[k] = v
-    return request

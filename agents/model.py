@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from agents.providers import ProviderFamily, check_provider, family_for
 from env.errors import BadInput
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -36,8 +37,6 @@ DEFAULT_RETRIES = 8
 OPENAI_COMPATIBLE_PREFIXES = frozenset({
     "openai", "hosted_vllm", "custom_openai", "openai_like", "llamafile", "lm_studio",
 })
-THINKING_MODES = ("auto", "budget", "effort", "adaptive")
-EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
 @dataclass(frozen=True)
@@ -54,35 +53,19 @@ class Price:
 
 
 @dataclass(frozen=True)
-class Thinking:
-    """How the protocol's ``thinking`` / ``thinking_budget`` reach this provider.
-
-    ``auto``: Anthropic gets ``budget_tokens``, a served vLLM model the chat template's switch,
-    other reasoning models the effort level nearest the budget. ``budget``: the budget as a token
-    count (Anthropic ``budget_tokens``, vLLM ``thinking_token_budget``). ``effort``: an
-    OpenAI-style ``reasoning_effort``. ``adaptive``: Anthropic adaptive thinking at ``effort``.
-    """
-
-    mode: Literal["auto", "budget", "effort", "adaptive"] = "auto"
-    effort: str | None = None
-
-    def identity(self) -> dict[str, Any] | None:
-        return None if self.mode == "auto" else {"mode": self.mode, "effort": self.effort}
-
-
-@dataclass(frozen=True)
 class ModelConfig:
     """How to reach one model. Built only by ``parse_model_config`` (or ``for_model``)."""
 
     name: str
     model: str
+    family: ProviderFamily  # what the requests speak: agents/providers.py
     api_base: str | None = None
     api_key_env: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # as the sweep wrote them
     price: Price | None = None
     client: str | None = None  # "litellm" | "openai"; None for built-in and human agents
     served: bool = False  # the sweep starts this model's servers: the endpoint comes at run time
-    thinking: Thinking = field(default_factory=Thinking)
+    provider: str | None = None  # the entry's own choice of provider family (docs/providers.md)
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
 
@@ -102,9 +85,8 @@ class ModelConfig:
     def identity(self) -> dict[str, Any]:
         """What makes this model's answers what they are (part of every episode id)."""
         out: dict[str, Any] = {"model": self.model, "params": self.params}
-        thinking = self.thinking.identity()
-        if thinking is not None:
-            out["thinking"] = thinking
+        if self.provider is not None:
+            out["provider"] = self.provider
         return out
 
     @property
@@ -115,15 +97,13 @@ class ModelConfig:
     def public(self) -> dict[str, Any]:
         """The entry as a manifest records it: names of key variables only, never their values."""
         out: dict[str, Any] = {"name": self.name, "model": self.model}
-        for k in ("api_base", "api_key_env", "client"):
+        for k in ("api_base", "api_key_env", "client", "provider"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
         if self.price is not None:
             out["price"] = {k: v for k, v in self.price.__dict__.items() if v is not None}
         if self.params:
             out["params"] = self.params
-        if self.thinking.identity() is not None:
-            out["thinking"] = self.thinking.identity()
         return out
 
     def api_key(self) -> str | None:
@@ -224,31 +204,6 @@ def _params(source: str, where: str, params: Any) -> tuple[dict[str, Any], float
     return dict(params), float(timeout), retries
 
 
-def _thinking(source: str, where: str, value: Any, model: str) -> Thinking:
-    if value is None:
-        return Thinking()
-    if not isinstance(value, dict) or set(value) - {"mode", "effort"}:
-        raise BadInput(source, where, "must be {mode: auto|budget|effort|adaptive, effort: <level>}")
-    mode = value.get("mode", "auto")
-    if mode not in THINKING_MODES:
-        raise BadInput(source, f"{where}.mode", f"must be one of {', '.join(THINKING_MODES)} (got {mode!r})")
-    effort = value.get("effort")
-    if mode in ("effort", "adaptive"):
-        if effort not in EFFORTS:
-            raise BadInput(source, f"{where}.effort", f"{mode} needs an effort: one of {', '.join(EFFORTS)} "
-                                                      f"(got {effort!r})")
-    elif effort is not None:
-        raise BadInput(source, f"{where}.effort", f"only the effort and adaptive modes take an effort (mode {mode})")
-    if mode == "adaptive" and not _is_claude(model):
-        raise BadInput(source, f"{where}.mode", "adaptive thinking is Anthropic's (a Claude model)")
-    return Thinking(mode=mode, effort=effort)
-
-
-def _is_claude(model: str) -> bool:
-    provider = model.split("/", 1)[0]
-    return provider == "anthropic" or (provider in ("bedrock", "vertex_ai") and "claude" in model)
-
-
 def _client(source: str, where: str, client: Any, model: str, api_base: str | None, served: bool) -> str | None:
     """``auto``: the lean OpenAI-compatible client for self-hosted servers (served by this sweep,
     or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would otherwise
@@ -267,13 +222,18 @@ def _client(source: str, where: str, client: Any, model: str, api_base: str | No
     return client
 
 
-AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "thinking")
+AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "provider")
 
 
-def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, served: bool = False) -> ModelConfig:
+def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, served: bool = False,
+                       engine: str | None = None, reasoning_parser: str | None = None) -> ModelConfig:
     """Validate the agent-facing keys of a model entry (``AGENT_KEYS``); ``where`` prefixes field
-    names in errors (``models[2]``). ``served``: the sweep serves this model itself."""
+    names in errors (``models[2]``). ``served``: the sweep serves this model itself, with
+    ``engine`` (and vLLM's ``reasoning_parser``), which decide its provider family."""
     at = f"{where}." if where else ""
+    if "thinking" in entry:
+        raise BadInput(source, f"{at}thinking", "thinking is set in the protocol now (thinking, effort, "
+                                                "thinking_budget; docs/providers.md): use the entry's protocol")
     model = _model_string(source, f"{at}model", entry.get("model"))
     name = check_name(source, f"{at}name", entry.get("name", model.rsplit("/", 1)[-1]))
     api_base = entry.get("api_base")
@@ -285,12 +245,16 @@ def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, s
         raise BadInput(source, f"{at}api_key_env", "must be the NAME of an environment variable, not a key")
     params, timeout, retries = _params(source, f"{at}params", entry.get("params"))
     price = _price(source, f"{at}price", entry.get("price"))
-    thinking = _thinking(source, f"{at}thinking", entry.get("thinking"), model)
+    provider = check_provider(source, f"{at}provider", entry.get("provider"))
     client = _client(source, f"{at}client", entry.get("client", "auto"), model, api_base, served)
     if model.startswith(("builtin/", "human/")):
-        for k in ("api_base", "api_key_env", "params", "price", "thinking"):
+        for k in ("api_base", "api_key_env", "params", "price", "provider"):
             if entry.get(k) is not None:
                 raise BadInput(source, f"{at}{k}", f"{model} is not called over an API: it takes no {k}")
+    family = family_for(model, provider=provider, engine=engine, reasoning_parser=reasoning_parser)
+    controlled = family.refusal_of_params(params)
+    if controlled is not None:
+        raise BadInput(source, f"{at}{controlled[0]}", controlled[1])
     return ModelConfig(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
-                       price=price, client=client, served=served, thinking=thinking, timeout_s=timeout,
-                       retries=retries)
+                       price=price, client=client, served=served, provider=provider, family=family,
+                       timeout_s=timeout, retries=retries)

@@ -102,23 +102,38 @@ def read_completion(payload: Any) -> Completion:
 
 
 def usage_of(usage: Any) -> Usage:
-    """The token counts of an OpenAI-style ``usage`` (a dict, or litellm's object of the same shape).
+    """The token counts of a reply's ``usage``, in any shape a provider gives it (a dict, or
+    litellm's object of the same shape); docs/providers.md lists where each provider puts what.
 
-    Cached prompt tokens come as ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, and litellm
-    for every provider) or Anthropic's ``cache_read_input_tokens``.
+    - input: ``prompt_tokens`` (OpenAI-style), or Anthropic's ``input_tokens`` plus its cache
+      reads and writes (which Anthropic counts apart);
+    - output: ``completion_tokens``, or Anthropic's ``output_tokens``;
+    - reasoning: ``completion_tokens_details.reasoning_tokens`` (OpenAI, vLLM with a reasoning
+      parser, and litellm for Anthropic), or Anthropic's ``output_tokens_details.thinking_tokens``;
+    - cached input: ``prompt_tokens_details.cached_tokens`` (OpenAI; vLLM under
+      ``--enable-prompt-tokens-details``; litellm for Anthropic), Anthropic's
+      ``cache_read_input_tokens``, or Moonshot's top-level ``cached_tokens``.
     """
     def get(obj: Any, name: str) -> Any:
+        if obj is None:
+            return None
         return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
     if usage is None:
         return Usage()
-    completion = get(usage, "completion_tokens_details")
-    prompt = get(usage, "prompt_tokens_details")
-    cached = (get(prompt, "cached_tokens") if prompt is not None else None) or get(usage, "cache_read_input_tokens")
+    cache_read = get(usage, "cache_read_input_tokens")
+    cached = (get(get(usage, "prompt_tokens_details"), "cached_tokens") or cache_read
+              or get(usage, "cached_tokens"))
+    tokens_in = get(usage, "prompt_tokens")
+    if tokens_in is None and get(usage, "input_tokens") is not None:
+        tokens_in = (int(get(usage, "input_tokens")) + int(cache_read or 0)
+                     + int(get(usage, "cache_creation_input_tokens") or 0))
+    reasoning = (get(get(usage, "completion_tokens_details"), "reasoning_tokens")
+                 or get(get(usage, "output_tokens_details"), "thinking_tokens"))
     return Usage(
-        tokens_in=int(get(usage, "prompt_tokens") or 0),
-        tokens_out=int(get(usage, "completion_tokens") or 0),
-        tokens_reasoning=int((get(completion, "reasoning_tokens") if completion is not None else 0) or 0),
+        tokens_in=int(tokens_in or 0),
+        tokens_out=int(get(usage, "completion_tokens") or get(usage, "output_tokens") or 0),
+        tokens_reasoning=int(reasoning or 0),
         tokens_cached=int(cached or 0),
     )
 

@@ -27,7 +27,7 @@ from agents.types import PastStep, Turn
 from env.maze import Maze, load_maze
 from env.render import png_bytes, render_state
 from env.state import ACTIONS, MazeState, initial_state, step
-from env.text import inventory, text_projection
+from env.text import inventory, object_cells, text_projection
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 LEVELS = ("minimal", "standard", "detailed")
@@ -56,9 +56,9 @@ def image_part(uri: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=512)
-def frame_uri(maze: Maze, state: MazeState, tile_size: int) -> str:
+def frame_uri(maze: Maze, state: MazeState, tile_size: int, switch_frames: str = "distinct") -> str:
     """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns)."""
-    png = png_bytes(render_state(maze, state, tile_size))
+    png = png_bytes(render_state(maze, state, tile_size, switch_frames))
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -97,7 +97,7 @@ class _Parts:
 def _observation(parts: _Parts, maze: Maze, state: MazeState, protocol: Protocol, *,
                  image: bool, text: bool) -> None:
     if image:
-        parts.image(frame_uri(maze, state, protocol.tile_size))
+        parts.image(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames))
     if text:
         parts.text(texts()["current_text"] + "\n" + text_projection(maze, state))
 
@@ -124,10 +124,11 @@ def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
 
 
 @lru_cache(maxsize=16)
-def icl_parts(observation: Observation, tile_size: int) -> tuple[dict[str, Any], ...]:
+def icl_parts(observation: Observation, tile_size: int, switch_frames: str = "distinct") -> tuple[dict[str, Any], ...]:
     t = texts()
     maze, states, plan = icl_episode()
-    proto = Protocol(observation=observation, tile_size=tile_size)
+    proto = Protocol(observation=observation, tile_size=tile_size,
+                     switch_frames="study" if switch_frames == "study" else "distinct")
     parts = _Parts()
     parts.text(t["icl_header"])
     for i, (state, action) in enumerate(zip(states, plan, strict=False), start=1):
@@ -151,9 +152,7 @@ def mechanism_locations(maze: Maze) -> str:
     if not maze.objects:
         return t["locations_none"]
     lines = [t["locations_header"]]
-    lines += [
-        t["location_item"].format(color=o.color, kind=o.kind, x=o.pos[0], y=o.pos[1]) for o in maze.objects
-    ]
+    lines += [t["location_item"].format(name=name, x=x, y=y) for name, (x, y) in object_cells(maze)]
     return "\n".join(lines)
 
 
@@ -169,14 +168,16 @@ def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
         elif ev == "swap":
             out.append(phrases["swap"].format(
                 color=maze.keys[after.carrying].color, other=maze.keys[before.carrying].color, step=n))
+        elif ev == "reset":
+            out.append(phrases["reset"].format(step=n))
         elif ev in ("door_unlocked", "door_opened", "door_closed"):
             for door, was, now in zip(maze.doors, before.doors, after.doors, strict=True):
                 if was != now:
                     out.append(phrases[ev].format(color=door.color, step=n))
-        elif ev in ("switch_on", "switch_off"):
+        if ev != "reset" and before.switches != after.switches:  # a toggle, or (multinet-r1) a hold switch
             for sw, was, now in zip(maze.switches, before.switches, after.switches, strict=True):
                 if was != now:
-                    out.append(phrases[ev].format(color=sw.color, step=n))
+                    out.append(phrases["switch_on" if now else "switch_off"].format(color=sw.color, step=n))
             gates_before = maze.gates_open(before.switches)
             gates_after = maze.gates_open(after.switches)
             for gate, was, now in zip(maze.gates, gates_before, gates_after, strict=True):
@@ -199,7 +200,7 @@ def _preamble(parts: _Parts, turn: Turn) -> None:
     p: Protocol = turn.protocol
     parts.text(instructions(p.prompt))
     if p.icl_example:
-        parts.extend(icl_parts(p.observation, p.tile_size))
+        parts.extend(icl_parts(p.observation, p.tile_size, p.switch_frames))
     if p.start_info:
         parts.text(start_info(turn.maze))
     if p.mechanism_locations:
@@ -221,9 +222,9 @@ def _single(turn: Turn) -> list[dict[str, Any]]:
     t = texts()
     parts = _Parts()
     _preamble(parts, turn)
-    if p.activity_summary:
+    if p.summarised:
         parts.text(activity_summary(turn.maze, turn.history))
-    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames else ()
+    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames and p.shows_recent else ()
     if shown:
         parts.text(t["history_header"])
         for past in shown:
@@ -246,7 +247,7 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
     n = len(turn.history)
     for i, past in enumerate(turn.history):
         # only the last `history_frames` past turns keep their pictures and text maps
-        recent = n - i <= p.history_frames
+        recent = p.shows_recent and n - i <= p.history_frames
         parts.text(t["multi_past"].format(step=past.step, inventory=inventory(turn.maze, past.state_before)))
         _observation(parts, turn.maze, past.state_before, p,
                      image=recent and p.uses_image, text=recent and p.uses_text)
@@ -257,7 +258,7 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
         if not reply:
             reply = t["multi_reply"].format(action=_action_name(past.action))
         messages.append({"role": "assistant", "content": reply})
-    if p.activity_summary:
+    if p.summarised:
         parts.text(activity_summary(turn.maze, turn.history))
     _current(parts, turn)
     messages.append({"role": "user", "content": parts.done()})
@@ -265,7 +266,13 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
 
 
 def build_messages(turn: Turn, replies: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """The chat messages for one turn. ``replies``: the agent's own past replies (multi only)."""
+    """The chat messages for one turn. ``replies``: the agent's own past replies (multi only).
+    The study style's messages come from ``agents.study_prompt`` (its multi-turn chat is the
+    agent's: ``build_study_messages``)."""
+    if turn.protocol.style == "study":
+        from agents.study_prompt import build_study_messages
+
+        return build_study_messages(turn)
     if turn.protocol.conversation == "multi":
         return _multi(turn, replies)
     return _single(turn)

@@ -4,6 +4,14 @@ Every field can be varied by a sweep condition, so every field is validated here
 rest of gridbench trusts the record. ``resolve_protocol`` is the one door from user input
 (sweep YAML, the command line) to a ``Protocol``: it fills left-out fields from a preset and
 turns any validation failure into a one-line ``BadInput`` naming the field.
+
+Two *styles* share the record. ``gridbench`` is gridbench's own wording: prompts that describe
+turning and moving only, ``ACTION: <name>`` replies read from the last line, (x, y) positions,
+step numbers. ``study`` is the MultiNet 2.0 study's protocol as its harness ran it (docs/protocol.md
+has its table): ``FINAL_OUTPUT: <TOKEN>`` replies read by the study's parse rules, (row, col)
+positions, its text description, activity summary with a movement trail, its one-shot example,
+its action spaces and querying modes, and its stall watchdog. Some fields belong to one style
+only; a value the other style has no meaning for is refused when the protocol is built.
 """
 
 from __future__ import annotations
@@ -12,36 +20,78 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from env.errors import BadInput, pydantic_field
 
 Observation = Literal["image", "text", "image+text"]
+# effort levels across providers (each provider takes some of them: agents/providers.py)
+Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
+Style = Literal["gridbench", "study"]
+# fields that mean something in one style only, with the value the other style must keep
+GRIDBENCH_ONLY = {"start_info": False, "mechanism_locations": False, "steps_remaining": False}
+STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywhere": False, "feedback": "none"}
+STYLE_PROMPTS: dict[str, tuple[str, ...]] = {
+    "gridbench": ("minimal", "standard", "detailed"), "study": ("minimal", "standard", "verbose"),
+}
+
+
+class _FieldConflict(ValueError):
+    """A value that does not fit the rest of the protocol: ``field`` names it."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
 class Protocol(BaseModel):
-    """How one episode talks to its agent. Defaults are the ``final`` preset."""
+    """How one episode talks to its agent. Defaults are the ``gridbench-final`` preset."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    prompt: Literal["minimal", "standard", "detailed"] = "minimal"
+    style: Style = "gridbench"
+    prompt: Literal["minimal", "standard", "detailed", "verbose"] = "minimal"
     observation: Observation = "image"
+    context: Literal["current", "recent", "summary", "summary+recent"] = "summary+recent"
     history_frames: int = Field(3, ge=0, le=8)
-    activity_summary: bool = True
     start_info: bool = True
     mechanism_locations: bool = True
     icl_example: bool = True
+    # how much a model may think: its provider's own switch, an effort level (None: the
+    # provider's default) and a separate thinking-token budget (None: none, only the output cap);
+    # agents/providers.py translates them, and refuses at load what a provider cannot honour
     thinking: bool = True
-    thinking_budget: int = Field(64000, ge=1024, le=1_000_000)
+    effort: Effort | None = None
+    thinking_budget: int | None = Field(None, ge=1024, le=1_000_000)
     steps_remaining: bool = False
     conversation: Literal["single", "multi"] = "single"
-    invalid_output: Literal["noop", "reask"] = "noop"
+    feedback: Literal["none", "outcome", "hints"] = "none"
+    action_space: Literal["egocentric", "cardinal"] = "egocentric"
+    querying: Literal["step", "subgoal", "trajectory"] = "step"
+    invalid_output: Literal["noop", "reask", "requery"] = "noop"
+    requery_limit: int = Field(3, ge=1, le=20)
+    actions_anywhere: bool = False
     tile_size: int = Field(32, ge=8, le=128)
     step_cap_factor: float = Field(3.0, gt=0, le=100)
-    stall_window: int = Field(30, ge=1, le=100_000)
-    temperature: float = Field(1.0, ge=0, le=2)
-    max_output_tokens: int = Field(70000, ge=1, le=1_000_000)
+    stall_window: int | None = Field(30, ge=1, le=100_000)
+    temperature: float | None = Field(None, ge=0, le=2)  # None: not sent, the provider's own default
+    max_output_tokens: int = Field(64000, ge=1, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    # how frames draw switches: on and off apart, or the same, as the study's R1 frames showed them
+    switch_frames: Literal["distinct", "study"] = "distinct"
+
+    @model_validator(mode="after")
+    def _style_fields(self) -> Protocol:
+        if self.prompt not in STYLE_PROMPTS[self.style]:
+            raise _FieldConflict("prompt", f"{self.prompt!r} is not a prompt level of the {self.style} style "
+                                           f"({', '.join(STYLE_PROMPTS[self.style])})")
+        foreign = GRIDBENCH_ONLY if self.style == "study" else STUDY_ONLY
+        for name, keep in foreign.items():
+            if getattr(self, name) != keep:
+                raise _FieldConflict(name, f"the {self.style} style has no such setting: it must stay {json.dumps(keep)}")
+        if self.actions_anywhere and self.querying == "step":
+            raise _FieldConflict("actions_anywhere", "the study's defect concerns subgoal and trajectory querying only")
+        return self
 
     # ---- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -68,33 +118,52 @@ class Protocol(BaseModel):
     def uses_text(self) -> bool:
         return self.observation in ("text", "image+text")
 
+    @property
+    def summarised(self) -> bool:
+        """Each turn carries the activity summary."""
+        return self.context in ("summary", "summary+recent")
+
+    @property
+    def shows_recent(self) -> bool:
+        """Each turn shows the last ``history_frames`` steps."""
+        return self.context in ("recent", "summary+recent")
+
     @classmethod
     def preset(cls, name: str) -> Protocol:
-        if name not in PRESETS:
-            raise BadInput("protocol", "preset", f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
-        return PRESETS[name]
+        return PRESETS[_preset_name("protocol", name)]
 
+
+# The study's ablation baseline, as its harness ran it (docs/protocol.md, "The study's protocol"):
+# the standard prompt, image and its text description, the last 3 steps, the one-shot example,
+# one stateless message per query, an unparseable reply asked again without a step (3 in a row
+# end the episode), no stall watchdog, the 4,096-token cap of its ten protocol cells.
+_STUDY_BASELINE = Protocol(
+    style="study", prompt="standard", observation="image+text", context="recent", history_frames=3,
+    start_info=False, mechanism_locations=False, icl_example=True, feedback="hints", invalid_output="requery",
+    requery_limit=3, stall_window=None, max_output_tokens=4096,
+)
 
 PRESETS: dict[str, Protocol] = {
-    # the study's final protocol: thinking on (64k budget), minimal prompt, image only
-    "final": Protocol(),
-    # the study's ablation baseline: every condition of the ablation changes one field of it
-    "baseline": Protocol(
-        prompt="standard",
-        observation="image+text",
-        mechanism_locations=True,
-        icl_example=True,
-        history_frames=3,
-        conversation="single",
-    ),
+    # the study's final run (R1): the minimal prompt, image only, its start pose and activity summary
+    # with the last 3 steps, zero-shot, the stall watchdog at 30, a 64,000-token cap
+    "study-final": Protocol(**{**_STUDY_BASELINE.to_dict(), "prompt": "minimal", "observation": "image",
+                               "context": "summary+recent", "icl_example": False, "stall_window": 30,
+                               "max_output_tokens": 64000}),
+    "study-baseline": _STUDY_BASELINE,
+    # gridbench's own protocol: neutral prompts that say what turning and moving do and nothing
+    # else, the worked example, object locations, (x, y) positions and step numbers
+    "gridbench-final": Protocol(),
+    "gridbench-baseline": Protocol(prompt="standard", observation="image+text"),
 }
+DEFAULT_PRESET = "gridbench-final"
+RENAMED_PRESETS = {"final": "gridbench-final or study-final", "baseline": "gridbench-baseline or study-baseline"}
 
 
 def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
     """A ``Protocol`` from a mapping of protocol fields (docs/design.md §5); left-out fields come
     from a preset.
 
-    ``preset: baseline`` starts from the ablation baseline, anything else from ``final``.
+    ``preset: <name>`` starts from that preset (``PRESETS``), none from ``gridbench-final``.
     Unknown fields and bad values raise ``BadInput`` naming the field.
     """
     if isinstance(mapping, Protocol):
@@ -104,10 +173,7 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
     if not isinstance(mapping, dict):
         raise BadInput(source, "", f"a protocol is a mapping of fields, got {type(mapping).__name__}")
     fields = dict(mapping)
-    preset_name = fields.pop("preset", "final")
-    if not isinstance(preset_name, str) or preset_name not in PRESETS:
-        raise BadInput(source, "preset", f"unknown preset {preset_name!r} (known: {', '.join(PRESETS)})")
-    base = PRESETS[preset_name].to_dict()
+    base = PRESETS[_preset_name(source, fields.pop("preset", DEFAULT_PRESET))].to_dict()
     unknown = [k for k in fields if k not in base]
     if unknown:
         raise BadInput(
@@ -118,6 +184,16 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
         return Protocol(**{**base, **fields})
     except ValidationError as err:
         first = err.errors()[0]
+        conflict = first.get("ctx", {}).get("error")
+        if isinstance(conflict, _FieldConflict):
+            raise BadInput(source, conflict.field, str(conflict)) from None
         field = pydantic_field(first["loc"])
         given = fields.get(field, base.get(field))
         raise BadInput(source, field, f"{first['msg']} (got {given!r})") from None
+
+
+def _preset_name(source: str, name: Any) -> str:
+    if isinstance(name, str) and name in PRESETS:
+        return name
+    hint = f"; renamed: use {RENAMED_PRESETS[name]}" if name in RENAMED_PRESETS else ""
+    raise BadInput(source, "preset", f"unknown preset {name!r} (known: {', '.join(PRESETS)}){hint}")

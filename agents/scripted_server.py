@@ -17,6 +17,20 @@ Where the replies come from (``mode``):
   matching the last image against frames of the maze's reachable states (built once per maze).
 - ``garbage``: prose that names no action on its last line.
 
+How it behaves as a provider (``persona``, docs/providers.md): ``openai`` (the default for
+``/v1/chat/completions``: reasoning in ``reasoning_content``, every count reported), ``moonshot``
+(Kimi K2.x: thinks unless ``thinking: {type: disabled}``, refuses the sampling values it fixes,
+ignores fields it does not know, reports cached tokens at the top level of ``usage`` and no
+reasoning count), ``vllm`` (reads the limits of the ``vllm serve`` command line it was "served"
+with, ``vllm_argv``, and refuses over-limit requests with vLLM's status and message; the chat
+template's ``enable_thinking``; reasoning apart with a reasoning parser, inline in ``<think>``
+without; cached tokens only under ``--enable-prompt-tokens-details``) and ``llama-cpp`` (no
+thinking switch; ignores unknown fields). ``/v1/messages`` always answers as Anthropic does,
+by model: Claude 4.7+ refuses ``budget_tokens`` and any sampling parameter and leaves thinking
+text out unless ``display: summarized`` is asked; older Claude thinks within ``budget_tokens``
+below ``max_tokens``. Each recorded request holds what the persona applied (``applied``:
+thinking, effort, thinking budget, output cap), which tests compare with what gridbench recorded.
+
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
 (a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
 in ``requests``, with the step number the prompt asks about: counting the answered ones per
@@ -25,9 +39,8 @@ maze and step is how tests prove that no call was paid for twice.
 ``on_request(request)`` is called for each chat request before it is answered; returning
 ``"drop"`` closes the connection unanswered (a test kills a process there). ``capacity``: more
 requests than this at once are refused with 429 and ``Retry-After: retry_after`` (a provider's
-rate limit). Anthropic requests report ``cache_read_input_tokens`` for the part of the prompt up
-to the last ``cache_control`` marker when the same part was sent before, as Anthropic's prompt
-cache does.
+rate limit). Anthropic requests report ``cache_read_input_tokens`` for the longest part of the
+prompt up to a ``cache_control`` marker that was sent before, as Anthropic's prompt cache does.
 
 Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
 process: ``python -m agents.scripted_server --port 0 --mode oracle --maze example`` prints its
@@ -41,6 +54,7 @@ import base64
 import io
 import itertools
 import json
+import os
 import re
 import signal
 import sys
@@ -61,6 +75,7 @@ FAULTS = (
     "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
 )
 MODES = ("script", "actions", "oracle", "garbage")
+PERSONAS = ("openai", "moonshot", "vllm", "llama-cpp")
 
 _GARBAGE = (
     "I am not sure what to do here. The maze is interesting.",
@@ -89,6 +104,7 @@ class RecordedRequest:
     received_at: float = field(default_factory=time.time)
     answered: bool = False  # a completion was sent back (what a provider bills)
     wire: Any = None  # the body as it came (``body`` is an Anthropic request in the OpenAI shape)
+    applied: dict[str, Any] | None = None  # what the persona applied: thinking, effort, budget, output cap
 
     @property
     def step(self) -> int | None:
@@ -132,7 +148,11 @@ class ScriptedServer:
         on_request: Callable[[RecordedRequest], object] | None = None,
         capacity: int | None = None,
         retry_after: float = 1.0,
+        persona: str = "openai",
+        vllm_argv: Sequence[str] | None = None,
     ):
+        """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``); ``vllm_argv``: the
+        ``vllm serve`` command line the ``vllm`` persona was served with."""
         self.mode = mode or ("actions" if actions else "script")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
@@ -158,6 +178,12 @@ class ScriptedServer:
         self.retry_after = retry_after
         self._busy = 0
         self._cache: set[str] = set()
+        self._prompts: list[str] = []
+        if persona not in PERSONAS:
+            raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
+        self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
+                                 else {"openai": Persona, "moonshot": MoonshotPersona,
+                                       "llama-cpp": LlamaCppPersona}[persona]())
         self._httpd = _Server((host, port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -226,8 +252,17 @@ class ScriptedServer:
                 break
         if state is None:
             return "I cannot see where I am."
-        action = ACTIONS[OracleAgent.choose(maze, state)]
-        return f"The shortest way on is {action}.\nACTION: {action}"
+        text = _request_text(body)
+        if "FINAL_OUTPUT" not in text:
+            action = ACTIONS[OracleAgent.choose(maze, state)]
+            return f"The shortest way on is {action}.\nACTION: {action}"
+        # the study style's sentinel: one action, or the whole rest of the plan when the request
+        # asks for a sub-goal or a trajectory; absolute moves when its action list has them
+        tokens = _study_tokens(maze, state, cardinal="MOVE_NORTH" in text)
+        if "SUB_GOAL" not in text and "<action>, <action>" not in text:
+            tokens = tokens[:1]
+        head = "SUB_GOAL: the goal\n" if "SUB_GOAL" in text else ""
+        return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(tokens)}"
 
     def _candidates(self, body: dict) -> list[Maze]:
         """Mazes whose walls match the last text map or image of the request."""
@@ -315,6 +350,12 @@ class ScriptedServer:
                 if server.on_request is not None and server.on_request(record) == "drop":
                     self.close_connection = True
                     return
+                persona = ANTHROPIC if anthropic else server.persona
+                rejection = persona.refusal(body)
+                if rejection is not None:
+                    self._send(*rejection)
+                    return
+                record.applied = persona.applied(body)
                 with server._lock:
                     server._busy += 1
                     refused = server.capacity is not None and server._busy > server.capacity
@@ -335,7 +376,7 @@ class ScriptedServer:
                         self._fault(fault, item, headers, record.body)
                         return
                     reply = server._completion(index, record.body, item)
-                    self._send(200, server._anthropic_reply(body, reply) if anthropic else reply)
+                    self._send(200, persona.answer(server, body, reply))
                     record.answered = True
                 finally:
                     with server._lock:
@@ -374,32 +415,23 @@ class ScriptedServer:
 
         return Handler
 
-    def _anthropic_reply(self, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
-        """An OpenAI-style completion as Anthropic's Messages API answers, with its prompt cache."""
-        message = completion["choices"][0]["message"]
-        content: list[dict[str, Any]] = []
-        if message.get("reasoning_content"):
-            content.append({"type": "thinking", "thinking": message["reasoning_content"], "signature": "scripted"})
-        content.append({"type": "text", "text": message.get("content") or ""})
-        prompt = completion["usage"]["prompt_tokens"]
-        cached_part, cached_tokens = _cache_prefix(body)
-        read = written = 0
-        if cached_part is not None:
-            with self._lock:
-                if cached_part in self._cache:
-                    read = cached_tokens
-                else:
-                    self._cache.add(cached_part)
-                    written = cached_tokens
-        return {
-            "id": completion["id"].replace("chatcmpl", "msg"), "type": "message", "role": "assistant",
-            "model": body.get("model", self.model), "content": content,
-            "stop_reason": {"length": "max_tokens"}.get(completion["choices"][0]["finish_reason"], "end_turn"),
-            "stop_sequence": None,
-            # Anthropic counts cached tokens apart from input_tokens
-            "usage": {"input_tokens": prompt - read - written, "output_tokens": completion["usage"]["completion_tokens"],
-                      "cache_read_input_tokens": read, "cache_creation_input_tokens": written},
-        }
+    def shared_prefix_tokens(self, body: dict) -> int:
+        """Tokens of the longest start this request's prompt shares with an earlier one: what an
+        automatic prefix cache (Moonshot's, vLLM's) serves from cache; remembers this prompt."""
+        text = _request_text(body)
+        with self._lock:
+            shared = max((len(os.path.commonprefix([text, before])) for before in self._prompts), default=0)
+            self._prompts.append(text)
+        return shared // 4
+
+    def cached_prefix(self, key: str | None) -> bool:
+        """Whether a prompt prefix was sent before (this server's prompt cache); remembers it."""
+        if key is None:
+            return False
+        with self._lock:
+            seen = key in self._cache
+            self._cache.add(key)
+        return seen
 
     def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
         reply = item.get("reply", "")
@@ -429,6 +461,269 @@ class ScriptedServer:
         }
 
 
+# ---- personas ------------------------------------------------------------------------------------
+# Each behaves as its provider documents (docs/providers.md lists the sources), on its own: none
+# reads gridbench's provider table, so a test against it cannot agree with gridbench by construction.
+
+Refusal = tuple[int, dict[str, Any]]
+
+
+class Persona:
+    """An OpenAI-compatible server that takes every field and reports every count."""
+
+    def refusal(self, body: dict) -> Refusal | None:
+        return None
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        return {"thinking": None, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
+                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        return completion
+
+
+def _openai_error(status: int, message: str, kind: str = "invalid_request_error") -> Refusal:
+    return status, {"error": {"message": message, "type": kind, "code": None}}
+
+
+class LlamaCppPersona(Persona):
+    """llama-cpp-python's server: no thinking switch, no reasoning, no token details; fields it
+    does not know are ignored (its request model does not forbid them)."""
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        return {"thinking": None, "reasoning_effort": None, "thinking_budget": None,
+                "max_output_tokens": body.get("max_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        completion["choices"][0]["message"].pop("reasoning_content", None)
+        usage = completion["usage"]
+        usage.pop("completion_tokens_details", None)
+        usage["completion_tokens"] = _approx_tokens(completion["choices"][0]["message"]["content"] or "")
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        return completion
+
+
+class MoonshotPersona(Persona):
+    """Kimi K2.5 / K2.6: thinks unless ``thinking.type`` is ``disabled``; temperature, top_p, n and
+    the penalties are fixed (a request giving another value is refused); fields it does not know,
+    such as ``reasoning_effort``, are ignored; cached tokens at the top level of ``usage``, no
+    reasoning count."""
+
+    FIXED = {"top_p": 0.95, "n": 1, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+
+    @staticmethod
+    def thinks(body: dict) -> bool:
+        thinking = body.get("thinking")
+        return not (isinstance(thinking, dict) and thinking.get("type") == "disabled")
+
+    def refusal(self, body: dict) -> Refusal | None:
+        temperature = 1.0 if self.thinks(body) else 0.6
+        if "temperature" in body and body["temperature"] != temperature:
+            return _openai_error(400, f"invalid temperature: only {temperature:g} is allowed for this model")
+        for name, value in self.FIXED.items():
+            if name in body and body[name] != value:
+                return _openai_error(400, f"invalid {name}: only {value:g} is allowed for this model")
+        return None
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        return {"thinking": self.thinks(body), "reasoning_effort": None, "thinking_budget": None,
+                "max_output_tokens": body.get("max_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        message, usage = completion["choices"][0]["message"], completion["usage"]
+        reasoning = message.get("reasoning_content") if self.thinks(body) else None
+        if not reasoning:
+            message.pop("reasoning_content", None)
+        usage.pop("completion_tokens_details", None)
+        usage["completion_tokens"] = _approx_tokens(message["content"] or "") + _approx_tokens(reasoning or "")
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage["cached_tokens"] = server.shared_prefix_tokens(body)
+        return completion
+
+
+class VLLMPersona(Persona):
+    """A vLLM server as ``vllm serve`` with these flags runs it: the model under its served name,
+    ``--limit-mm-per-prompt`` and ``--max-model-len`` enforced with vLLM's HTTP 400 and message,
+    the chat template's ``enable_thinking`` (on by default, as Qwen3's template has it),
+    ``thinking_token_budget`` only with a reasoning parser, reasoning in ``message.reasoning``
+    with a parser and inline in ``<think>`` without, reasoning tokens only with a parser, cached
+    prompt tokens only under ``--enable-prompt-tokens-details``."""
+
+    def __init__(self, argv: Sequence[str]):
+        args = list(argv)
+
+        def flag(name: str) -> str | None:
+            return args[args.index(name) + 1] if name in args else None
+
+        self.served = flag("--served-model-name") or args[2]
+        limits = flag("--limit-mm-per-prompt")
+        self.images = json.loads(limits).get("image", 1) if limits else 1  # vLLM's default: one per modality
+        length = flag("--max-model-len")
+        self.max_model_len = int(length) if length else None
+        self.parser = flag("--reasoning-parser")
+        self.token_details = "--enable-prompt-tokens-details" in args
+
+    @staticmethod
+    def thinks(body: dict) -> bool:
+        kwargs = body.get("chat_template_kwargs")
+        return not (isinstance(kwargs, dict) and kwargs.get("enable_thinking") is False)
+
+    def refusal(self, body: dict) -> Refusal | None:
+        def error(message: str, status: int = 400, kind: str = "BadRequestError") -> Refusal:
+            return status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+        if body.get("model") != self.served:
+            return error(f"The model `{body.get('model')}` does not exist.", 404, "NotFoundError")
+        images = len(RecordedRequest("", {}, body).images())
+        if images > self.images:
+            return error(f"At most {self.images} image(s) may be provided in one prompt.")
+        if body.get("thinking_token_budget") is not None and not self.parser:
+            return error("thinking_token_budget is set but reasoning_config is not configured. Please set "
+                         "--reasoning-parser and/or --reasoning-config to use thinking_token_budget.")
+        cap = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        prompt = _vision_prompt_tokens(body)
+        if self.max_model_len is not None and prompt + cap > self.max_model_len:
+            return error(f"This model's maximum context length is {self.max_model_len} tokens. However, your "
+                         f"prompt contains {prompt} input tokens and you requested {cap} output tokens. Please "
+                         "reduce the length of the input prompt or the number of requested output tokens.")
+        return None
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        thinks = self.thinks(body)
+        budget = body.get("thinking_token_budget") if thinks else None
+        return {"thinking": thinks, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": budget,
+                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        message, usage = completion["choices"][0]["message"], completion["usage"]
+        reasoning = message.pop("reasoning_content", None) if self.thinks(body) else None
+        message.pop("reasoning_content", None)
+        budget = body.get("thinking_token_budget")
+        if reasoning and budget is not None:
+            reasoning = reasoning[:4 * budget]
+        usage.pop("completion_tokens_details", None)
+        usage["prompt_tokens"] = _vision_prompt_tokens(body)
+        usage["completion_tokens"] = _approx_tokens(message["content"] or "") + _approx_tokens(reasoning or "")
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if reasoning and self.parser:
+            message["reasoning"] = reasoning
+            usage["completion_tokens_details"] = {"reasoning_tokens": _approx_tokens(reasoning)}
+        elif reasoning:
+            message["content"] = f"<think>\n{reasoning}\n</think>\n\n{message['content']}"
+        if self.token_details:
+            usage["prompt_tokens_details"] = {"cached_tokens": server.shared_prefix_tokens(body)}
+        return completion
+
+
+CLAUDE_SAMPLING = ("temperature", "top_p", "top_k")
+
+
+class AnthropicPersona(Persona):
+    """Anthropic's Messages API, by model. Claude 4.7 and later: adaptive thinking only
+    (``thinking.type: enabled`` with a budget is refused), no sampling parameters, thinking text
+    only under ``display: summarized`` (else the block comes back empty, with a signature).
+    Before 4.7: thinking within ``budget_tokens`` (at least 1024, below ``max_tokens``), and no
+    temperature while thinking. Thinking off when ``thinking`` is left out or disabled. Usage
+    counts cache reads and writes apart from ``input_tokens`` and reasons in
+    ``output_tokens_details.thinking_tokens``; the prompt up to the last ``cache_control`` marker
+    is cached as Anthropic's prompt cache does."""
+
+    @staticmethod
+    def version(model: Any) -> tuple[int, int]:
+        m = re.search(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)", str(model))
+        return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
+
+    @staticmethod
+    def thinking(body: dict) -> dict[str, Any]:
+        value = body.get("thinking")
+        return value if isinstance(value, dict) and value.get("type") in ("adaptive", "enabled") else {}
+
+    def refusal(self, body: dict) -> Refusal | None:
+        def error(message: str) -> Refusal:
+            return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+        version, thinking = self.version(body.get("model")), self.thinking(body)
+        effort = (body.get("output_config") or {}).get("effort")
+        if version >= (4, 7):
+            for name in CLAUDE_SAMPLING:
+                if name in body:
+                    return error(f"`{name}` is deprecated for this model.")
+            if thinking.get("type") == "enabled":
+                return error('"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
+                             'and "output_config.effort" to control thinking behavior.')
+            if effort is not None and effort not in ("low", "medium", "high", "xhigh", "max"):
+                return error("output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'")
+            return None
+        if thinking.get("type") == "adaptive" and version < (4, 6):
+            return error("adaptive thinking is not supported on this model")
+        if thinking.get("type") == "enabled":
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                return error("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+            if budget >= body.get("max_tokens", 0):
+                return error("`max_tokens` must be greater than `thinking.budget_tokens`")
+            if body.get("temperature", 1) != 1 or "top_k" in body:
+                return error("`temperature` may only be set to 1 when thinking is enabled.")
+        return None
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        thinking = self.thinking(body)
+        return {"thinking": bool(thinking), "reasoning_effort": (body.get("output_config") or {}).get("effort"),
+                "thinking_budget": thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
+                "max_output_tokens": body.get("max_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        message = completion["choices"][0]["message"]
+        thinking = self.thinking(body)
+        reasoning = message.get("reasoning_content") if thinking else None
+        content: list[dict[str, Any]] = []
+        if reasoning:
+            shown = thinking.get("type") == "enabled" or thinking.get("display") == "summarized"
+            content.append({"type": "thinking", "thinking": reasoning if shown else "", "signature": "scripted"})
+        content.append({"type": "text", "text": message.get("content") or ""})
+        prompt = completion["usage"]["prompt_tokens"]
+        # Anthropic reads the longest marked prefix it has cached and writes the rest up to the last marker
+        prefixes = _cache_prefixes(body)
+        seen = [tokens for key, tokens in prefixes if server.cached_prefix(key)]
+        read = max(seen, default=0)
+        written = prefixes[-1][1] - read if prefixes else 0
+        thought = _approx_tokens(reasoning or "")
+        usage: dict[str, Any] = {
+            # Anthropic counts cached tokens apart from input_tokens
+            "input_tokens": prompt - read - written, "output_tokens": _approx_tokens(message.get("content") or "") + thought,
+            "cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+        if reasoning:
+            usage["output_tokens_details"] = {"thinking_tokens": thought}
+        return {
+            "id": completion["id"].replace("chatcmpl", "msg"), "type": "message", "role": "assistant",
+            "model": body.get("model", server.model), "content": content,
+            "stop_reason": {"length": "max_tokens"}.get(completion["choices"][0]["finish_reason"], "end_turn"),
+            "stop_sequence": None, "usage": usage,
+        }
+
+
+ANTHROPIC = AnthropicPersona()
+
+
+def _vision_prompt_tokens(body: dict) -> int:
+    """Prompt tokens as a Qwen-VL model counts images (one token per 28 x 28 pixels), text at 4
+    characters a token."""
+    total = 0
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, str):
+            total += _approx_tokens(content)
+            continue
+        for p in content if isinstance(content, list) else []:
+            if p.get("type") == "image_url":
+                head = base64.b64decode(p["image_url"]["url"].split(",", 1)[1][:64])
+                width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+                total += -(-width // 28) * -(-height // 28)
+            else:
+                total += _approx_tokens(p.get("text", ""))
+    return total
+
+
 def _openai_shape(body: Any) -> Any:
     """An Anthropic Messages body in the OpenAI chat shape the reply logic reads (text parts and
     image parts as data URIs; the system prompt as a first message)."""
@@ -455,27 +750,25 @@ def _openai_shape(body: Any) -> Any:
     return {**{k: v for k, v in body.items() if k not in ("messages", "system")}, "messages": messages}
 
 
-def _cache_prefix(body: dict) -> tuple[str | None, int]:
-    """The prompt up to and including the last block marked ``cache_control`` (as canonical JSON),
-    and its tokens by the server's count; (None, 0) when nothing is marked."""
+def _cache_prefixes(body: dict) -> list[tuple[str, int]]:
+    """The prompt up to and including each block marked ``cache_control`` (as canonical JSON),
+    with its tokens by the server's count, in order; empty when nothing is marked."""
     blocks: list[Any] = []
-    last = None
+    marked: list[int] = []
     system = body.get("system")
     for b in system if isinstance(system, list) else []:
         blocks.append(b)
         if isinstance(b, dict) and b.get("cache_control"):
-            last = len(blocks)
+            marked.append(len(blocks))
     for m in body.get("messages", []):
         content = m.get("content")
         for b in content if isinstance(content, list) else [{"type": "text", "text": content}]:
             blocks.append({"role": m.get("role"), **b})
             if isinstance(b, dict) and b.get("cache_control"):
-                last = len(blocks)
-    if last is None:
-        return None, 0
-    prefix = blocks[:last]
-    tokens = sum(85 if b.get("type") == "image" else _approx_tokens(b.get("text", "")) for b in prefix)
-    return json.dumps(prefix, sort_keys=True), tokens
+                marked.append(len(blocks))
+    return [(json.dumps(blocks[:end], sort_keys=True),
+             sum(85 if b.get("type") == "image" else _approx_tokens(b.get("text", "")) for b in blocks[:end]))
+            for end in marked]
 
 
 def _last_image(body: dict) -> np.ndarray | None:
@@ -541,6 +834,27 @@ def _reachable_states(maze: Maze, cap: int = 200_000) -> list[MazeState]:
                     nxt.append(n)
         frontier = nxt
     return list(seen)
+
+
+def _study_tokens(maze: Maze, state: MazeState, cardinal: bool) -> list[str]:
+    """The oracle's plan from ``state`` in the study style's tokens: its egocentric ones, or
+    absolute moves (the turns before a forward folded into the heading it moves in)."""
+    from agents.actions import token_of
+    from env.oracle import solve
+    from env.state import FORWARD, LEFT, PICKUP, RIGHT
+
+    plan = solve(maze, start=state).plan
+    if not cardinal:
+        return [token_of(a) for a in plan]
+    heading, out = state.dir, []
+    for a in plan:
+        if a in (LEFT, RIGHT):
+            heading = (heading + (1 if a == RIGHT else -1)) % 4
+        elif a == FORWARD:
+            out.append(("MOVE_EAST", "MOVE_SOUTH", "MOVE_WEST", "MOVE_NORTH")[heading])
+        else:
+            out.append("PICKUP" if a == PICKUP else "INTERACT")
+    return out
 
 
 def _approx_tokens(text: str) -> int:
@@ -644,6 +958,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mazes", help="for --mode oracle without --maze: a set or folder to recognise mazes from")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     ap.add_argument("--model", default="scripted")
+    ap.add_argument("--persona", choices=PERSONAS, default="openai", help="how /v1/chat/completions behaves")
     args = ap.parse_args(argv)
     script = None
     if args.script:
@@ -651,7 +966,7 @@ def main(argv: list[str] | None = None) -> int:
         script = json.loads(text)
     actions = args.actions.split(",") if args.actions else None
     srv = ScriptedServer(script, mode=args.mode, actions=actions, maze=args.maze, mazes=args.mazes,
-                         latency=args.latency, model=args.model, port=args.port)
+                         latency=args.latency, model=args.model, port=args.port, persona=args.persona)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from agents.protocol import Protocol as EpisodeProtocol
 
 ParseStatus = Literal["exact", "lenient", "invalid", "builtin"]
+# how the replies of several calls for one decision (re-asks, re-queries) are joined in its record
+REASK_SEPARATOR = "\n\n[re-asked]\n\n"
+# how an agent ends an episode without a step: its replies gave no action `requery_limit` times in
+# a row, or a trajectory it planned ran out
+AgentEnding = Literal["parse_failed", "exhausted"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,16 @@ class PastStep:
     event: str
     state_before: MazeState
     state_after: MazeState
+    token: str | None = None  # the study style's token the reply gave for it (MOVE_NORTH for its turns too)
+
+
+@dataclass(frozen=True)
+class PastQuery:
+    """One model call of a multi-turn chat (study style): the state it was asked in and the
+    reply in the parsed form the chat keeps (empty: it held no action)."""
+
+    state: MazeState
+    reply: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,14 @@ class Decision:
     budget: Budget = field(default_factory=Budget)
     prompt_hash: str = ""
     image_hashes: tuple[str, ...] = ()
+    # study style: the token behind this step, the actions its query returned (on the query's
+    # first step only) and the sub-goal it named
+    token: str | None = None
+    plan: tuple[str, ...] = ()
+    subgoal: str = ""
+    # set when the agent ends the episode instead of acting (``action`` is then None); the calls
+    # of this decision are the episode's, not a step's
+    ending: AgentEnding | None = None
 
 
 @runtime_checkable

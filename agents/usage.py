@@ -33,7 +33,12 @@ class Usage:
         "USD: the model entry's `price`, else litellm's price table; 0 when neither knows the model"))
     latency_s: float = field(default=0.0, metadata=doc("seconds spent waiting for model answers, retries included"))
     retries: int = field(default=0, metadata=doc("requests retried after a transient failure (429, 5xx, timeout)"))
-    reasks: int = field(default=0, metadata=doc("re-asks after an invalid reply (`invalid_output: reask`)"))
+    calls: int = field(default=0, metadata=doc(
+        "model calls answered (queries; a retried request counts once); 0 for a step taken from the action "
+        "list an earlier query gave, and for built-in agents"))
+    reasks: int = field(default=0, metadata=doc(
+        "calls after an invalid reply (`invalid_output: reask` or `requery`): each one follows a reply that "
+        "gave no action"))
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -55,13 +60,17 @@ class Usage:
 @dataclass(frozen=True)
 class Budget:
     """What a request allowed the model to spend, as sent (not as the protocol asked): providers
-    map a thinking budget differently, and equal budgets are what make arms comparable."""
+    control thinking differently, and the study equalised only the output cap."""
 
+    thinking: bool | None = field(default=None, metadata=doc(
+        "thinking on (true) or off (false) by the provider's own switch as the request carried it "
+        "(docs/providers.md); null when the provider has no switch (nothing was sent) and for built-in agents"))
     thinking_budget: int | None = field(default=None, metadata=doc(
-        "thinking tokens the request allowed; null when thinking was off or the provider took an effort "
-        "level instead"))
+        "thinking-token budget the request carried; null when it carried none (only the output cap limits "
+        "thinking)"))
     reasoning_effort: str | None = field(default=None, metadata=doc(
-        "effort level the request carried (`low` .. `xhigh`; `adaptive:<effort>` for adaptive thinking); "
-        "null when none"))
+        "effort level the request carried (`low` .. `max`: Anthropic `output_config.effort`, OpenAI "
+        "`reasoning_effort`); null when none (the provider's default)"))
     max_output_tokens: int | None = field(default=None, metadata=doc(
-        "output-token cap the request carried (`max_tokens`); null for built-in agents"))
+        "output-token cap the request carried (`max_tokens` or `max_completion_tokens`, thinking included); "
+        "null for built-in agents"))

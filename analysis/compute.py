@@ -44,6 +44,33 @@ def tokens(traces: Traces) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+QUERY_COLUMNS = ["arm", "episodes", "steps", "queries", "queries_per_episode", "parse_failures", "tokens_out",
+                 "mean_tokens_out_per_query", "median_tokens_out_per_query", "single_call_steps"]
+
+
+def queries(traces: Traces, st: StepTable) -> pd.DataFrame:
+    """Model calls (queries) per arm beside its steps: how many, how many gave no action, and the
+    output tokens per query. A query is not a step: re-queried replies add calls to the step they
+    led to, and a step taken from an earlier query's list has none (docs/traces.md). The mean is
+    the episodes' output tokens over their calls; the median is over the steps made by exactly one
+    call (each such step's tokens are one query's), the calls of other steps being summed per step."""
+    eps = with_pooled(traces.episodes)
+    if "calls" not in eps or eps["calls"].fillna(0).sum() == 0:
+        return pd.DataFrame(columns=QUERY_COLUMNS)
+    medians = st.per_arm("median(tokens_out) AS median_tokens_out_per_query, count(*) AS single_call_steps",
+                         where="calls = 1")
+    rows = []
+    for arm, g in eps.groupby("arm", sort=False):
+        calls = int(g["calls"].fillna(0).sum())
+        rows.append({"arm": arm, "episodes": len(g), "steps": int(g["steps"].sum()), "queries": calls,
+                     "queries_per_episode": calls / len(g), "parse_failures": int(g["parse_failures"].fillna(0).sum())
+                     if "parse_failures" in g else 0,
+                     "tokens_out": int(g["tokens_out"].fillna(0).sum()),
+                     "mean_tokens_out_per_query": float(g["tokens_out"].fillna(0).sum() / calls) if calls else float("nan")})
+    t = pd.DataFrame(rows).merge(medians, on="arm", how="left")
+    return order_arms(t[QUERY_COLUMNS], traces)
+
+
 # The two readings of "a move that worked" (study, "Test-time Compute"). Each maps a group name
 # to the steps in it (rows with the steps' state_change and outcome); a step's group decides where
 # the NEXT turn's reasoning tokens are counted.
@@ -125,7 +152,13 @@ def _values(s: pd.Series) -> str:
     if known.empty:
         return ""
     vals = sorted(known.unique(), key=lambda v: (isinstance(v, str), v))
-    return ", ".join(str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v) for v in vals)
+
+    def text(v: object) -> str:
+        if isinstance(v, (bool, np.bool_)):
+            return "on" if v else "off"
+        return str(int(v)) if isinstance(v, (int, float, np.integer, np.floating)) else str(v)
+
+    return ", ".join(text(v) for v in vals)
 
 
 def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
@@ -143,24 +176,40 @@ def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+# the per-step columns that say how much a model may think, apart from the output cap
+THINKING_CONTROLS = ("thinking", "reasoning_effort", "thinking_budget")
+
+
 def budget_warnings(table: pd.DataFrame) -> list[str]:
     """One sentence per way the arms' budgets differ, empty when they got the same ones.
 
-    A column counts where it is known: arms with no known value for it are left out of its
-    comparison. Arms that got a thinking-token budget and arms that got only an effort level
-    are not comparable, and that is said too.
+    Arms whose budgets were recorded (an output cap is known: built-in agents and runs from
+    before the columns have none) are compared. When their thinking controls differ (the
+    switch, the effort level, the thinking-token budget), the sentence names each arm's and
+    says that the study equalised the output cap only; a differing output cap is its own sentence.
     """
     if table.empty or len(table) < 2:
         return []
+    recorded = table[table["max_output_tokens_steps"] > 0]
+    if len(recorded) < 2:
+        return []
     out = []
-    for col in BUDGET_COLUMNS:
-        known = table[table[f"{col}_steps"] > 0]
-        if known[col].nunique() > 1:
-            out.append(f"{col} differs between arms: "
-                       + "; ".join(f"{a} {v}" for a, v in zip(known["arm"], known[col], strict=True)) + ".")
-    tokens_only = table[(table["thinking_budget_steps"] > 0)]["arm"].tolist()
-    effort_only = table[(table["thinking_budget_steps"] == 0) & (table["reasoning_effort_steps"] > 0)]["arm"].tolist()
-    if tokens_only and effort_only:
-        out.append(f"thinking was limited by a token budget for {', '.join(tokens_only)} but by an effort level "
-                   f"for {', '.join(effort_only)}.")
+    controls = {arm: tuple(row[c] for c in THINKING_CONTROLS) for arm, row in zip(
+        recorded["arm"], recorded.to_dict("records"), strict=True)}
+    if len(set(controls.values())) > 1:
+        described = "; ".join(f"{arm} {_controls(values)}" for arm, values in controls.items())
+        out.append(f"the arms' thinking was controlled differently: {described}. The study equalised the output "
+                   "cap only (64,000 tokens for every model), not how much each model thinks.")
+    if recorded["max_output_tokens"].nunique() > 1:
+        out.append("max_output_tokens differs between arms: "
+                   + "; ".join(f"{a} {v}" for a, v in zip(recorded["arm"], recorded["max_output_tokens"], strict=True))
+                   + ".")
     return out
+
+
+def _controls(values: tuple[str, ...]) -> str:
+    """An arm's thinking controls in words (each value as the budgets table shows it)."""
+    thinking, effort, budget = values
+    switch = f"thinking {thinking}" if thinking else "no thinking switch"
+    return (f"{switch}, " + (f"effort {effort}" if effort else "no effort level") + ", "
+            + (f"a thinking budget of {budget}" if budget else "no thinking budget"))

@@ -22,7 +22,8 @@ from analysis.metrics import ALL  # noqa: E402
 DPI = 110
 WIDTH = 8.0
 OUTCOME_COLORS = {"progress": "#2a9d8f", "neutral": "#b0b0b0", "wasted": "#e76f51"}
-TERM_COLORS = {"solved": "#2a9d8f", "step_cap": "#e9c46a", "stall": "#e76f51", "error": "#6c757d"}
+TERM_COLORS = {"solved": "#2a9d8f", "step_cap": "#e9c46a", "stall": "#e76f51", "parse_failed": "#9d4edd",
+               "exhausted": "#457b9d", "error": "#6c757d"}
 
 plt.rcParams.update({
     "font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "legend.fontsize": 9,
@@ -114,7 +115,7 @@ def _stacked_shares(shares: dict[str, tuple[np.ndarray, list[str], str]], ylabel
 
 def terminations(t: pd.DataFrame) -> Figure:
     t = _only_arms(t)
-    kinds = [k for k in ("solved", "step_cap", "stall", "error") if k in t]
+    kinds = [k for k in TERM_COLORS if k in t]
     shares = {k: ((t[k] / t["episodes"]).to_numpy(dtype=float), [str(int(n)) for n in t[k]], TERM_COLORS[k])
               for k in kinds}
     return _stacked_shares(shares, [f"{a} (n={n})" for a, n in zip(t["arm"], t["episodes"], strict=True)],

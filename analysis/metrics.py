@@ -12,9 +12,10 @@ import pandas as pd
 
 from analysis.load import BANDS, GROUP, Traces
 from analysis.stats import cluster_ratio_ci, property_r2
+from orchestrator.termination import ENDINGS
 
 ALL = "all"
-TERMINATIONS = ("solved", "step_cap", "stall")
+TERMINATIONS = ENDINGS
 PROPERTIES = {
     "optimal_actions": "optimal path (actions)",
     "n_gates": "gates",
@@ -96,6 +97,14 @@ def terminations(traces: Traces) -> pd.DataFrame:
     t = t[[*TERMINATIONS, "error", *[c for c in t if c not in (*TERMINATIONS, "error")]]]
     t["episodes"] = t.sum(axis=1)
     return order_arms(t.reset_index(), traces)
+
+
+def solves_by_condition(traces: Traces) -> pd.DataFrame:
+    """Solves per model and condition, over the runs together."""
+    eps = traces.episodes
+    t = eps.groupby(["condition", "model_name"]).agg(episodes=("solved", "size"), solves=("solved", "sum"))
+    t["solve_rate"] = t["solves"] / t["episodes"]
+    return t.reset_index()
 
 
 def _error_arms(traces: Traces) -> pd.Series:

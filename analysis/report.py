@@ -25,7 +25,7 @@ import pandas as pd
 from markdown_it import MarkdownIt
 
 from analysis import ablation as ablation_mod
-from analysis import compute, failure, figures, metrics, study
+from analysis import compute, failure, figures, metrics, protocols, study
 from analysis import steps as steps_mod
 from analysis.load import GROUP, Traces, load_runs
 from env.errors import BadInput
@@ -173,13 +173,29 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
         "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
         "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
         "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
-        "allowed, over the steps where it was recorded: `thinking_budget` (thinking tokens; empty "
-        "when thinking was off or the provider took an effort level), `reasoning_effort` (the effort "
-        "level sent) and `max_output_tokens` (the output cap), each with the number of steps it is "
-        "known for. Runs recorded before budgets were traced show them empty. The summary warns when "
-        "the arms got different budgets: a column differs between the arms that have it recorded, or "
-        "some arms were limited by a token budget and others by an effort level.",
+        "carried, over the steps where it was recorded: `thinking` (on or off by the provider's own "
+        "switch; empty when the provider has none), `thinking_budget` (a thinking-token budget; empty "
+        "when there was none), `reasoning_effort` (the effort level sent; empty for the provider's "
+        "default) and `max_output_tokens` (the output cap), each with the number of steps it is known "
+        "for. Runs recorded before budgets were traced show them empty. The summary warns when the "
+        "arms' thinking was controlled differently (switch, effort level or thinking budget), naming "
+        "each arm's controls, since the study equalised the output cap only; and when the output caps "
+        "differ.",
         {"overview": metrics.overview(traces), "budgets": budgets},
+    ))
+
+    arm_protocols = protocols.arm_protocols(traces)
+    flags = protocols.comparison_flags(traces)
+    out.append(Section(
+        "protocols", "Protocols",
+        "The protocol each arm ran (`protocols`: its main fields, the protocol hash of docs/protocol.md, and "
+        "`serving`, how a served model was served; the full protocol is each episode's `protocol` column), "
+        "and the comparisons that set arms side by side whose protocols differ in more than what is "
+        "compared (`comparison_flags`): `models`, arms of one run and condition that differ in any field "
+        "(a model comparison should differ in the model only; the study's ablation gave each model its own "
+        "thinking settings), and `conditions`, a condition that differs from its run's baseline in more "
+        "than its own field (the baseline is the condition that changes nothing). The summary names both.",
+        {"protocols": arm_protocols, "comparison_flags": flags},
     ))
 
     solves = metrics.solves(traces)
@@ -291,6 +307,7 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
     ))
 
     tok = compute.tokens(traces)
+    queries = compute.queries(traces, st)
     think = compute.thinking_after(traces, st)
     think_q = compute.thinking_quarters(traces, st)
     figs = {"tokens": figures.tokens(tok, colors)}
@@ -312,8 +329,12 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
         "reply that changed nothing). A turn counts as achieving nothing because it neither reaches "
         "a new cell nor operates anything; the split lets a reader count it the other way. "
         "*Distance*: `progress` when the oracle action distance fell, `no progress` when it stayed "
-        "(`neutral`) or rose (`wasted`). Turns whose reasoning count is unknown are left out.",
-        {"tokens": tok, "thinking_quarters": think_q, "thinking_after": think}, figs,
+        "(`neutral`) or rose (`wasted`). Turns whose reasoning count is unknown are left out. "
+        "**Queries**: model calls per arm beside its steps (a query is not a step: a re-queried reply adds "
+        "calls to the step it led to, a step taken from an earlier query's action list has none), the calls "
+        "whose reply gave no action, and output tokens per query: the mean over every call, the median over "
+        "the steps made by exactly one call (docs/report.md).",
+        {"tokens": tok, "queries": queries, "thinking_quarters": think_q, "thinking_after": think}, figs,
     ))
 
     reg = failure.regret(traces, st)
@@ -333,9 +354,11 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
     if not abl.empty:
         out.append(Section(
             "ablation", "Ablations",
-            "Each condition against `baseline` for the same model, paired by maze: per maze the "
-            "condition's mean minus the baseline's (repeats averaged), then the mean over mazes "
-            "run under both, with a 95% bootstrap interval resampling mazes.",
+            "Each condition against its run's baseline (the condition that changes nothing) for the same "
+            "model, paired by maze: per maze the condition's mean minus the baseline's (repeats averaged), "
+            "then the mean over mazes run under both, with a 95% bootstrap interval resampling mazes. "
+            "`differs_in` names every protocol field in which the model's condition differs from its "
+            "baseline: more than one is a comparison of more than one change.",
             {"ablation": abl}, {"ablation": figures.ablation(abl)},
         ))
 
@@ -343,9 +366,16 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
     head["arms"] = traces.arms
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
+    unreproduced = unreproduced_study_mazes(traces)
+    if unreproduced:  # only then: a run without them reports exactly what it reported before
+        head["study_mazes_unreproduced"] = unreproduced
     head["budget_warnings"] = compute.budget_warnings(budgets)
+    head["protocol_warnings"] = protocols.flag_warnings(flags)
     tables = {k: v for s in out for k, v in s.tables.items()}
     recomputed, findings = study.findings(tables, head)
+    study_tables = {"study_findings": recomputed,
+                    "study_ablation": study.ablation_table(metrics.solves_by_condition(traces)),
+                    "study_usage": study.usage_table(queries)}
     out.insert(1, Section(
         "study", "The study's findings, recomputed",
         "Each headline figure of the study beside the same quantity computed from these runs, with "
@@ -353,10 +383,25 @@ def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -
         "study and how to recompute it). The study ran three models (Claude, Kimi, Qwen) on 50 "
         "evaluation mazes, one episode each (150 episodes); where it gives a figure for one of its "
         "models, this run's figure is given for every arm. A run of other models, mazes or "
-        "protocols need not agree with the study.",
-        {"study_findings": recomputed},
+        "protocols need not agree with the study. `study_ablation`: the study's ablation solve rates "
+        "(its twelve conditions, 15 mazes per model) beside this run's, for the conditions and models "
+        "(named claude, kimi, qwen) the run has; `study_usage`: its final run's queries and output tokens "
+        "per query beside this run's arms of those names.",
+        {k: v for k, v in study_tables.items() if not v.empty or k == "study_findings"},
     ))
     return out, head, findings
+
+
+def unreproduced_study_mazes(traces: Traces) -> list[dict]:
+    """The study's mazes in the run whose stored optimal count no published file reproduces
+    (``meta.study.reproduced`` false, docs/generator.md#the-studys-sets)."""
+    out = []
+    for maze_id, maze in sorted(traces.mazes.items()):
+        study = (getattr(maze.meta, "study", None) or {}) if maze is not None and maze.meta else {}
+        if study.get("reproduced") is False:
+            out.append({"maze_id": maze_id, "set": study.get("set"), "stored_optimal": study.get("stored_optimal"),
+                        "optimal": study.get("optimal")})
+    return out
 
 
 def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
@@ -389,6 +434,10 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
             lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
                          "came in their first half: " + "; ".join(
                              f"{r.arm} {r.onset_first_half} of {r.unsolved_episodes}" for r in arms.itertuples()) + ".")
+    for m in head.get("study_mazes_unreproduced", []):
+        lines.append(f"Maze {m['maze_id']} is one of the study's ({m['set']}), but no published file of it "
+                     f"reproduces the optimal count the study stored ({m['stored_optimal']} actions): this run "
+                     f"scores it against gridbench's count of the file it has ({m['optimal']}).")
     if head["mazes_unresolved"]:
         lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
                      "need the maze (wall bumps, live switches) leave those episodes out.")
@@ -437,6 +486,7 @@ def write_report(traces: Traces, out_dir: str | Path,
     try:
         md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
         warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
+        warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
         md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
         md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
         body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "

@@ -14,10 +14,59 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from agents.providers import STUDY_PRIORS
 from analysis.load import BANDS
 from analysis.metrics import ALL, NEAR, SHORT_PATH
 
 Tables = dict[str, pd.DataFrame]
+
+# The study's models as its ablation and usage tables name them
+STUDY_MODELS = ("claude", "kimi", "qwen")
+# Its ablation's solve rates (%), per condition and model (Claude, Kimi, Qwen), 15 mazes each
+# (its findings' table A1, as gathered in the study's protocol fact sheet, §7)
+STUDY_ABLATION = {
+    "baseline_thinking": (60, 80, 64), "cond_prompt.minimal": (67, 60, 53), "cond_prompt.standard": (73, 47, 60),
+    "cond_prompt.verbose": (67, 33, 67), "qry_subgoal": (93, 20, 20), "icl_zero_shot": (80, 20, 67),
+    "ctx_text_summary": (60, 40, 13), "ctx_current": (53, 40, 0), "hist_multiturn": (53, 33, 13),
+    "act_cardinal": (40, 40, 0), "qry_full_trajectory": (47, 20, 7), "obs_image_only": (13, 13, 7),
+}
+# its final run's realised usage per model (queries, output tokens per query): agents.providers
+STUDY_USAGE = {prior.name: prior for prior in STUDY_PRIORS.values()}
+
+
+def ablation_table(solves: pd.DataFrame) -> pd.DataFrame:
+    """The study's ablation solve rates beside this run's, for the conditions and models both have
+    (``solves``: ``metrics.solves_by_condition``); empty when the run has none of its conditions."""
+    if solves.empty:
+        return pd.DataFrame()
+    run = solves.set_index(["condition", "model_name"])
+    rows = []
+    for condition, rates in STUDY_ABLATION.items():
+        for model, rate in zip(STUDY_MODELS, rates, strict=True):
+            if (condition, model) not in run.index:
+                continue
+            r = run.loc[(condition, model)]
+            rows.append({"condition": condition, "model_name": model, "study_solve_rate": rate / 100,
+                         "solve_rate": float(r["solve_rate"]), "solves": int(r["solves"]),
+                         "episodes": int(r["episodes"])})
+    return pd.DataFrame(rows)
+
+
+def usage_table(queries: pd.DataFrame) -> pd.DataFrame:
+    """The study's final-run usage per model beside this run's arms of the same name."""
+    if queries.empty:
+        return pd.DataFrame()
+    rows = []
+    for _, r in queries.iterrows():
+        if r["arm"] not in STUDY_USAGE:
+            continue
+        prior = STUDY_USAGE[r["arm"]]
+        rows.append({"model_name": r["arm"], "study_queries": prior.queries, "queries": int(r["queries"]),
+                     "study_mean_tokens_out_per_query": prior.mean_output_tokens,
+                     "mean_tokens_out_per_query": _num(r["mean_tokens_out_per_query"]),
+                     "study_median_tokens_out_per_query": prior.median_output_tokens,
+                     "median_tokens_out_per_query": _num(r.get("median_tokens_out_per_query"))})
+    return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
@@ -252,16 +301,17 @@ def _budgets(t: Tables, h: dict) -> tuple[str, dict]:
     b = t["budgets"]
     if b.empty:
         return "no steps", {}
-    known = b[[f"{c}_steps" for c in ("thinking_budget", "reasoning_effort", "max_output_tokens")]].to_numpy().sum()
+    columns = ("thinking", "thinking_budget", "reasoning_effort", "max_output_tokens")
+    known = b[[f"{c}_steps" for c in columns]].to_numpy().sum()
     if not known:
         return "not recorded in these traces", {"differ": False, "per_arm": {}}
-    per = _per_arm(b, lambda r: f"thinking budget {r['thinking_budget'] or 'not recorded'}, effort "
-                                f"{r['reasoning_effort'] or 'none recorded'}, output cap {r['max_output_tokens'] or 'not recorded'}")
+    per = _per_arm(b, lambda r: f"thinking {r['thinking'] or 'no switch'}, thinking budget "
+                                f"{r['thinking_budget'] or 'none'}, effort {r['reasoning_effort'] or 'none'}, "
+                                f"output cap {r['max_output_tokens'] or 'not recorded'}")
     warning = h.get("budget_warnings") or []
     return (("DIFFERENT: " if warning else "") + per,
             {"differ": bool(warning),
-             "per_arm": {r["arm"]: {c: r[c] or None for c in ("thinking_budget", "reasoning_effort", "max_output_tokens")}
-                         for _, r in b.iterrows()}})
+             "per_arm": {r["arm"]: {c: r[c] or None for c in columns} for _, r in b.iterrows()}})
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -334,8 +384,10 @@ FINDINGS: tuple[Finding, ...] = (
             "most of Claude's episodes stop progressing early (Figures 7-8; no number given)",
             "`failure_onset`: onset_first_half, unsolved_episodes, median_onset_share", _onset),
     Finding("budgets", "the budgets each model's requests carried",
-            "an equal 64k thinking budget for every model (Evaluation Setup)",
-            "`budgets`: thinking_budget, reasoning_effort, max_output_tokens; headline.budget_warnings", _budgets),
+            "the same 64k output budget for every model (Evaluation Setup); its run: thinking on by each "
+            "provider's switch, Claude at effort xhigh, no thinking-token budget for any model",
+            "`budgets`: thinking, thinking_budget, reasoning_effort, max_output_tokens; headline.budget_warnings",
+            _budgets),
 )
 
 

@@ -317,7 +317,7 @@ class RssSampler(Reporter):
 def bench_c(mazes: str, work: Path, rows: list) -> None:
     """The ablation's shape: 15 held-out mazes (or the first 15 of (a)'s) x 3 agents x 12 conditions."""
     heldout = set_dir("heldout").is_dir() and any(set_dir("heldout").glob("*.json"))
-    sweep = parse_sweep({"name": "c", "mazes": "heldout" if heldout else mazes, "protocol": {"preset": "baseline"},
+    sweep = parse_sweep({"name": "c", "mazes": "heldout" if heldout else mazes, "protocol": {"preset": "gridbench-baseline"},
                          "models": BUILTINS, "conditions": ABLATION}, "bench-c")
     sweep.mazes = sweep.mazes[:15]
     n = len(sweep.episodes())

@@ -53,7 +53,7 @@ def play_base(out: Path, mazes: Iterable, repeats: int, *, condition: str = "bas
     from orchestrator.traces import write_episode
 
     mazes = list(mazes)
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     jobs = [(m, name, r) for r in range(repeats) for m in mazes for name in AGENTS]
     for m, name, r in track(jobs, description="playing the base run", console=console, disable=not progress):
         agent = build_agent(f"builtin/{name}", protocol, seed=r)

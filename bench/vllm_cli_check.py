@@ -1,4 +1,5 @@
-"""Every vLLM command line gridbench builds, fed to vLLM's own ``vllm serve`` argument parser.
+"""Every vLLM command line gridbench builds, fed to vLLM's own ``vllm serve`` argument parser, and
+every request body it sends to vLLM, validated by vLLM's own ``ChatCompletionRequest``.
 
     python bench/vllm_cli_check.py [--install] [--vllm VERSION ...] [--venvs DIR]
 
@@ -22,8 +23,15 @@ vLLM is told it runs on its CPU platform, the way its own ``vllm bench`` does on
 without an accelerator (the parser's defaults need a device type, and CUDA's platform cannot
 load without a driver).
 
-One line per command line and version: accepted, or rejected with vLLM's message. Exit code 1
-when any command line is rejected.
+The request bodies (``request_bodies``): the first turn's body of every vLLM-served model entry of
+the shipped sweeps under each of its conditions, as the openai client posts it, and the same with
+a ``thinking_token_budget`` (which no shipped sweep sends, but a sweep may). Each goes through
+vLLM's ``ChatCompletionRequest`` (the pydantic model of its OpenAI-compatible server); a body it
+rejects, or a top-level field it does not declare (vLLM ignores such fields, with a debug log
+line only), fails the check.
+
+One line per command line or body and version: accepted, or rejected with vLLM's message. Exit
+code 1 when any is rejected.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from bench_results import record
 
 ROOT = Path(__file__).resolve().parent.parent
 # the oldest release the `vllm` extra admits (pyproject.toml) and the newest checked
-CHECKED_VERSIONS = ("0.10.0", "0.33.0")
+CHECKED_VERSIONS = ("0.20.0", "0.33.0")
 DEFAULT_VENVS = Path(tempfile.gettempdir()) / "gridbench-vllm-cli"
 # a served litellm model string for specs that come without one (the tests' literal specs)
 PLACEHOLDER_MODEL = "hosted_vllm/Qwen/Qwen2.5-VL-7B-Instruct"
@@ -112,11 +120,8 @@ def _gpu_check_sweep() -> str:
 
 
 def _commands_of_sweep(source: str, sweep: Any) -> list[ServeCommand]:
-    from orchestrator.serving.pool import ServerPool
-
-    with tempfile.TemporaryDirectory() as run_dir:
-        served = ServerPool.for_sweep(run_dir, sweep).models.values()  # starts nothing
-    return [_command(f"{source} ({m.name})", m.model, m.spec) for m in served if m.spec.engine == "vllm"]
+    return [_command(f"{source} ({m.name})", m.model, sweep.serve_spec(m))
+            for m in sweep.models if m.serve is not None and m.serve.engine == "vllm"]
 
 
 def literal_test_specs() -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
@@ -156,17 +161,19 @@ def _file_line(item: tuple[str, Any] | str) -> tuple[str, int]:
 def _commands_of_test_specs() -> list[ServeCommand]:
     from agents.protocol import resolve_protocol
     from env.errors import BadInput
+    from env.sets import resolve_maze
+    from orchestrator.serving.limits import images_per_request
     from orchestrator.serving.spec import parse_serve
     from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY
 
-    history_frames = resolve_protocol({}).history_frames
+    images = images_per_request(resolve_maze("example"), resolve_protocol({}))
     commands = []
     for source, mapping in literal_test_specs()[0]:
         try:
             spec = parse_serve(mapping, source)
         except BadInput:
             continue  # a test of bad input: gridbench refuses it before any command exists
-        resolved = spec.resolved(history_frames=history_frames, max_concurrency=DEFAULT_LLM_CONCURRENCY)
+        resolved = spec.resolved(images=images, max_concurrency=DEFAULT_LLM_CONCURRENCY)
         commands.append(_command(source, PLACEHOLDER_MODEL, resolved))
     return commands
 
@@ -186,21 +193,57 @@ def _command(source: str, model: str, spec: Any) -> ServeCommand:
         "reasoning_parser": spec.reasoning_parser or None, "enable_prefix_caching": spec.enable_prefix_caching,
         "max_num_seqs": spec.max_num_seqs, "seed": spec.seed, "generation_config": spec.generation_config,
         "gpu_memory_utilization": spec.gpu_memory_utilization, "host": host, "port": port,
+        "enable_prompt_tokens_details": True,
     }
     if spec.tensor_parallel_size > 1:
         expected["distributed_executor_backend"] = "mp"
     return ServeCommand(source, vllm_command(model, spec, host=host, port=port), expected)
 
 
+@dataclass(frozen=True)
+class RequestBody:
+    source: str  # sweep, model entry and condition
+    body: dict[str, Any]  # exactly what the openai client posts
+
+
+def request_bodies() -> list[RequestBody]:
+    """The first turn's body of every vLLM-served entry of the shipped sweeps, per condition, and
+    each entry's body with a thinking-token budget where its family takes one."""
+    import env
+    from agents.llm import LLMAgent
+    from agents.prompt import build_messages
+    from agents.types import Turn
+    from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
+
+    out = []
+    for name in shipped_sweeps():
+        sweep = load_sweep(name)
+        for m in sweep.models:
+            if m.serve is None or m.serve.engine != "vllm":
+                continue
+            runs = [(c.name, c.protocol) for c in model_conditions(m, sweep.conditions)]
+            if m.config.family.budget is not None:
+                runs.append(("baseline with thinking_budget 4096",
+                             runs[0][1].model_copy(update={"thinking": True, "thinking_budget": 4096})))
+            maze = (m.mazes or sweep.mazes)[0]
+            for condition, protocol in runs:
+                agent = LLMAgent(m.config, protocol, offline=True)
+                turn = Turn(maze, protocol, 1, env.initial_state(maze), (), 1)
+                out.append(RequestBody(f"orchestrator/sweeps/{name}.yaml ({m.name}, {condition})",
+                                       agent.request_body(build_messages(turn))))
+    return out
+
+
 # ---- running the check in a vLLM interpreter ------------------------------------------------------
 
-def run_check(python: str | os.PathLike, commands: list[ServeCommand]) -> tuple[str, list[dict[str, Any]]]:
-    """vLLM's version in ``python``'s environment, and one result per command: ``accepted``,
-    ``stage`` (where it stopped, or the last step passed), ``message`` and ``warnings``."""
+def run_check(python: str | os.PathLike, commands: list[ServeCommand],
+              bodies: list[RequestBody] | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """vLLM's version in ``python``'s environment, and one result per command, then per body:
+    ``accepted``, ``stage`` (where it stopped, or the last step passed), ``message`` and ``warnings``."""
     with tempfile.TemporaryDirectory(prefix="gridbench-vllm-cli-") as tmp:
         given, answer = Path(tmp) / "commands.json", Path(tmp) / "results.json"
-        given.write_text(json.dumps([{"argv": c.argv, "read": list(c.expected)} for c in commands]),
-                         encoding="utf-8")
+        given.write_text(json.dumps({"commands": [{"argv": c.argv, "read": list(c.expected)} for c in commands],
+                                     "bodies": [b.body for b in bodies or []]}), encoding="utf-8")
         # no PYTHONPATH: gridbench's top-level packages must not shadow anything vLLM imports
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         proc = subprocess.run([str(python), __file__, "--inside", str(given), str(answer)], env=env,
@@ -210,7 +253,7 @@ def run_check(python: str | os.PathLike, commands: list[ServeCommand]) -> tuple[
             raise RuntimeError(f"the check in {python} failed (exit {proc.returncode}):\n{tail}")
         out = json.loads(answer.read_text(encoding="utf-8"))
     results = out["results"]
-    for command, result in zip(commands, results, strict=True):
+    for command, result in zip(commands, results[:len(commands)], strict=True):
         if result["accepted"]:
             wrong = {k: (v, result["parsed"].get(k)) for k, v in command.expected.items()
                      if _normal(result["parsed"].get(k)) != _normal(v)}
@@ -227,9 +270,38 @@ def _normal(value: Any) -> Any:
 
 # ---- inside the vLLM environment (stdlib and vLLM only) ---------------------------------------------
 
-def check_inside(commands: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each ``{"argv": [...], "read": [names]}`` through ``vllm serve``'s parser; what vLLM
-    read for each name comes back under ``parsed``."""
+def check_bodies_inside(bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each request body through vLLM's ``ChatCompletionRequest``: accepted when it validates and
+    every top-level field is one vLLM declares (an undeclared one is ignored by vLLM)."""
+    try:
+        from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    except ImportError:  # before the chat-completion protocol had a module of its own
+        from vllm.entrypoints.openai.protocol import ChatCompletionRequest  # type: ignore[no-redef]
+    declared = set(ChatCompletionRequest.model_fields)
+    results = []
+    for body in bodies:
+        stage, message, accepted = "validate", "", False
+        try:
+            request = ChatCompletionRequest.model_validate(body)
+            stage = "fields"
+            ignored = sorted(set(body) - declared)
+            if ignored:
+                message = f"fields vLLM does not declare, so ignores: {', '.join(ignored)}"
+            else:
+                accepted = True
+                message = ", ".join(f"{k}={getattr(request, k)!r}" for k in sorted(body)
+                                    if k not in ("messages", "model"))
+        except Exception as err:  # whatever vLLM raises is its verdict
+            message = f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        results.append({"accepted": accepted, "stage": stage, "message": message, "warnings": [], "parsed": {}})
+    return results
+
+
+def check_inside(given: dict[str, Any]) -> dict[str, Any]:
+    """Each ``{"argv": [...], "read": [names]}`` of ``given["commands"]`` through ``vllm serve``'s
+    parser (what vLLM read for each name comes back under ``parsed``), then each of
+    ``given["bodies"]`` through ``check_bodies_inside``."""
+    commands = given["commands"]
     import contextlib
     import io
     import logging
@@ -300,7 +372,7 @@ def check_inside(commands: list[dict[str, Any]]) -> dict[str, Any]:
         parsed = {k: getattr(engine_args, k, getattr(args, k, None)) for k in command["read"]} if accepted else {}
         results.append({"accepted": accepted, "stage": stage, "message": message,
                         "warnings": sorted(set(collect.lines)), "parsed": json.loads(json.dumps(parsed, default=str))})
-    return {"vllm": version("vllm"), "results": results[1:]}
+    return {"vllm": version("vllm"), "results": results[1:] + check_bodies_inside(given["bodies"])}
 
 
 # ---- the throwaway environments ---------------------------------------------------------------------
@@ -345,8 +417,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     commands = serve_commands()
+    bodies = request_bodies()
     opaque = literal_test_specs()[1]
-    print(f"{len(commands)} distinct vLLM command lines"
+    print(f"{len(commands)} distinct vLLM command lines, {len(bodies)} request bodies"
           + (f"; specs in tests that are not literals, so not checked: {', '.join(opaque)}" if opaque else ""),
           flush=True)
     rejected_any = False
@@ -359,18 +432,25 @@ def main(argv: list[str] | None = None) -> int:
                        "skipped: no environment (--install makes it)", None, None)
                 continue
             install(args.venvs, version)
-        got, results = run_check(python, commands)
+        got, results = run_check(python, commands, bodies)
         accepted = 0
-        for command, result in zip(commands, results, strict=True):
+        for command, result in zip(commands, results[:len(commands)], strict=True):
             accepted += result["accepted"]
             verdict = "accepted" if result["accepted"] else f"REJECTED at {result['stage']}: {result['message']}"
             print(f"vLLM {got}  {command.source}: {verdict}")
             print(f"    {shlex.join(command.argv)}")
             for warning in result["warnings"]:
                 print(f"    vLLM warned: {warning}")
-        rejected_any |= accepted < len(commands)
+        taken = 0
+        for body, result in zip(bodies, results[len(commands):], strict=True):
+            taken += result["accepted"]
+            verdict = "accepted" if result["accepted"] else f"REJECTED at {result['stage']}"
+            print(f"vLLM {got}  request body of {body.source}: {verdict}: {result['message']}")
+        rejected_any |= accepted < len(commands) or taken < len(bodies)
         record(f"vLLM {got} `vllm serve` parser accepts gridbench's command lines", "all",
                f"{accepted}/{len(commands)}", accepted / len(commands), accepted == len(commands))
+        record(f"vLLM {got} ChatCompletionRequest takes gridbench's request bodies", "all",
+               f"{taken}/{len(bodies)}", taken / len(bodies) if bodies else None, taken == len(bodies))
     return 1 if rejected_any else 0
 
 

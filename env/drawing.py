@@ -55,6 +55,28 @@ class Circle(Shape):
         return (x - self.cx) * (x - self.cx) + (y - self.cy) * (y - self.cy) <= self.r * self.r
 
 
+class Line(Shape):
+    """A thick segment: Minigrid's ``point_in_line``, its float32 ends and float64 points."""
+
+    def __init__(self, x0: float, y0: float, x1: float, y1: float, r: float):
+        self.key = ("line", x0, y0, x1, y1, r)
+        self.p0 = np.array([x0, y0], dtype=np.float32)
+        d = np.array([x1, y1], dtype=np.float32) - self.p0
+        self.length = np.linalg.norm(d)
+        self.dir = (d / self.length).astype(np.float64)
+        self.box = (min(x0, x1) - r, max(x0, x1) + r, min(y0, y1) - r, max(y0, y1) + r)
+        self.r = r
+
+    def mask(self, x, y):
+        xmin, xmax, ymin, ymax = self.box
+        px, py = x - self.p0[0], y - self.p0[1]
+        a = np.clip(px * self.dir[0] + py * self.dir[1], 0, self.length)
+        dx = x - (self.p0[0] + a * self.dir[0])
+        dy = y - (self.p0[1] + a * self.dir[1])
+        inside = (x >= xmin) & (x <= xmax) & (y >= ymin) & (y <= ymax)
+        return inside & (np.sqrt(dx * dx + dy * dy) <= self.r)
+
+
 class Triangle(Shape):
     """Barycentric test with Minigrid's float32 corners and float64 points."""
 
@@ -129,7 +151,8 @@ def fill_coords(img: np.ndarray, fn: Callable, color) -> np.ndarray:
 
 # the names Minigrid's tile drawing looks up at call time, per module
 _SWAPS = {
-    minigrid_objects: {"fill_coords": fill_coords, "point_in_rect": Rect, "point_in_circle": Circle},
+    minigrid_objects: {"fill_coords": fill_coords, "point_in_rect": Rect, "point_in_circle": Circle,
+                       "point_in_line": Line},
     minigrid_grid: {
         "fill_coords": fill_coords,
         "point_in_rect": Rect,

@@ -18,9 +18,14 @@ from env.errors import BadInput, pydantic_field
 
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
+SWITCH_COLORS = (*COLORS, "white")  # the study drew some switches white (docs/maze-format.md)
 DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
-KINDS = ("key", "door", "switch", "gate")
+MINIGRID, MULTINET_R1 = "minigrid", "multinet-r1"
+RULESETS = (MINIGRID, MULTINET_R1)
+# kinds of object that only the multinet-r1 ruleset has (docs/maze-format.md#rulesets)
+R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
+KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SIDE = 64
@@ -51,10 +56,11 @@ class DoorObject(_Strict):
 class SwitchObject(_Strict):
     id: str
     kind: Literal["switch"]
-    color: Color
+    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "white"]
     pos: Pos
     on: bool = False
     controls: tuple[str, ...] = ()
+    switch_type: Literal["toggle", "one_shot", "hold"] = "toggle"  # other than toggle: multinet-r1 only
 
 
 class GateObject(_Strict):
@@ -62,9 +68,57 @@ class GateObject(_Strict):
     kind: Literal["gate"]
     color: Color
     pos: Pos
+    open: bool = False  # open from the start and for good: multinet-r1 only
 
 
-MazeObject = Annotated[KeyObject | DoorObject | SwitchObject | GateObject, Field(discriminator="kind")]
+class TeleporterObject(_Strict):
+    """Two cells: entering ``pos`` lands the agent on ``to`` (and back, when bidirectional)."""
+
+    id: str
+    kind: Literal["teleporter"]
+    color: Color
+    pos: Pos
+    to: Pos
+    bidirectional: bool = True
+
+
+class BlockObject(_Strict):
+    id: str
+    kind: Literal["block"]
+    color: Color
+    pos: Pos
+
+
+class HazardObject(_Strict):
+    id: str
+    kind: Literal["hazard"]
+    pos: Pos
+
+
+class KillObject(_Strict):
+    id: str
+    kind: Literal["kill"]
+    pos: Pos
+
+
+class FrozenObject(_Strict):
+    id: str
+    kind: Literal["frozen"]
+    pos: Pos
+
+
+MazeObject = Annotated[
+    KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject | HazardObject
+    | KillObject | FrozenObject,
+    Field(discriminator="kind"),
+]
+
+
+class Rules(_Strict):
+    """Per-maze settings of the multinet-r1 rulebook."""
+
+    key_consumption: bool = True  # a key is used up by the door it opens
+    freeze_steps: int = Field(5, ge=1, le=1000)  # actions a frozen tile swallows
 
 
 class Start(_Strict):
@@ -105,6 +159,8 @@ class Maze(BaseModel):
 
     format: Literal["gridbench.maze/1"]
     id: str
+    ruleset: Literal["minigrid", "multinet-r1"] = "minigrid"
+    rules: Rules | None = None  # multinet-r1 only; left out, the rulebook's defaults
     grid: tuple[str, ...]
     start: Start
     goal: Pos
@@ -142,8 +198,27 @@ class Maze(BaseModel):
         return tuple(o for o in self.objects if o.kind == "gate")
 
     @cached_property
+    def teleporters(self) -> tuple[TeleporterObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "teleporter")
+
+    @cached_property
     def by_id(self) -> dict[str, MazeObject]:
         return {o.id: o for o in self.objects}
+
+    def cells_of(self, kind: str) -> frozenset[Pos]:
+        """The cells holding objects of one kind (a teleporter: both its cells)."""
+        cells = set()
+        for o in self.objects:
+            if o.kind == kind:
+                cells.add(o.pos)
+                if o.kind == "teleporter":
+                    cells.add(o.to)
+        return frozenset(cells)
+
+    @cached_property
+    def rulebook(self) -> Rules:
+        """The multinet-r1 settings in force (the defaults when the file gives none)."""
+        return self.rules or Rules()
 
     @cached_property
     def gate_switches(self) -> tuple[tuple[int, ...], ...]:
@@ -153,8 +228,10 @@ class Maze(BaseModel):
         )
 
     def gates_open(self, switches_on: tuple[bool, ...]) -> tuple[bool, ...]:
-        """A gate is open exactly when at least one switch controlling it is on."""
-        return tuple(any(switches_on[i] for i in sw) for sw in self.gate_switches)
+        """A gate is open exactly when it started open (multinet-r1 only) or at least one switch
+        controlling it is on."""
+        return tuple(g.open or any(switches_on[i] for i in sw)
+                     for g, sw in zip(self.gates, self.gate_switches, strict=True))
 
     @property
     def start_dir(self) -> int:
@@ -165,10 +242,20 @@ class Maze(BaseModel):
         return (self.meta.category if self.meta and self.meta.category else "") or infer_category(self)
 
     def to_dict(self) -> dict[str, Any]:
+        """The content as JSON data. What only multinet-r1 has is left out at its default, so a
+        minigrid maze has the content (and the checksum) it had before rulesets existed."""
         d = self.model_dump(mode="json", exclude_none=False)
+        if d["ruleset"] == MINIGRID:
+            del d["ruleset"]
+        if d["rules"] is None:
+            del d["rules"]
         for o in d["objects"]:
             if o["kind"] == "switch":
                 o["controls"] = list(o["controls"])
+                if o["switch_type"] == "toggle":
+                    del o["switch_type"]
+            elif o["kind"] == "gate" and not o["open"]:
+                del o["open"]
         if d["meta"] is None:
             del d["meta"]
         else:
@@ -186,6 +273,7 @@ class Maze(BaseModel):
         lines = [
             f'  "format": {compact(d["format"])}',
             f'  "id": {compact(d["id"])}',
+            *(f'  "{k}": {compact(d[k])}' for k in ("ruleset", "rules") if k in d),
             f'  "grid": [{rows}]',
             f'  "start": {compact(d["start"])}',
             f'  "goal": {compact(d["goal"])}',
@@ -260,9 +348,27 @@ def _check_rules(m: Maze) -> None:
     if m.start.pos == m.goal:
         raise bad("goal", "the start and the goal must be two distinct cells")
 
+    r1 = m.ruleset == MULTINET_R1
+    if m.rules is not None and not r1:
+        raise bad("rules", f"exists only under ruleset {MULTINET_R1!r} (this maze's ruleset is {m.ruleset!r})")
+    if r1 and m.start.dir != "east":
+        raise bad("start.dir", f"under ruleset {MULTINET_R1!r} the agent always starts facing east, "
+                               f"got {m.start.dir!r}")
+
     seen_ids: dict[str, int] = {}
     cells: dict[Pos, str] = {}
     gate_ids = {o.id for o in m.objects if o.kind == "gate"}
+
+    def place(field: str, o: MazeObject, p: Pos) -> None:
+        floor(field, p)
+        if p == m.start.pos and not r1:  # the study's mazes put objects on the start cell
+            raise bad(field, f"{list(p)} is the start cell")
+        if p == m.goal:
+            raise bad(field, f"{list(p)} is the goal cell")
+        if p in cells:
+            raise bad(field, f"{list(p)} already holds {cells[p]!r}: one object per cell")
+        cells[p] = o.id
+
     for i, o in enumerate(m.objects):
         f = f"objects[{i}]"
         if not ID_PATTERN.match(o.id):
@@ -270,14 +376,17 @@ def _check_rules(m: Maze) -> None:
         if o.id in seen_ids:
             raise bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
         seen_ids[o.id] = i
-        floor(f"{f}.pos", o.pos)
-        if o.pos == m.start.pos:
-            raise bad(f"{f}.pos", f"{list(o.pos)} is the start cell")
-        if o.pos == m.goal:
-            raise bad(f"{f}.pos", f"{list(o.pos)} is the goal cell")
-        if o.pos in cells:
-            raise bad(f"{f}.pos", f"{list(o.pos)} already holds {cells[o.pos]!r}: one object per cell")
-        cells[o.pos] = o.id
+        only_r1 = _r1_only_field(o)
+        if only_r1 and not r1:
+            value = getattr(o, only_r1)
+            raise bad(f"{f}.{only_r1}", f"{json.dumps(value)} exists only under ruleset {MULTINET_R1!r} "
+                                        f"(this maze's ruleset is {m.ruleset!r})")
+        if r1 and o.kind == "door" and o.state == "closed":
+            raise bad(f"{f}.state", f"under ruleset {MULTINET_R1!r} a door is 'locked' or 'open' "
+                                    "(a door that is not locked is open from the start)")
+        place(f"{f}.pos", o, o.pos)
+        if o.kind == "teleporter":
+            place(f"{f}.to", o, o.to)
         if o.kind == "switch":
             for j, c in enumerate(o.controls):
                 if c not in gate_ids:
@@ -295,6 +404,17 @@ def _check_rules(m: Maze) -> None:
         for i, d in enumerate(m.meta.distractors):
             if not d.startswith("deadend:") and d not in seen_ids:
                 raise bad(f"meta.distractors[{i}]", f"{d!r} is neither an object id nor 'deadend:N'")
+
+
+def _r1_only_field(o: MazeObject) -> str | None:
+    """The field of ``o`` that only the multinet-r1 ruleset has, if any."""
+    if o.kind in R1_KINDS:
+        return "kind"
+    if o.kind == "switch" and o.switch_type != "toggle":
+        return "switch_type"
+    if o.kind == "gate" and o.open:
+        return "open"
+    return None
 
 
 _JSON_TYPES = {
@@ -335,7 +455,7 @@ def _type_error_message(err: ErrorDetails) -> str:
     if typ == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
         return f"{_got(err.get('input'))} is not one of {expected}"
-    if typ in ("too_short", "too_long") and loc and loc[-1] in ("pos", "goal"):
+    if typ in ("too_short", "too_long") and loc and loc[-1] in ("pos", "goal", "to"):
         return f"must be [x, y] (two integers), got {_got(err.get('input'))}"
     if typ in _JSON_TYPES:
         return f"must be {_JSON_TYPES[typ]}, got {_got(err.get('input'))}"
@@ -347,7 +467,7 @@ def _type_error_message(err: ErrorDetails) -> str:
 def _short_position(err: ErrorDetails) -> bool:
     """``[3]`` for a position: pydantic reports the missing y, the file's author meant the pair."""
     loc = err.get("loc", ())
-    return err.get("type") == "missing" and len(loc) >= 2 and isinstance(loc[-1], int) and loc[-2] in ("pos", "goal")
+    return err.get("type") == "missing" and len(loc) >= 2 and isinstance(loc[-1], int) and loc[-2] in ("pos", "goal", "to")
 
 
 def _error_field(err: ErrorDetails) -> str:

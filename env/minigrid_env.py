@@ -1,13 +1,15 @@
 """``MazeEnv``: a gridbench maze as a Minigrid environment (docs/design.md §3).
 
-Turning and moving run through Minigrid's own ``step``; pickup (which swaps here) and toggle
-(which flips a switch underfoot first) extend it. Every step reports one event and the
-mechanism state in ``info``.
+Under the minigrid ruleset turning and moving run through Minigrid's own ``step``; pickup
+(which swaps here) and toggle (which flips a switch underfoot first) extend it. Under
+multinet-r1 every action goes through the rulebook, ``env.state.step``, and the grid is drawn
+afresh from the state it returns (as the study's own env wrote its rulebook's state back onto a
+Minigrid grid). Every step reports one event and the mechanism state in ``info``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,13 +17,13 @@ from gymnasium import spaces
 from minigrid.core.actions import Actions as MinigridActions
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
-from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
+from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import DOOR_STATES, Maze, MazeObject
-from env.objects import Gate, Switch
+from env.maze import DOOR_STATES, MULTINET_R1, Maze, MazeObject
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
 from env.sets import resolve_maze
-from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state
+from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state, step
 from env.tiles import prewarm
 
 # gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is unreachable.
@@ -34,12 +36,20 @@ TO_MINIGRID = {
     DONE: int(MinigridActions.done),
 }
 MISSION = "reach the goal"
+_CELL_GLYPHS: dict[str, Callable[[], WorldObj]] = {"hazard": Lava, "kill": KillCell, "frozen": FrozenTile}
 _NO_TRUNCATION = 2**31 - 1
 T = TypeVar("T", bound=WorldObj)
 
 
-def build_grid(maze: Maze, state: MazeState) -> tuple[Grid, list[Key]]:
-    """A Minigrid ``Grid`` showing ``state``; returns it with the key objects by index."""
+def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> tuple[Grid, list[Key]]:
+    """A Minigrid ``Grid`` showing ``state``; returns it with the key objects by index.
+
+    Under multinet-r1 the objects look as the MultiNet study drew them: switches as discs, gates
+    as grey doors, a used-up key gone, the agent over a key it stands on (docs/maze-format.md).
+    ``switch_frames`` is the protocol field of that name (docs/protocol.md): ``distinct`` draws a
+    switch's state (gridbench's glyph; under multinet-r1 the study's disc with the core it added
+    after its run), ``study`` the disc alone, the same on and off, as every R1 frame showed it."""
+    r1 = maze.ruleset == MULTINET_R1
     grid = Grid(maze.width, maze.height)
     walls = maze.walls
     for x in range(maze.width):
@@ -51,9 +61,20 @@ def build_grid(maze: Maze, state: MazeState) -> tuple[Grid, list[Key]]:
         st = state.doors[i]
         grid.set(*d.pos, Door(d.color, is_open=st == 0, is_locked=st == 2))
     for i, s in enumerate(maze.switches):
-        grid.set(*s.pos, Switch(s.color, is_on=state.switches[i]))
+        if r1 or switch_frames == "study":
+            grid.set(*s.pos, DiscSwitch(s.color, is_on=state.switches[i], shows_state=switch_frames != "study"))
+        else:
+            grid.set(*s.pos, Switch(s.color, is_on=state.switches[i]))
     for g, is_open in zip(maze.gates, maze.gates_open(state.switches), strict=True):
-        grid.set(*g.pos, Gate(g.color, is_open=is_open))
+        grid.set(*g.pos, Door("grey", is_open=is_open) if r1 else Gate(g.color, is_open=is_open))
+    for o in maze.objects:
+        if o.kind == "teleporter":
+            grid.set(*o.pos, Teleporter(o.color))
+            grid.set(*o.to, Teleporter(o.color))
+        elif o.kind == "block":
+            grid.set(*o.pos, Box(o.color))
+        elif o.kind in _CELL_GLYPHS:
+            grid.set(*o.pos, _CELL_GLYPHS[o.kind]())
     keys = [Key(k.color) for k in maze.keys]
     for i, p in enumerate(state.keys):
         if p is not None:
@@ -80,6 +101,8 @@ class MazeEnv(MiniGridEnv):
 
     def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32, **kwargs: Any):
         self.maze: Maze = resolve_maze(maze)
+        self._r1 = self.maze.ruleset == MULTINET_R1
+        self._state = initial_state(self.maze)  # multinet-r1: the rulebook's state, drawn onto the grid
         self._keys: list[Key] = []
         self._doors: list[Door] = []
         self._switches: list[Switch] = []
@@ -102,11 +125,12 @@ class MazeEnv(MiniGridEnv):
 
     # ---- Minigrid hooks ------------------------------------------------------------------
     def _gen_grid(self, width: int, height: int) -> None:
-        start = initial_state(self.maze)
+        start = self._state = initial_state(self.maze)
         self.grid, self._keys = build_grid(self.maze, start)
-        self._doors = _placed(self.grid, self.maze.doors, Door)
-        self._switches = _placed(self.grid, self.maze.switches, Switch)
-        self._gates = _placed(self.grid, self.maze.gates, Gate)
+        if not self._r1:  # the objects Minigrid's own step changes in place
+            self._doors = _placed(self.grid, self.maze.doors, Door)
+            self._switches = _placed(self.grid, self.maze.switches, Switch)
+            self._gates = _placed(self.grid, self.maze.gates, Gate)
         self.agent_pos = self.maze.start.pos
         self.agent_dir = self.maze.start_dir
         self.mission = MISSION
@@ -121,6 +145,8 @@ class MazeEnv(MiniGridEnv):
         action = int(action)
         if not 0 <= action < len(ACTIONS):
             raise ValueError(f"action must be 0..5 ({', '.join(ACTIONS)}), got {action}")
+        if self._r1:
+            return self._step_rulebook(action)
         if action in (LEFT, RIGHT, FORWARD, DONE):
             before = self.agent_pos
             obs, _, terminated, _, _ = super().step(TO_MINIGRID[action])
@@ -134,6 +160,18 @@ class MazeEnv(MiniGridEnv):
             event = self._pickup() if action == PICKUP else self._toggle()
             obs, terminated = self.gen_obs(), False
         return obs, (1.0 if terminated else 0.0), terminated, False, self._info(event)
+
+    def _step_rulebook(self, action: int):
+        """multinet-r1: the rulebook decides, the grid shows its state."""
+        self.step_count += 1
+        self._state, event = step(self.maze, self._state, action)
+        self.grid, self._keys = build_grid(self.maze, self._state)
+        self.agent_pos, self.agent_dir = self._state.pos, self._state.dir
+        held = self._state.carrying
+        # minigrid's __init__ sets carrying to a bare None, which mypy takes for its type
+        self.carrying = self._keys[held] if held >= 0 else None  # type: ignore[assignment]
+        terminated = event == "goal"
+        return self.gen_obs(), (1.0 if terminated else 0.0), terminated, False, self._info(event)
 
     def _pickup(self) -> str:
         fx, fy = self.front_pos
@@ -174,6 +212,8 @@ class MazeEnv(MiniGridEnv):
     # ---- the state object ----------------------------------------------------------------
     @property
     def state(self) -> MazeState:
+        if self._r1:
+            return self._state
         carried = -1
         keys: list[tuple[int, int] | None] = []
         for i, k in enumerate(self._keys):
@@ -209,8 +249,10 @@ class MazeEnv(MiniGridEnv):
 
 
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
-    """The state as plain JSON-able data: position, facing, inventory and every mechanism."""
-    return {
+    """The state as plain JSON-able data: position, facing, inventory and every mechanism (a key
+    is null while carried or, under multinet-r1, once used up; ``frozen``, the freeze countdown,
+    only in mazes with frozen tiles)."""
+    info = {
         "pos": list(s.pos),
         "dir": s.dir,
         "carrying": maze.keys[s.carrying].id if s.carrying >= 0 else None,
@@ -219,3 +261,6 @@ def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
         "switches": {sw.id: on for sw, on in zip(maze.switches, s.switches, strict=True)},
         "gates": {g.id: op for g, op in zip(maze.gates, maze.gates_open(s.switches), strict=True)},
     }
+    if maze.cells_of("frozen"):
+        info["frozen"] = s.frozen
+    return info

@@ -1,8 +1,11 @@
-"""Switch and Gate: the two world objects Minigrid lacks, registered with its type tables.
+"""The world objects Minigrid lacks, registered with its type tables: gridbench's Switch and
+Gate, and the objects of the multinet-r1 ruleset as the MultiNet study drew them (a disc
+switch, a ring teleporter, a skull kill cell, an ice tile), in gridbench's own drawing code.
 
 Registering them in ``OBJECT_TO_IDX`` / ``IDX_TO_OBJECT`` keeps ``Grid.encode`` and the tile
 cache correct: Minigrid keys cached tiles by ``obj.encode()``, so each visual state must
-encode differently (a switch that is on and one that is off never share a cached tile).
+encode differently (a switch that is on and one that is off never share a cached tile, unless
+they are drawn alike). The study's white switches add ``white`` to Minigrid's colour tables.
 """
 
 from __future__ import annotations
@@ -16,11 +19,22 @@ from env.drawing import Circle, Rect, fill_coords
 
 SWITCH_IDX = 11
 GATE_IDX = 12
+DISC_SWITCH_IDX = 13
+TELEPORTER_IDX = 14
+KILL_IDX = 15
+FROZEN_IDX = 16
+WHITE_IDX = 6
 
-for _name, _idx in (("switch", SWITCH_IDX), ("gate", GATE_IDX)):
+_TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
+          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX))
+for _name, _idx in _TYPES:
     constants.OBJECT_TO_IDX.setdefault(_name, _idx)
     constants.IDX_TO_OBJECT.setdefault(_idx, _name)
-assert OBJECT_TO_IDX["switch"] == SWITCH_IDX and OBJECT_TO_IDX["gate"] == GATE_IDX
+assert all(OBJECT_TO_IDX[name] == idx for name, idx in _TYPES)
+constants.COLORS.setdefault("white", np.array([255, 255, 255]))
+constants.COLOR_TO_IDX.setdefault("white", WHITE_IDX)
+constants.IDX_TO_COLOR.setdefault(WHITE_IDX, "white")
+assert COLOR_TO_IDX["white"] == WHITE_IDX
 
 
 class Switch(WorldObj):
@@ -79,6 +93,88 @@ class Gate(WorldObj):
         fill_coords(img, Rect(0.0, 1.0, 0.44, 0.56), c)
 
 
+class DiscSwitch(WorldObj):
+    """A switch as the MultiNet study drew it: a disc in its colour. ``shows_state`` adds the
+    core the study added after its run (white when on, dark when off); without it, on and off
+    look the same, as in every frame of the study's R1 run."""
+
+    def __init__(self, color: str, is_on: bool = False, shows_state: bool = True):
+        super().__init__("disc_switch", color)
+        self.is_on = is_on
+        self.shows_state = shows_state
+
+    def can_overlap(self) -> bool:
+        return True
+
+    def encode(self) -> tuple[int, int, int]:
+        return (DISC_SWITCH_IDX, COLOR_TO_IDX[self.color], (2 if self.is_on else 1) if self.shows_state else 0)
+
+    # minigrid annotates WorldObj.render as returning an array; its own objects, like these, draw into img
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        fill_coords(img, Circle(0.5, 0.5, 0.31), COLORS[self.color])
+        if self.shows_state:
+            fill_coords(img, Circle(0.5, 0.5, 0.13), (255, 255, 255) if self.is_on else (30, 30, 30))
+
+
+class Teleporter(WorldObj):
+    """One end of a teleporter: a ring in its colour around a dark hole."""
+
+    def __init__(self, color: str):
+        super().__init__("teleporter", color)
+
+    def can_overlap(self) -> bool:
+        return True
+
+    def encode(self) -> tuple[int, int, int]:
+        return (TELEPORTER_IDX, COLOR_TO_IDX[self.color], 0)
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        c = COLORS[self.color]
+        fill_coords(img, Circle(0.5, 0.5, 0.42), c)
+        fill_coords(img, Circle(0.5, 0.5, 0.26), (20, 20, 35))
+        fill_coords(img, Circle(0.5, 0.5, 0.12), c)
+
+
+class KillCell(WorldObj):
+    """A kill cell: a pale skull on a dark red disc. Entering one puts everything back as it was
+    at the start, so the agent is never drawn on it."""
+
+    def __init__(self) -> None:
+        super().__init__("kill", "red")
+
+    def can_overlap(self) -> bool:
+        return False
+
+    def encode(self) -> tuple[int, int, int]:
+        return (KILL_IDX, 0, 0)
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        fill_coords(img, Circle(0.5, 0.5, 0.48), (90, 12, 12))
+        fill_coords(img, Circle(0.5, 0.42, 0.30), (230, 230, 230))
+        for x in (0.38, 0.62):
+            fill_coords(img, Circle(x, 0.38, 0.08), (20, 20, 20))
+        fill_coords(img, Circle(0.5, 0.58, 0.06), (20, 20, 20))
+
+
+class FrozenTile(WorldObj):
+    """A frozen tile: pale ice with a few bright flecks; the agent can stand on it."""
+
+    def __init__(self) -> None:
+        super().__init__("frozen", "blue")
+
+    def can_overlap(self) -> bool:
+        return True
+
+    def encode(self) -> tuple[int, int, int]:
+        return (FROZEN_IDX, 0, 0)
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), (214, 232, 246))
+        fill_coords(img, Circle(0.5, 0.5, 0.16), (255, 255, 255))
+        fill_coords(img, Circle(0.28, 0.32, 0.07), (245, 252, 255))
+        fill_coords(img, Circle(0.70, 0.62, 0.06), (245, 252, 255))
+
+
 _native_decode = WorldObj.decode
 
 
@@ -87,6 +183,14 @@ def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
         return Switch(constants.IDX_TO_COLOR[color_idx], is_on=state == 1)
     if type_idx == GATE_IDX:
         return Gate(constants.IDX_TO_COLOR[color_idx], is_open=state == 0)
+    if type_idx == DISC_SWITCH_IDX:
+        return DiscSwitch(constants.IDX_TO_COLOR[color_idx], is_on=state == 2, shows_state=state > 0)
+    if type_idx == TELEPORTER_IDX:
+        return Teleporter(constants.IDX_TO_COLOR[color_idx])
+    if type_idx == KILL_IDX:
+        return KillCell()
+    if type_idx == FROZEN_IDX:
+        return FrozenTile()
     return _native_decode(type_idx, color_idx, state)
 
 

@@ -1,17 +1,26 @@
-"""Exact BFS oracle over the full maze state (docs/design.md §4).
+"""Exact BFS oracle over the full maze state (docs/design.md §4), under either ruleset.
 
 The state space is searched through a dense integer index instead of ``MazeState`` objects:
 
 * a state's *navigation* part (floor cell, facing) is ``floor_index * 4 + dir``;
-* its *mechanism* part (where each key is, door states, switch states) is interned to a small
-  integer the first time it is seen. Keys can only ever lie on the cells that held keys at the
-  start (pickup swaps the carried key into the cell the front key left, and there is no drop),
-  so a key's place is one of ``K`` key cells or "carried": a handful of values per key.
+* its *mechanism* part (where each key is, door states, switch states, and under multinet-r1 the
+  freeze countdown) is interned to a small integer the first time it is seen. Keys can only ever
+  lie on the cells that held keys at the start (pickup swaps the carried key into the cell the
+  front key left, and there is no drop), so a key's place is one of ``K`` key cells, "carried"
+  or (multinet-r1) "used up": a handful of values per key.
 
 A state is then ``mechanism * (4 * floors) + navigation``. Breadth-first search runs one layer
 at a time over numpy arrays of such ids: turns and moves are table look-ups, and the few
 transitions that change the mechanism state (pickup, toggle) are computed once per
 (mechanism state, key cell / door / switch) pair and then looked up too.
+
+Under multinet-r1 keys are walkable and picked up from underfoot, a door opens for good, and a
+move may land on a teleporter's other end: all still table look-ups. Hold switches (changed by
+moving), kill cells (a move that resets everything) and frozen tiles (a countdown) are not: a maze
+with any of them is searched state by state through ``env.state.step`` (``explicit``), over the
+same dense ids. ``solve`` on a multinet-r1 maze runs the study's own search: a plain BFS in its
+successor order (left, right, pickup, toggle, forward) that stops when the goal is first
+generated, so ``states_explored`` is the study's count (docs/oracle.md).
 
 ``env.state.step`` stays the reference dynamics; the tests hold ``StateSpace.successor`` and
 ``reference_solve`` to it. The public names (``solve``, ``optimal_actions``,
@@ -31,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from env.maze import DIR_VECTORS, Maze
+from env.maze import DIR_VECTORS, MULTINET_R1, Maze
 from env.state import (
     ACTIONS,
     DOOR_CLOSED,
@@ -44,11 +53,15 @@ from env.state import (
     TOGGLE,
     MazeState,
     initial_state,
+    r1_landing,
     step,
 )
 
 STATE_CAP = 500_000
 _USEFUL = tuple(i for i, a in enumerate(ACTIONS) if a != "done")  # `done` never changes the state
+# the study's successor order (RULES: turn left, turn right, pickup, toggle, forward): it decides
+# which states its BFS has generated when it first meets the goal
+R1_ORDER = (LEFT, RIGHT, PICKUP, TOGGLE, FORWARD)
 _SCALAR_LAYER = 400  # frontiers up to this size are expanded state by state
 _UNKNOWN = -2  # a lazily filled transition table entry not computed yet
 _NOOP = -1
@@ -74,9 +87,10 @@ class Unencodable(ValueError):
     """A ``MazeState`` the dense index cannot express (a key off every key cell)."""
 
 
-# A mechanism configuration: (place of each key, door states, switch states).
-# A key's place is the index of the key cell it lies on, or K (= number of keys) when carried.
-Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]
+# A mechanism configuration: (place of each key, door states, switch states, freeze countdown).
+# A key's place is the index of the key cell it lies on, K (= number of keys) when carried, K + 1
+# when used up (multinet-r1).
+Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...], int]
 
 
 class StateSpace:
@@ -84,6 +98,10 @@ class StateSpace:
 
     def __init__(self, maze: Maze):
         self.maze = maze
+        self.r1 = maze.ruleset == MULTINET_R1
+        # moves that change the mechanism state (hold switches, kill cells, frozen tiles): no table
+        self.explicit = self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
+                                     or bool(maze.cells_of("kill") or maze.cells_of("frozen")))
         walls = maze.walls
         self.floors: list[tuple[int, int]] = [
             (x, y) for y in range(maze.height) for x in range(maze.width) if not walls[x, y]
@@ -103,7 +121,16 @@ class StateSpace:
         floor_at[xy[:, 0], xy[:, 1]] = np.arange(F)
         # the outer ring is wall, so a floor cell's neighbours are always inside the grid
         self.front = np.stack([floor_at[xy[:, 0] + dx, xy[:, 1] + dy] for dx, dy in DIR_VECTORS], axis=1).reshape(-1)
+        # where a forward move into the cell in front ends: the other end of a teleporter, or there
+        self.land = self.front
+        if maze.teleporters:
+            lands = [self.floor_of[r1_landing(maze, c)] for c in self.floors]
+            self.land = np.where(self.front >= 0, np.array([*lands, -1], dtype=np.int64)[self.front], -1)
         self.goal_floor = self.floor_of[maze.goal]
+        # floor cells nothing ever enters (multinet-r1 hazards and blocks)
+        self.solid = np.zeros(F, dtype=bool)
+        for c in maze.cells_of("hazard") | maze.cells_of("block"):
+            self.solid[self.floor_of[c]] = True
 
         def per_floor(objs) -> np.ndarray:
             a = np.full(F + 1, -1, dtype=np.int64)
@@ -121,6 +148,7 @@ class StateSpace:
         self.gate_floor = [self.floor_of[g.pos] for g in maze.gates]
         self.key_floor = [self.floor_of[c] for c in self.key_cells]
         self.unlocks = [[k.color == d.color for d in maze.doors] for k in maze.keys]
+        self.consumes = self.r1 and maze.rulebook.key_consumption
 
         self.configs: list[Config] = []
         self.config_index: dict[Config, int] = {}
@@ -137,10 +165,13 @@ class StateSpace:
         self._py_door = self.door_of.tolist()
         self._py_switch = self.switch_of.tolist()
         self._py_forward: list[array] = []  # per configuration, see _forward_row
-        # per navigation state: can pickup or toggle act here (a key cell or door in front, a
-        # switch underfoot)? Everywhere else only turns and forward need looking at.
+        # the key cell pickup acts on, per navigation state: in front (minigrid), underfoot (multinet-r1)
+        self.pickup_cell = self.key_cell_of[nav >> 2] if self.r1 else self.key_cell_of[self.front]
+        self._py_pickup = self.pickup_cell.tolist()
+        # per navigation state: can pickup or toggle act here (a key cell to pick from, a door in
+        # front, a switch underfoot)? Everywhere else only turns and forward need looking at.
         on_switch = self.switch_of[nav >> 2] >= 0
-        self._py_mech = (on_switch | (self.key_cell_of[self.front] >= 0) | (self.door_of[self.front] >= 0)).tolist()
+        self._py_mech = (on_switch | (self.pickup_cell >= 0) | (self.door_of[self.front] >= 0)).tolist()
         self._grow(16)
         self.start_config = self.intern(self._config_of(initial_state(maze)))
 
@@ -167,11 +198,12 @@ class StateSpace:
             self._grow(2 * self._cap)
         self.configs.append(cfg)
         self.config_index[cfg] = m
-        row = np.ones(self.F, dtype=bool)
-        places, doors, switches = cfg
-        for p in places:
-            if p < self.K:
-                row[self.key_floor[p]] = False
+        row = ~self.solid
+        places, doors, switches, _ = cfg
+        if not self.r1:  # keys block movement under minigrid only
+            for p in places:
+                if p < self.K:
+                    row[self.key_floor[p]] = False
         for i, st in enumerate(doors):
             if st != DOOR_OPEN:
                 row[self.door_floor[i]] = False
@@ -182,35 +214,42 @@ class StateSpace:
         return m
 
     def _pickup_result(self, m: int, cell: int) -> int:
-        places, doors, switches = self.configs[m]
-        if cell not in places:
+        places, doors, switches, frozen = self.configs[m]
+        if cell not in places or (self.r1 and self.K in places):  # multinet-r1: no swap
             return _NOOP
         new = list(places)
         for k, p in enumerate(places):
             if p == self.K:
                 new[k] = cell  # swap: the carried key goes where the front key was
         new[places.index(cell)] = self.K
-        return self.intern((tuple(new), doors, switches))
+        return self.intern((tuple(new), doors, switches, frozen))
 
     def _switch_result(self, m: int, s: int) -> int:
-        places, doors, switches = self.configs[m]
+        places, doors, switches, frozen = self.configs[m]
+        kind = self.maze.switches[s].switch_type
+        if kind == "hold" or (kind == "one_shot" and switches[s]):
+            return _NOOP
         flipped = list(switches)
         flipped[s] = not flipped[s]
-        return self.intern((places, doors, tuple(flipped)))
+        return self.intern((places, doors, tuple(flipped), frozen))
 
     def _door_result(self, m: int, d: int) -> int:
-        places, doors, switches = self.configs[m]
+        places, doors, switches, frozen = self.configs[m]
         st = doors[d]
-        if st == DOOR_LOCKED:
+        if st == DOOR_LOCKED or (self.r1 and st != DOOR_OPEN):
             carried = places.index(self.K) if self.K in places else -1
             if carried < 0 or not self.unlocks[carried][d]:
                 return _NOOP
             st = DOOR_OPEN
+            if self.consumes:
+                places = tuple(self.K + 1 if p == self.K else p for p in places)
+        elif self.r1:
+            return _NOOP  # multinet-r1: an open door stays open
         else:
             st = DOOR_CLOSED if st == DOOR_OPEN else DOOR_OPEN
         new = list(doors)
         new[d] = st
-        return self.intern((places, tuple(new), switches))
+        return self.intern((places, tuple(new), switches, frozen))
 
     def _lookup(self, table_name: str, compute, m: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Gather ``table[m, j]``, computing the entries not seen before."""
@@ -229,16 +268,16 @@ class StateSpace:
     # ---- encode / decode -------------------------------------------------------------------
     def _config_of(self, s: MazeState) -> Config:
         places = []
-        for p in s.keys:
+        for i, p in enumerate(s.keys):
             if p is None:
-                places.append(self.K)
+                places.append(self.K if s.carrying == i else self.K + 1)
             else:
                 f = self.floor_of.get(p, -1)
                 cell = int(self.key_cell_of[f]) if f >= 0 else -1
                 if cell < 0:
                     raise Unencodable(f"a key lies on {p}, which held no key at the start")
                 places.append(cell)
-        return (tuple(places), tuple(s.doors), tuple(bool(x) for x in s.switches))
+        return (tuple(places), tuple(s.doors), tuple(bool(x) for x in s.switches), s.frozen)
 
     def encode(self, s: MazeState) -> int:
         f = self.floor_of.get(s.pos, -1)
@@ -248,19 +287,22 @@ class StateSpace:
 
     def decode(self, sid: int) -> MazeState:
         m, nav = divmod(int(sid), self.N)
-        places, doors, switches = self.configs[m]
+        places, doors, switches, frozen = self.configs[m]
         return MazeState(
             pos=self.floors[nav >> 2],
             dir=nav & 3,
             carrying=places.index(self.K) if self.K in places else -1,
-            keys=tuple(None if p == self.K else self.key_cells[p] for p in places),
+            keys=tuple(None if p >= self.K else self.key_cells[p] for p in places),
             doors=doors,
             switches=switches,
+            frozen=frozen,
         )
 
     # ---- transitions -----------------------------------------------------------------------
     def successors(self, ids: np.ndarray, action: int) -> np.ndarray:
         """Successor ids of ``ids`` under ``action``; -1 where the state does not change."""
+        if self.explicit:
+            return np.array([self._explicit_step(int(i), action) for i in ids], dtype=np.int64)
         m, nav = np.divmod(ids, self.N)
         out = np.full(ids.shape, -1, dtype=np.int64)
         if action == LEFT:
@@ -271,10 +313,10 @@ class StateSpace:
         if action == FORWARD:
             ok = front >= 0
             ok[ok] = self.passable[m[ok], front[ok]]
-            out[ok] = m[ok] * self.N + 4 * front[ok] + (nav[ok] & 3)
+            out[ok] = m[ok] * self.N + 4 * self.land[nav[ok]] + (nav[ok] & 3)
             return out
         if action == PICKUP:
-            self._mechanism_moves(out, m, nav, self.key_cell_of[front], "pickup_to", self._pickup_result)
+            self._mechanism_moves(out, m, nav, self.pickup_cell[nav], "pickup_to", self._pickup_result)
             return out
         if action == TOGGLE:
             sw = self.switch_of[nav >> 2]
@@ -292,6 +334,34 @@ class StateSpace:
             to = self._lookup(table_name, compute, m[sel], target[sel])
             hit = to >= 0
             out[sel[hit]] = to[hit] * self.N + nav[sel[hit]]
+
+    def _explicit_step(self, sid: int, action: int) -> int:
+        """The successor id through ``env.state.step`` (-1: unchanged), for explicit mazes."""
+        s = self.decode(sid)
+        n, _ = step(self.maze, s, action)
+        return -1 if n == s else self.encode(n)
+
+    def moves(self, sid: int, order: Sequence[int] = R1_ORDER) -> list[tuple[int, int]]:
+        """(successor id, action) of every action that changes state ``sid``, in ``order``."""
+        if self.explicit:
+            out = [(self._explicit_step(sid, a), a) for a in order]
+            return [(n, a) for n, a in out if n >= 0]
+        m, nav = divmod(sid, self.N)
+        base = m * self.N
+        mech = dict((a, t) for t, a in self._mechanism_moves_scalar(m, nav)) if self._py_mech[nav] else {}
+        fn = self._forward_row(m)[nav]
+        out = []
+        for a in order:
+            if a == LEFT:
+                out.append((base + self._py_left[nav], LEFT))
+            elif a == RIGHT:
+                out.append((base + self._py_right[nav], RIGHT))
+            elif a == FORWARD:
+                if fn >= 0:
+                    out.append((base + fn, FORWARD))
+            elif a in mech:
+                out.append((mech[a], a))
+        return out
 
     def successor(self, s: MazeState, action: int) -> MazeState:
         """One step through the dense tables (the tests hold this to ``env.state.step``)."""
@@ -322,7 +392,7 @@ class StateSpace:
             nav = np.arange(self.N, dtype=np.int64)
             front = self.front
             ok = (front >= 0) & self.passable[k][front]
-            row = np.where(ok, 4 * front + (nav & 3), -1).astype(np.int32)
+            row = np.where(ok, 4 * self.land + (nav & 3), -1).astype(np.int32)
             self._py_forward.append(array("i", row.tobytes()))
         return self._py_forward[m]
 
@@ -330,13 +400,16 @@ class StateSpace:
         """(successor id, action) of pickup and toggle where they change something."""
         out = []
         f = self._py_front[nav]
-        if f >= 0 and self._py_key_cell[f] >= 0:
-            t = self._mechanism_scalar("pickup_to", self._pickup_result, m, self._py_key_cell[f])
+        k = self._py_pickup[nav]
+        if k >= 0:
+            t = self._mechanism_scalar("pickup_to", self._pickup_result, m, k)
             if t >= 0:
                 out.append((t * self.N + nav, PICKUP))
         s = self._py_switch[nav >> 2]
         if s >= 0:
-            out.append((self._mechanism_scalar("switch_to", self._switch_result, m, s) * self.N + nav, TOGGLE))
+            t = self._mechanism_scalar("switch_to", self._switch_result, m, s)
+            if t >= 0:
+                out.append((t * self.N + nav, TOGGLE))
         elif f >= 0 and self._py_door[f] >= 0:
             t = self._mechanism_scalar("door_to", self._door_result, m, self._py_door[f])
             if t >= 0:
@@ -345,7 +418,8 @@ class StateSpace:
 
     def _expand_scalar(self, f_ids: list[int], f_idx, seen: _SeenIndex, count: int,
                        out: _Found, edges: bool, parents: bool) -> tuple[list[int], range, int]:
-        """One BFS layer state by state: for thin frontiers, where numpy's per-call cost dominates.
+        """One BFS layer state by state: for thin frontiers, where numpy's per-call cost dominates,
+        and every layer of an explicit maze (its moves come from ``moves``, no table).
 
         Appends what it finds to ``out`` and returns the next frontier (ids, indices) and count.
         The next frontier is every state found here, goal states included: they are skipped
@@ -357,23 +431,29 @@ class StateSpace:
         es, ed, ea = out.edge_src, out.edge_dst, out.edge_act
         first_new, first_count = len(ids_out), count
         seen.ensure((len(self.configs) + 1) * N)
-        self._forward_row(len(self.configs) - 1)
+        if not self.explicit:
+            self._forward_row(len(self.configs) - 1)
         rows = seen.view()
         for sid, si in zip(f_ids, f_idx, strict=True):
             m, nav = divmod(sid, N)
             if nav >> 2 == goal:
                 continue
-            base = m * N
-            fn = fwd[m][nav]
-            moves = [(base + tl[nav], LEFT), (base + tr[nav], RIGHT)]
-            if fn >= 0:
-                moves.append((base + fn, FORWARD))
-            if mech[nav]:
-                moves += self._mechanism_moves_scalar(m, nav)
-                if len(fwd) < len(self.configs):  # the move met new configurations
-                    seen.ensure((len(self.configs) + 1) * N)
-                    self._forward_row(len(self.configs) - 1)
-                    rows = seen.view()
+            if self.explicit:
+                moves = self.moves(sid, _USEFUL)
+                seen.ensure((len(self.configs) + 1) * N)
+                rows = seen.view()
+            else:
+                base = m * N
+                fn = fwd[m][nav]
+                moves = [(base + tl[nav], LEFT), (base + tr[nav], RIGHT)]
+                if fn >= 0:
+                    moves.append((base + fn, FORWARD))
+                if mech[nav]:
+                    moves += self._mechanism_moves_scalar(m, nav)
+                    if len(fwd) < len(self.configs):  # the move met new configurations
+                        seen.ensure((len(self.configs) + 1) * N)
+                        self._forward_row(len(self.configs) - 1)
+                        rows = seen.view()
             for n, a in moves:
                 i = rows[n]
                 if i < 0:
@@ -383,7 +463,7 @@ class StateSpace:
                     if parents:
                         par_out.append(si)
                         act_out.append(a)
-                    if a == FORWARD and fn >> 2 == goal and out.goal_index < 0:
+                    if a == FORWARD and (n % N) >> 2 == goal and out.goal_index < 0:
                         out.goal_index = i
                 if edges:
                     es.append(si)
@@ -449,7 +529,11 @@ class StateSpace:
         while len(f_ids) and not (stop_at_goal and found.goal_index >= 0):
             depth_marks.append(count)
             size = len(f_ids)
-            if size <= _SCALAR_LAYER and seen.dense_room((len(self.configs) + 3 * size + 1) * self.N):
+            if self.explicit and not seen.dense_room((len(self.configs) + 1) * self.N):
+                status = "undecided"  # the explicit search keeps its index dense (docs/oracle.md)
+                break
+            if self.explicit or (size <= _SCALAR_LAYER
+                                 and seen.dense_room((len(self.configs) + 3 * size + 1) * self.N)):
                 ids: list[int] = f_ids.tolist() if isinstance(f_ids, np.ndarray) else f_ids
                 idx = f_idx.tolist() if isinstance(f_idx, np.ndarray) else f_idx
                 found.begin_lists()
@@ -630,12 +714,45 @@ def solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP, *,
         sid = space.encode(start) if start is not None else space.start_id()
     except Unencodable:
         return reference_solve(maze, start, cap)
+    if space.r1:
+        return _study_search(space, sid, cap, t0)
     found = space.search([sid], cap, stop_at_goal=True, edges=False)
     explored = int(found.ids.size)
     if found.status == "solved":
         plan = found.plan_to(found.goal_index)
         return Solution("solved", len(plan), plan, explored, time.perf_counter() - t0)
     return Solution(found.status, None, [], explored, time.perf_counter() - t0)
+
+
+def _study_search(space: StateSpace, sid: int, cap: int, t0: float) -> Solution:
+    """The study's BFS (docs/oracle.md): successors in the study's order, the goal tested when a
+    state is generated, ``states_explored`` the distinct states generated so far (the start
+    included). Like the study's validator it gives up as ``undecided`` once ``cap`` states have
+    been expanded."""
+    goal = space.goal_floor
+    parent: dict[int, tuple[int, int]] = {sid: (-1, -1)}
+    if (sid % space.N) >> 2 == goal:
+        return Solution("solved", 0, [], 1, time.perf_counter() - t0)
+    queue = deque([sid])
+    expanded = 0
+    while queue:
+        if expanded >= cap:
+            return Solution("undecided", None, [], len(parent), time.perf_counter() - t0)
+        cur = queue.popleft()
+        expanded += 1
+        for n, a in space.moves(cur):
+            if n in parent:
+                continue
+            parent[n] = (cur, a)
+            if (n % space.N) >> 2 == goal:
+                plan = []
+                while n != sid:
+                    n, a = parent[n]
+                    plan.append(a)
+                plan.reverse()
+                return Solution("solved", len(plan), plan, len(parent), time.perf_counter() - t0)
+            queue.append(n)
+    return Solution("unsolvable", None, [], len(parent), time.perf_counter() - t0)
 
 
 def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP) -> Solution:
@@ -782,6 +899,8 @@ def action_distance(maze: Maze, state: MazeState) -> int | None:
 
 @lru_cache(maxsize=256)
 def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
+    if maze.ruleset == MULTINET_R1:
+        return _tile_field_r1(maze)
     goal = maze.goal
     dist = {goal: 0}
     q = deque([goal])
@@ -796,6 +915,35 @@ def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
     return dist
 
 
+def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
+    """Moves to the goal under multinet-r1, with every door and gate open and turns ignored:
+    hazards and blocks are never entered, a move into a teleporter ends on its other end and one
+    into a kill cell at the start (a move is then not reversible, so the search runs backwards
+    over the moves out of each cell)."""
+    walls, solid, kills = maze.walls, maze.cells_of("hazard") | maze.cells_of("block"), maze.cells_of("kill")
+    into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
+    for x in range(maze.width):
+        for y in range(maze.height):
+            if walls[x, y] or (x, y) in solid or (x, y) in kills:
+                continue
+            for dx, dy in DIR_VECTORS:
+                n = (x + dx, y + dy)
+                if walls[n] or n in solid:
+                    continue
+                land = maze.start.pos if n in kills else r1_landing(maze, n)
+                into.setdefault(land, []).append((x, y))
+    dist = {maze.goal: 0}
+    q = deque([maze.goal])
+    while q:
+        c = q.popleft()
+        for p in into.get(c, ()):
+            if p not in dist:
+                dist[p] = dist[c] + 1
+                q.append(p)
+    return dist
+
+
 def tile_distance(maze: Maze, pos: tuple[int, int]) -> int | None:
-    """Moves from ``pos`` to the goal over non-wall cells; doors, gates and keys count as open."""
+    """Moves from ``pos`` to the goal over non-wall cells; doors, gates and keys count as open
+    (under multinet-r1 also: hazards and blocks closed, teleporters and kill cells followed)."""
     return _tile_field(maze).get(pos)

@@ -15,10 +15,11 @@ from env.tiles import prewarm
 __all__ = ["png_bytes", "prewarm", "render_state"]
 
 
-def render_state(maze: Maze, state: MazeState, tile_size: int = 32) -> np.ndarray:
-    """The frame ``MazeEnv`` shows in ``state``: height x width x 3, uint8."""
+def render_state(maze: Maze, state: MazeState, tile_size: int = 32, switch_frames: str = "distinct") -> np.ndarray:
+    """The frame ``MazeEnv`` shows in ``state``: height x width x 3, uint8. ``switch_frames``
+    (``study`` or ``distinct``) is the protocol field of that name."""
     prewarm(tile_size)
-    grid, _ = build_grid(maze, state)
+    grid, _ = build_grid(maze, state, switch_frames)
     return grid.render(tile_size, state.pos, state.dir, None)
 
 

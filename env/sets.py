@@ -15,7 +15,8 @@ from env.errors import BadInput
 from env.maze import ID_PATTERN, Maze, load_maze, maze_from_dict
 
 MAZES_DIR = Path(__file__).resolve().parent / "mazes"
-NAMED_SETS = ("eval", "heldout", "pool", "hand")
+# gridbench's own sets (minigrid rules), then the MultiNet study's own mazes (multinet-r1 rules)
+NAMED_SETS = ("eval", "heldout", "pool", "hand", "study", "study-heldout")
 
 
 def set_dir(name: str) -> Path:
@@ -50,12 +51,18 @@ def folder_files(folder: Path) -> list[Path]:
 
 
 def set_files(name: str) -> list[Path]:
+    """A named set's maze files in its manifest's order (the study's sets: its rank order)."""
     folder = set_dir(name)
     if name not in NAMED_SETS:
         raise BadInput(name, "", f"unknown maze set (known: {', '.join(NAMED_SETS)})")
     if not folder.is_dir():
         raise BadInput(name, "", "this maze set has not been built yet (gridbench pool build / pool select)")
-    return folder_files(folder)
+    files = folder_files(folder)
+    manifest = folder / "manifest.json"
+    if manifest.is_file():
+        order = {e["file"]: i for i, e in enumerate(json.loads(manifest.read_text(encoding="utf-8"))["mazes"])}
+        files.sort(key=lambda p: (order.get(p.name, len(order)), p.name))
+    return files
 
 
 def resolve_maze(spec: Any) -> Maze:

@@ -2,8 +2,9 @@
 
 ``MazeState`` is the one state object: ``MazeEnv`` exposes it, the oracle searches over it,
 frames and the text projection are drawn from it, so none of them can disagree.
-``step`` is a pure reference implementation of the dynamics; ``MazeEnv`` executes the same
-rules through Minigrid, and the tests hold the two to each other.
+``step`` is a pure reference implementation of the dynamics, one rulebook per ruleset
+(``minigrid``: gridbench's own; ``multinet-r1``: the MultiNet study's R1 rulebook). ``MazeEnv``
+executes the minigrid rules through Minigrid, and the tests hold the two to each other.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from env.maze import DIR_VECTORS, DOOR_STATES, Maze
+from env.maze import DIR_VECTORS, DOOR_STATES, MULTINET_R1, Maze
 
 ACTIONS = ("left", "right", "forward", "pickup", "toggle", "done")
 LEFT, RIGHT, FORWARD, PICKUP, TOGGLE, DONE = range(6)
 EVENTS = (
     "moved", "turned", "bump", "pickup", "swap", "door_unlocked", "door_opened",
     "door_closed", "switch_on", "switch_off", "noop", "goal",
+    # multinet-r1 only: a move that landed elsewhere, a move that put everything back as it was at
+    # the start, an action swallowed while frozen
+    "teleported", "reset", "frozen",
 )
 # Minigrid's own state encoding for doors.
 DOOR_OPEN, DOOR_CLOSED, DOOR_LOCKED = 0, 1, 2
@@ -28,9 +32,11 @@ class MazeState:
     pos: tuple[int, int]
     dir: int
     carrying: int  # index into maze.keys, -1 when empty-handed
-    keys: tuple[tuple[int, int] | None, ...]  # floor cell of each key; None while carried
+    # floor cell of each key; None while carried, and (multinet-r1) once used up by a door
+    keys: tuple[tuple[int, int] | None, ...]
     doors: tuple[int, ...]  # per door: 0 open, 1 closed, 2 locked
-    switches: tuple[bool, ...]  # per switch: on?
+    switches: tuple[bool, ...]  # per switch: on? (a one-shot switch that is on has been used)
+    frozen: int = 0  # multinet-r1: actions still swallowed by a frozen tile
 
     def front(self) -> tuple[int, int]:
         dx, dy = DIR_VECTORS[self.dir]
@@ -38,7 +44,7 @@ class MazeState:
 
     def mechanism_key(self) -> tuple:
         """Position, carried key and mechanism state: what the stall watchdog calls novel."""
-        return (self.pos, self.carrying, self.keys, self.doors, self.switches)
+        return (self.pos, self.carrying, self.keys, self.doors, self.switches, self.frozen)
 
 
 def initial_state(maze: Maze) -> MazeState:
@@ -76,6 +82,11 @@ def passable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
     x, y = cell
     if maze.walls[x, y] or key_at(state, cell) >= 0:
         return False
+    return _barrier_open(maze, state, cell)
+
+
+def _barrier_open(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
+    """No door or gate on ``cell`` holds the agent back."""
     obj = _static_cells(maze).get(cell)
     if obj is None or obj[0] == "switch":
         return True
@@ -84,14 +95,24 @@ def passable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
     return maze.gates_open(state.switches)[obj[1]]
 
 
-def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
-    """Apply one action: the reference dynamics of docs/design.md §3."""
+def _turn_or_wait(s: MazeState, action: int) -> tuple[MazeState, str] | None:
+    """Turning and ``done``, alike in both rulebooks; None for the other actions."""
     if action == LEFT:
         return replace(s, dir=(s.dir - 1) % 4), "turned"
     if action == RIGHT:
         return replace(s, dir=(s.dir + 1) % 4), "turned"
     if action == DONE:
         return s, "noop"
+    return None
+
+
+def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
+    """Apply one action: the reference dynamics of docs/design.md §3, under the maze's ruleset."""
+    if maze.ruleset == MULTINET_R1:
+        return _step_r1(maze, s, action)
+    in_place = _turn_or_wait(s, action)
+    if in_place is not None:
+        return in_place
     front = s.front()
     if action == FORWARD:
         if not passable(maze, s, front):
@@ -130,3 +151,87 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
             return replace(s, doors=tuple(doors)), "door_closed"
         return s, "noop"
     raise ValueError(f"action must be 0..5, got {action!r}")
+
+
+# ---- multinet-r1 ------------------------------------------------------------------------------
+
+@lru_cache(maxsize=512)
+def _r1_cells(maze: Maze) -> tuple[frozenset, frozenset, frozenset, dict]:
+    """Cells that can never be entered, kill cells, frozen tiles, and where each teleporter
+    entrance lands."""
+    solid = maze.cells_of("hazard") | maze.cells_of("block")
+    lands: dict[tuple[int, int], tuple[int, int]] = {}
+    for t in maze.teleporters:
+        lands[t.pos] = t.to
+        if t.bidirectional:
+            lands[t.to] = t.pos
+    return solid, maze.cells_of("kill"), maze.cells_of("frozen"), lands
+
+
+def r1_landing(maze: Maze, cell: tuple[int, int]) -> tuple[int, int]:
+    """Where a move into ``cell`` ends: the other end of a teleporter, else ``cell`` itself."""
+    return _r1_cells(maze)[3].get(cell, cell)
+
+
+def r1_enterable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
+    """Can a move go into ``cell``? Keys never block; walls, hazards, blocks, doors that are not
+    open and gates that are not open do."""
+    x, y = cell
+    if maze.walls[x, y] or cell in _r1_cells(maze)[0]:
+        return False
+    return _barrier_open(maze, state, cell)
+
+
+def _step_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
+    """The MultiNet study's R1 rulebook (docs/maze-format.md#rulesets)."""
+    if not 0 <= action < len(ACTIONS):
+        raise ValueError(f"action must be 0..5, got {action!r}")
+    if s.frozen > 0:  # every action, done included, only counts the freeze down
+        return replace(s, frozen=s.frozen - 1), "frozen"
+    in_place = _turn_or_wait(s, action)
+    if in_place is not None:
+        return in_place
+    cells = _static_cells(maze)
+    if action == FORWARD:
+        front = s.front()
+        if not r1_enterable(maze, s, front):
+            return s, "bump"
+        _, kills, frozen_tiles, _ = _r1_cells(maze)
+        landing = r1_landing(maze, front)
+        if landing in kills:
+            return initial_state(maze), "reset"
+        held = list(s.switches)
+        for i, spec in enumerate(maze.switches):
+            if spec.switch_type == "hold":  # on exactly while the agent stands on it
+                held[i] = spec.pos == landing
+        frozen = maze.rulebook.freeze_steps if landing in frozen_tiles else 0
+        after = replace(s, pos=landing, switches=tuple(held), frozen=frozen)
+        if landing == maze.goal:
+            return after, "goal"
+        return after, ("teleported" if landing != front else "moved")
+    if action == PICKUP:
+        k = key_at(s, s.pos)
+        if k < 0 or s.carrying >= 0:  # the key underfoot, with empty hands only
+            return s, "noop"
+        keys = list(s.keys)
+        keys[k] = None
+        return replace(s, carrying=k, keys=tuple(keys)), "pickup"
+    # toggle: a switch underfoot takes it, whatever it does; otherwise a door in front
+    under = cells.get(s.pos)
+    if under is not None and under[0] == "switch":
+        i = under[1]
+        kind = maze.switches[i].switch_type
+        if kind == "hold" or (kind == "one_shot" and s.switches[i]):
+            return s, "noop"
+        sw = list(s.switches)
+        sw[i] = not sw[i]
+        return replace(s, switches=tuple(sw)), ("switch_on" if sw[i] else "switch_off")
+    obj = cells.get(s.front())
+    if obj is not None and obj[0] == "door":
+        i = obj[1]
+        if s.doors[i] != DOOR_OPEN and s.carrying >= 0 and maze.keys[s.carrying].color == maze.doors[i].color:
+            doors = list(s.doors)
+            doors[i] = DOOR_OPEN
+            carrying = -1 if maze.rulebook.key_consumption else s.carrying
+            return replace(s, doors=tuple(doors), carrying=carrying), "door_unlocked"
+    return s, "noop"

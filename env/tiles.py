@@ -12,11 +12,11 @@ from collections.abc import Iterator
 
 import numpy as np
 from minigrid.core.grid import Grid
-from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
+from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 
 from env.drawing import fast_drawing
-from env.maze import COLORS, DOOR_STATES
-from env.objects import Gate, Switch
+from env.maze import COLORS, DOOR_STATES, SWITCH_COLORS
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
@@ -38,14 +38,30 @@ def all_tiles() -> Iterator[WorldObj | None]:
         yield Switch(c, False)
         yield Gate(c, True)
         yield Gate(c, False)
+    # the study's white switches, and what only multinet-r1 mazes (or the study's frames) show
+    yield Switch("white", True)
+    yield Switch("white", False)
+    for c in SWITCH_COLORS:
+        yield DiscSwitch(c, shows_state=False)
+        yield DiscSwitch(c, True)
+        yield DiscSwitch(c, False)
+    for c in COLORS:
+        yield Teleporter(c)
+        yield Box(c)
+    yield Lava()
+    yield KillCell()
+    yield FrozenTile()
 
 
 def shown_tiles() -> Iterator[tuple[WorldObj | None, int | None]]:
     """Every (cell content, agent direction or None) pair a frame can show."""
     for obj in all_tiles():
         for agent_dir in AGENT_DIRS:
-            if agent_dir is not None and obj is not None and not obj.can_overlap():
-                continue  # the agent never stands on a wall, key, closed door or closed gate
+            # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
+            # cell; on a key only under multinet-r1, where keys are walkable
+            if agent_dir is not None and obj is not None and not (
+                    (obj.can_overlap() and not isinstance(obj, Lava)) or isinstance(obj, Key)):
+                continue
             yield obj, agent_dir
 
 
@@ -67,6 +83,14 @@ def tile_name(obj: WorldObj | None) -> str:
         return f"switch-{obj.color}-{'on' if obj.is_on else 'off'}"
     if isinstance(obj, Gate):
         return f"gate-{obj.color}-{'open' if obj.is_open else 'closed'}"
+    if isinstance(obj, DiscSwitch):
+        return f"switch-{obj.color}-disc" + (f"-{'on' if obj.is_on else 'off'}" if obj.shows_state else "")
+    if isinstance(obj, Teleporter):
+        return f"teleporter-{obj.color}"
+    if isinstance(obj, Box):
+        return f"block-{obj.color}"
+    if isinstance(obj, Lava | KillCell | FrozenTile):
+        return {Lava: "hazard", KillCell: "kill", FrozenTile: "frozen"}[type(obj)]
     raise ValueError(f"no tile name for {obj!r}")
 
 

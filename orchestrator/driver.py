@@ -184,13 +184,13 @@ class EpisodeActor:
                                 on_rate_limit=sender.rate_limited if sender is not None else None)
         except Exception as err:  # a model that cannot even be built costs only its episodes
             result = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
-                                    str(err), attempts)
+                                    str(err), attempts, serving=spec.model.serving)
         else:
             try:
                 result = await run_episode(
                     spec.maze, agent, protocol, identity, attempts=attempts, on_step=sender,
                     recorded=[StepRecord.from_row(r) for r in resume.rows], resumed=resume.resumed,
-                    should_stop=sender.should_stop if sender is not None else None)
+                    should_stop=sender.should_stop if sender is not None else None, serving=spec.model.serving)
             finally:
                 await agent.aclose()
                 if sender is not None:
@@ -916,7 +916,7 @@ class Driver:
     def _error(self, task: Task, error_class: str, message: str) -> EncodedEpisode:
         s = task.spec
         return encode_episode(failed_episode(s.identity(self.run), s.maze, s.condition.protocol, error_class,
-                                             message, task.attempts))
+                                             message, task.attempts, serving=s.model.serving))
 
     def _actor_lost(self, worker: Worker) -> None:
         if not worker.alive:

@@ -33,7 +33,7 @@ from env.maze import DOOR_STATES
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.state import ACTIONS, initial_state
 from orchestrator.records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
-from orchestrator.termination import Termination, step_cap_for
+from orchestrator.termination import Termination, gridbench_signature, step_cap_for, study_signature
 
 # Error messages travel into traces and onto the terminal; cap them so a provider's HTML error
 # page cannot bloat a run.
@@ -63,10 +63,12 @@ def gridbench_version() -> str:
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
-    """Keys, doors, switches and gates after a step, as compact JSON (the ``mechanisms`` column)."""
+    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
+    tiles), as compact JSON (the ``mechanisms`` column)."""
     info = mechanism_info(maze, state)
     return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates")}, sort_keys=True, separators=(",", ":")
+        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
+        sort_keys=True, separators=(",", ":"),
     )
 
 
@@ -83,6 +85,7 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
         keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
         doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
         switches=tuple(bool(switches[s.id]) for s in maze.switches),
+        frozen=int(mechanisms.get("frozen", 0)),
     )
 
 
@@ -102,8 +105,15 @@ def decision_of(record: StepRecord) -> Decision:
         parse=record.parse,  # type: ignore[arg-type]  # the trace column holds a ParseStatus as a plain string
         reply=record.reply, reasoning=record.reasoning, finish_reason=record.finish_reason,
         usage=record.usage, budget=record.budget, prompt_hash=record.prompt_hash,
-        image_hashes=tuple(record.image_hashes),
+        image_hashes=tuple(record.image_hashes), token=record.token, plan=tuple(record.plan),
+        subgoal=record.subgoal or "",
     )
+
+
+def failed_calls(usage: Usage, acted: bool) -> int:
+    """Model calls whose reply gave no action, of a step (``acted``: it had an action) or of the
+    calls that ended an episode: every call but the one that gave the action."""
+    return max(0, usage.calls - (1 if acted else 0))
 
 
 class Playthrough:
@@ -119,8 +129,11 @@ class Playthrough:
         self.d_start = d_start
         self.d_start_tile = tile_distance(maze, self.state.pos)
         self.closest = d_start
+        study = protocol.style == "study"
         self.termination = Termination.start(self.state, step_cap_for(d_start, protocol.step_cap_factor),
-                                             protocol.stall_window)
+                                             protocol.stall_window,
+                                             signature=study_signature(maze) if study else gridbench_signature,
+                                             stall_first=study)
         self.history: list[PastStep] = []
         self.steps: list[StepRecord] = []
 
@@ -155,11 +168,12 @@ class Playthrough:
             mechanisms=mechanisms_json(self.maze, state), novel=novel, action_distance=d_action,
             tile_distance=tile_distance(self.maze, state.pos), usage=decision.usage,
             finish_reason=decision.finish_reason, budget=decision.budget, prompt_hash=decision.prompt_hash,
-            image_hashes=tuple(decision.image_hashes),
+            image_hashes=tuple(decision.image_hashes), token=decision.token, plan=decision.plan,
+            subgoal=decision.subgoal or None,
         )
         self.steps.append(record)
         self.history.append(PastStep(step=step_no, action=decision.action, event=event,
-                                     state_before=before, state_after=state))
+                                     state_before=before, state_after=state, token=decision.token))
         return record
 
     def replay(self, recorded: StepRecord) -> None:
@@ -179,11 +193,14 @@ class Playthrough:
 
 def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *, termination: str,
                    play: Playthrough | None = None, error: tuple[str, str] | None = None, attempts: int = 1,
-                   resumed: int = 0, started_at: datetime | None = None, wall_s: float = 0.0) -> EpisodeRecord:
-    """The record of an episode: finished (``play`` ended with ``termination``), failed while
-    playing (``play`` and ``error``), or failed before it could start (``error`` alone)."""
+                   resumed: int = 0, started_at: datetime | None = None, wall_s: float = 0.0,
+                   ending: Decision | None = None, serving: str | None = None) -> EpisodeRecord:
+    """The record of an episode: finished (``play`` ended with ``termination``, by the agent's
+    ``ending`` decision when it ended the episode without a step), failed while playing (``play``
+    and ``error``), or failed before it could start (``error`` alone)."""
     now = datetime.now(UTC)
     steps = play.steps if play is not None else []
+    ending_usage = ending.usage if ending is not None else Usage()
     solved = termination == "solved"
     d_end = d_end_tile = None
     if play is not None:
@@ -201,19 +218,23 @@ def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *,
         d_start_tile=play.d_start_tile if play else None, d_end_tile=d_end_tile,
         closest_action=play.closest if play else None,
         invalid_outputs=sum(1 for s in steps if s.action is None),
-        usage=Usage.total(s.usage for s in steps), wall_s=wall_s, attempts=attempts, resumed=resumed,
+        parse_failures=sum(failed_calls(s.usage, s.action is not None) for s in steps)
+        + failed_calls(ending_usage, False),
+        ending_reply=ending.reply if ending is not None and ending.usage.calls else None,
+        ending_reasoning=ending.reasoning if ending is not None and ending.usage.calls else None,
+        usage=Usage.total(s.usage for s in steps) + ending_usage, wall_s=wall_s, attempts=attempts, resumed=resumed,
         error_class=error_class,
         error_message=scrub(message)[:MAX_ERROR_CHARS] if message is not None else None,
-        gridbench_version=gridbench_version(), env_version=ENV_VERSION,
+        serving=serving, gridbench_version=gridbench_version(), env_version=ENV_VERSION,
         started_at=started_at or now, finished_at=now,
     )
 
 
 def failed_episode(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, error_class: str, message: str,
-                   attempts: int) -> EpisodeResult:
+                   attempts: int, serving: str | None = None) -> EpisodeResult:
     """An ``error`` episode that never got to run (its actor or node died on every attempt)."""
     return EpisodeResult(episode_record(identity, maze, protocol, termination="error",
-                                        error=(error_class, message), attempts=attempts))
+                                        error=(error_class, message), attempts=attempts, serving=serving))
 
 
 async def run_episode(
@@ -227,6 +248,7 @@ async def run_episode(
     recorded: Sequence[StepRecord] = (),
     resumed: int = 0,
     should_stop: Callable[[], Awaitable[bool] | bool] | None = None,
+    serving: str | None = None,
 ) -> EpisodeResult:
     """Play one episode to its end (from its ``recorded`` steps, when it resumes) and return its
     records.
@@ -235,16 +257,17 @@ async def run_episode(
     awaited before the next turn: the driver makes the step durable there, the human player and
     live viewers show it. ``should_stop`` is asked between turns: when it says so, the episode
     stops as ``suspended`` (it may also wait there: the driver holds a turn back while its model is
-    rate limited). The agent is not closed here; whoever built it closes it.
+    rate limited). ``serving`` says how the model was served (``ModelEntry.serving``). The agent is
+    not closed here; whoever built it closes it.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
 
     def ended(termination: str, play: Playthrough | None = None, error: tuple[str, str] | None = None,
-              suspended: bool = False) -> EpisodeResult:
+              suspended: bool = False, ending: Decision | None = None) -> EpisodeResult:
         record = episode_record(identity, maze, protocol, termination=termination, play=play, error=error,
                                 attempts=attempts, resumed=resumed, started_at=started_at,
-                                wall_s=time.perf_counter() - t0)
+                                wall_s=time.perf_counter() - t0, ending=ending, serving=serving)
         return EpisodeResult(record, play.steps if play is not None else [], suspended=suspended)
 
     try:
@@ -274,6 +297,8 @@ async def run_episode(
                 return ended("error", play, error=(err.error_class, str(err)))
             except Exception as err:  # a bug or a library failure still costs only this episode
                 return ended("error", play, error=(type(err).__name__, str(err)))
+            if decision.ending is not None:
+                return ended(decision.ending, play, ending=decision)
             record = play.apply(decision)
             if on_step is not None:
                 maybe = on_step(record)

@@ -1,38 +1,59 @@
 """What a sweep will cost before it spends anything (``gridbench run --dry-run``).
 
-Per model, over the episodes still to run:
+Per model, over the episodes still to run, three figures: an upper bound, a typical figure,
+and where the typical figure comes from.
 
 - **calls**: at most the step cap of each episode (times three with ``invalid_output: reask``);
-  typically the study's observed episode length, ``TYPICAL_TURNS`` turns, capped at the step cap.
+  typically the mean calls per episode of this model's finished episodes in the run, else the
+  study's queries per episode for the model's provider family (``agents.providers.STUDY_PRIORS``,
+  docs/providers.md), else ``TYPICAL_TURNS``; never more than the upper bound.
 - **prompt tokens**: measured by rendering each episode's first turn (litellm's token counter
   for the model); a multi-turn conversation grows by the second turn's increment every turn.
-- **output tokens**: the output cap each request carries (``max_tokens``, as the agent sends it);
-  the typical estimate uses the mean output per call of this model's finished episodes in the
-  run when there are some, else the cap too.
+- **output tokens**: the upper bound prices every call at the output cap it carries; the typical
+  figure at the mean output per call of this model's finished episodes in the run, else the
+  study's mean output per query for the family (never above the cap), else it is unknown.
 - **price**: the model entry's ``price``, else litellm's price table; a model neither knows is
-  reported as unknown, never guessed.
+  reported as unknown, never guessed. A self-hosted vLLM model is costed in GPU-hours instead:
+  its output tokens at the study's throughput (``STUDY_OUTPUT_TOKENS_PER_GPU_HOUR``).
 """
 
 from __future__ import annotations
 
-import base64
-import struct
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from agents.model import ModelConfig, Price
 from agents.prompt import build_messages
 from agents.protocol import Protocol
+from agents.providers import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR, STUDY_PRIORS
 from agents.types import PastStep, Turn
 from env.maze import Maze
 from env.state import initial_state, step
+from orchestrator.serving.limits import count_tokens, step_cap_of
 from orchestrator.sweep import EpisodeSpec
 
-# The study's observed episode length: one model's 1,600 turns that followed a move, over its
-# 50 episodes (the stall watchdog ended most of them), so about 33 turns with the first one.
+# Without a prior for the family: the study's observed episode length, one model's 1,600 turns
+# that followed a move over its 50 episodes (the stall watchdog ended most of them), so about 33
+# turns with the first one.
 TYPICAL_TURNS = 33
 REASK_FACTOR = 3  # a turn with `invalid_output: reask` makes at most 1 + 2 calls
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a model's finished episodes of this run spent."""
+
+    episodes: int
+    calls: int
+    tokens_out: int
+
+    @property
+    def calls_per_episode(self) -> float:
+        return self.calls / self.episodes
+
+    @property
+    def output_per_call(self) -> float:
+        return self.tokens_out / self.calls
 
 
 @dataclass
@@ -40,19 +61,30 @@ class ModelEstimate:
     name: str
     episodes: int = 0
     calls_max: int = 0
-    calls_typical: int = 0
+    calls_typical: float = 0.0
     prompt_tokens_first: int = 0  # summed over episodes: the first turn's prompt
-    cost_max: float | None = 0.0
+    output_cap: int | None = None  # the largest over the model's conditions
+    output_cap_min: int | None = None  # the smallest (a condition can give a model its own cap)
+    output_typical: float | None = None  # output tokens per call in the typical figure (the last condition's)
+    output_tokens_max: int = 0
+    output_tokens_typical: float | None = 0.0
+    cost_max: float | None = 0.0  # USD
     cost_typical: float | None = 0.0
+    typical_source: str = ""
     price_source: str = ""
-    output_cap: int | None = None
+    gpus: int | None = None  # a self-hosted vLLM model: GPUs its replicas hold
+    gpu_hours_max: float | None = None
+    gpu_hours_typical: float | None = None
 
     @property
     def mean_prompt_tokens(self) -> float:
         return self.prompt_tokens_first / self.episodes if self.episodes else 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "mean_prompt_tokens_first": self.mean_prompt_tokens}
 
-def estimate(specs: list[EpisodeSpec], observed_output: dict[str, float] | None = None) -> list[ModelEstimate]:
+
+def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = None) -> list[ModelEstimate]:
     """One estimate per model of ``specs``, in the order models first appear."""
     out: dict[str, ModelEstimate] = {}
     for spec in specs:
@@ -60,46 +92,78 @@ def estimate(specs: list[EpisodeSpec], observed_output: dict[str, float] | None 
         e = out.setdefault(m.name, ModelEstimate(m.name))
         e.episodes += 1
         if m.builtin:
-            e.price_source = "built-in (free)"
+            e.price_source = e.typical_source = "built-in (free)"
             continue
         protocol = spec.condition.protocol
-        cap = _step_cap(spec.maze, protocol)
+        cap = step_cap_of(spec.maze, protocol.step_cap_factor)
         factor = REASK_FACTOR if protocol.invalid_output == "reask" else 1
-        typical = min(cap, TYPICAL_TURNS)
-        e.calls_max += cap * factor
-        e.calls_typical += typical
+        calls_max = cap * factor
+        out_cap = protocol.max_output_tokens
+        seen = (observed or {}).get(m.name)
+        prior = STUDY_PRIORS.get(m.config.family.name)
+        if seen is not None and seen.calls:
+            calls, per_call = seen.calls_per_episode, seen.output_per_call
+            e.typical_source = f"this run ({seen.episodes} episodes)"
+        elif prior is not None:
+            calls, per_call = prior.queries_per_episode, float(min(prior.mean_output_tokens, out_cap))
+            e.typical_source = f"study: {prior.model}"
+        else:
+            calls, per_call = float(TYPICAL_TURNS), None
+            e.typical_source = "unknown"
+        calls = min(float(calls_max), calls)
+        e.calls_max += calls_max
+        e.calls_typical += calls
         first, growth = _prompt_tokens(m.config, spec.maze, protocol)
         e.prompt_tokens_first += first
-        out_cap = output_cap(m.config, protocol)
-        e.output_cap = out_cap
-        price, source = price_of(m.config)
-        e.price_source = source
-        if price is None or e.cost_max is None or e.cost_typical is None:
+        e.output_cap = max(e.output_cap or 0, out_cap)
+        e.output_cap_min = min(e.output_cap_min or out_cap, out_cap)
+        e.output_typical = per_call
+        e.output_tokens_max += calls_max * out_cap
+        e.output_tokens_typical = None if per_call is None or e.output_tokens_typical is None else \
+            e.output_tokens_typical + calls * per_call
+        if m.serve is not None and m.serve.engine == "vllm":
+            e.gpus = m.serve.replicas * m.serve.tensor_parallel_size
+            e.gpu_hours_max = e.output_tokens_max / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR
+            e.gpu_hours_typical = (None if e.output_tokens_typical is None
+                                   else e.output_tokens_typical / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR)
+        price, e.price_source = price_of(m.config)
+        if price is None or e.cost_max is None:
             e.cost_max = e.cost_typical = None
             continue
-        typical_out = (observed_output or {}).get(m.name, float(out_cap))
         e.cost_max += factor * (_prompt_sum(first, growth, cap) * price.input + cap * out_cap * price.output)
-        e.cost_typical += _prompt_sum(first, growth, typical) * price.input + typical * typical_out * price.output
+        if per_call is None or e.cost_typical is None:
+            e.cost_typical = None
+        else:
+            e.cost_typical += (_prompt_sum(first, growth, calls) * price.input + calls * per_call * price.output)
     return list(out.values())
 
 
-def _prompt_sum(first: int, growth: int, turns: int) -> int:
+def prior_notes(rows: list[ModelEstimate]) -> list[str]:
+    """One line per study prior and assumption a typical figure of ``rows`` rests on."""
+    used = {e.typical_source for e in rows}
+    notes = [f"study: {p.model}: {p.mean_output_tokens:,} output tokens a query and {p.queries_per_episode:.1f} "
+             f"queries an episode in the study's final run (capped here at each episode's caps)"
+             for p in dict.fromkeys(STUDY_PRIORS.values()) if f"study: {p.model}" in used]
+    if "unknown" in used:
+        notes.append(f"unknown: no finished episodes in this run and no study prior for the provider family; "
+                     f"calls ~ counts {TYPICAL_TURNS} turns an episode")
+    if any(e.gpus is not None for e in rows):
+        notes.append(f"GPU-h: output tokens at the study's {STUDY_OUTPUT_TOKENS_PER_GPU_HOUR:,.0f} output tokens per "
+                     "A100-hour (48.0M on ~165 A100-hours); wall-clock hours are GPU-h / GPUs")
+    return notes
+
+
+def _prompt_sum(first: int, growth: int, turns: float) -> float:
     """Prompt tokens over ``turns`` turns that start at ``first`` and grow by ``growth`` a turn."""
-    return turns * first + growth * turns * (turns - 1) // 2
-
-
-@lru_cache(maxsize=4096)
-def _step_cap(maze: Maze, protocol: Protocol) -> int:
-    from env.oracle import solve
-    from orchestrator.termination import step_cap_for
-
-    return step_cap_for(solve(maze).optimal_actions or 0, protocol.step_cap_factor)
+    return turns * first + growth * turns * (turns - 1) / 2
 
 
 def price_of(config: ModelConfig) -> tuple[Price | None, str]:
     """The price per token and where it came from."""
     if config.price is not None:
         return config.price, "sweep price"
+    if config.served:
+        return None, "self-hosted"
     from agents.llm import litellm_module
 
     try:
@@ -108,16 +172,6 @@ def price_of(config: ModelConfig) -> tuple[Price | None, str]:
                      info.get("cache_read_input_token_cost")), "litellm table"
     except Exception:
         return None, "unknown: give the entry a price"
-
-
-def output_cap(config: ModelConfig, protocol: Protocol) -> int:
-    """The ``max_tokens`` each request of this model carries (some providers need more than the
-    protocol's cap to fit the thinking budget)."""
-    from agents.llm import LLMAgent
-
-    agent = LLMAgent(config, protocol, offline=True)
-    request = agent.request_body([]) if config.client == "openai" else agent.request_kwargs([])
-    return int(request.get("max_tokens") or protocol.max_output_tokens)
 
 
 def _prompt_tokens(config: ModelConfig, maze: Maze, protocol: Protocol) -> tuple[int, int]:
@@ -130,43 +184,3 @@ def _prompt_tokens(config: ModelConfig, maze: Maze, protocol: Protocol) -> tuple
     moved, event = step(maze, start, 2)
     second = Turn(maze, protocol, 2, moved, (PastStep(1, 2, event, start, moved),), 2)
     return tokens, max(0, count_tokens(config.model, build_messages(second, ["ACTION: forward"])) - tokens)
-
-
-def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
-    """Prompt tokens by litellm's counter for ``model``: the text at once, each image by its size
-    (counting images costs time, and every frame of a maze has the same size)."""
-    from agents.llm import litellm_module
-
-    texts, sizes = [], []
-    for m in messages:
-        content = m["content"]
-        for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
-            if part["type"] == "image_url":
-                sizes.append(_png_size(part["image_url"]["url"]))
-            else:
-                texts.append(part["text"])
-    lib = litellm_module()
-    total = int(lib.token_counter(model=model, text="\n\n".join(texts)))
-    return total + sum(_image_tokens(model, size) for size in sizes)
-
-
-def _png_size(uri: str) -> tuple[int, int]:
-    head = base64.b64decode(uri.split(",", 1)[1][:64])
-    width, height = struct.unpack(">II", head[16:24])  # the PNG IHDR chunk
-    return width, height
-
-
-@lru_cache(maxsize=256)
-def _image_tokens(model: str, size: tuple[int, int]) -> int:
-    import numpy as np
-
-    from agents.llm import litellm_module
-    from env.render import png_bytes
-
-    png = png_bytes(np.zeros((size[1], size[0], 3), dtype=np.uint8))
-    uri = "data:image/png;base64," + base64.b64encode(png).decode()
-    lib = litellm_module()
-    with_image = lib.token_counter(model=model, messages=[{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": uri}}]}])
-    without = lib.token_counter(model=model, messages=[{"role": "user", "content": []}])
-    return max(0, int(with_image) - int(without))

@@ -34,8 +34,8 @@ ARROW_TYPES = {
 TYPE_NAMES = {"timestamp": "timestamp[us, UTC]"}
 USAGE_ARROW = {"tokens_in": "int64", "tokens_out": "int64", "tokens_reasoning": "int64", "tokens_cached": "int64",
                "reasoning_estimated": "bool", "cost_usd": "float64", "latency_s": "float64", "retries": "int32",
-               "reasks": "int32"}
-BUDGET_ARROW = {"thinking_budget": "int32", "reasoning_effort": "string", "max_output_tokens": "int32"}
+               "calls": "int32", "reasks": "int32"}
+BUDGET_ARROW = {"thinking": "bool", "thinking_budget": "int32", "reasoning_effort": "string", "max_output_tokens": "int32"}
 # the Arrow types of the agents' records, which stay free of pyarrow
 NESTED_ARROW = {Usage: USAGE_ARROW, Budget: BUDGET_ARROW}
 
@@ -181,13 +181,16 @@ class StepRecord(Record):
     reply: str = col("string", "the model's raw reply text (re-asks joined by a `[re-asked]` line)")
     reasoning: str = col("string", "the model's reasoning / thinking text, when the provider returns it")
     event: str = col("string", "exactly one of `moved turned bump pickup swap door_unlocked door_opened door_closed "
-                               "switch_on switch_off noop goal` (docs/design.md §3); `noop` for invalid replies")
+                               "switch_on switch_off noop goal`, under multinet-r1 also `teleported reset frozen` "
+                               "(docs/design.md §3); `noop` for invalid replies")
     x: int = col("int32", "agent column after the step (from the left)")
     y: int = col("int32", "agent row after the step (from the top)")
     dir: int = col("int8", "facing after the step: 0 east, 1 south, 2 west, 3 north")
     carrying: str | None = col("string", "id of the carried key; null when empty-handed")
     mechanisms: str = col("string", 'JSON `{"doors": {id: "locked"/"closed"/"open"}, "gates": {id: open?}, '
-                                    '"keys": {id: [x, y] or null while carried}, "switches": {id: on?}}`')
+                                    '"keys": {id: [x, y] or null while carried (multinet-r1: or used up)}, '
+                                    '"switches": {id: on?}}`, plus `"frozen": n` (actions still swallowed) in '
+                                    'mazes with frozen tiles')
     novel: bool = col("bool", "this step reached a never-seen (position, carried key, mechanism state); the start "
                               "counts as seen; `stall_window` steps in a row without novelty end the episode")
     action_distance: int | None = col("int32", "oracle action distance to the goal; null when the goal can no "
@@ -198,6 +201,11 @@ class StepRecord(Record):
     budget: Budget = nested("as sent with this step's request")
     prompt_hash: str = col("string", "short sha256 of the whole prompt (every message's text, images by their hashes)")
     image_hashes: tuple[str, ...] = col("list<string>", "short sha256 of each image's PNG bytes, in the order sent")
+    token: str | None = col("string", "study style: the reply's action token this step carries out (`MOVE_NORTH` "
+                                      "for each turn and the forward it becomes); null otherwise")
+    plan: tuple[str, ...] = col("list<string>", "study style: every action token this step's query returned, on "
+                                                "the query's first step (later steps of its list: empty)")
+    subgoal: str | None = col("string", "subgoal querying: the sub-goal this step's query named; null otherwise")
 
 
 @dataclass(frozen=True)
@@ -211,10 +219,11 @@ class EpisodeRecord(Record):
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "
                                                "episode never started")
     step_cap: int | None = col("int32", "`ceil(step_cap_factor x optimal_actions)`")
-    termination: str = col("string", "`solved`, `step_cap`, `stall` or `error` (infrastructure failure: leave it "
-                                     "out of metrics)")
+    termination: str = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
+                                     "row gave no action), `exhausted` (a trajectory's actions ran out) or `error` "
+                                     "(infrastructure failure: leave it out of metrics)")
     solved: bool = col("bool", "the agent entered the goal")
-    steps: int = col("int32", "steps taken (invalid replies count: they are no-op steps)")
+    steps: int = col("int32", "steps taken (with `invalid_output: noop`, a reply with no action is a no-op step)")
     progress_action: float | None = col("float64", "`clip(1 - d_end_action / d_start_action, 0, 1)`; 1 when "
                                                    "solved; 0 when the goal became unreachable; null for errors "
                                                    "that never started")
@@ -224,8 +233,14 @@ class EpisodeRecord(Record):
     d_start_tile: int | None = col("int32", "tile distance at the start")
     d_end_tile: int | None = col("int32", "tile distance at the end")
     closest_action: int | None = col("int32", "smallest action distance reached during the episode (start included)")
-    invalid_outputs: int = col("int32", "replies with no readable action (each became a no-op step)")
-    usage: Usage = nested("all the episode's steps together", rename={"latency_s": "model_latency_s"})
+    invalid_outputs: int = col("int32", "no-op steps: replies with no readable action under `invalid_output: noop`")
+    parse_failures: int = col("int32", "model calls whose reply gave no action: re-asked or re-queried ones, no-op "
+                                       "steps, and the calls that ended the episode `parse_failed`")
+    ending_reply: str | None = col("string", "`parse_failed`: the replies of the calls that ended the episode "
+                                             "without a step (joined by `[re-asked]` lines); null otherwise")
+    ending_reasoning: str | None = col("string", "`parse_failed`: their reasoning text; null otherwise")
+    usage: Usage = nested("all the episode's model calls together (its steps' and those that ended it)",
+                          rename={"latency_s": "model_latency_s"})
     wall_s: float = col("float64", "seconds from the episode's start to its end in the actor (a resumed episode: its last part)")
     attempts: int = col("int32", "times the episode was started; more than 1 when its actor, node or model "
                                  "server died")
@@ -233,6 +248,9 @@ class EpisodeRecord(Record):
     error_class: str | None = col("string", "for `error`: the failure's class (`RateLimitError`, `RayActorError`, "
                                             "...); else null")
     error_message: str | None = col("string", "for `error`: the failure's message, secrets removed; else null")
+    serving: str | None = col("string", "how the sweep served the model: `vllm`, `vllm reasoning_parser=<name>` "
+                                        "(reasoning returned apart from the reply; without one it comes inline), "
+                                        "`llama_cpp`; null for a model called at its provider or a built-in agent")
     gridbench_version: str = col("string", "package version")
     env_version: str = col("string", "`env.ENV_VERSION` (part of the episode id)")
     started_at: datetime = col("timestamp", "wall-clock start (UTC)")

@@ -7,6 +7,7 @@ from the run's manifest (mazes are stored there by checksum), so a replay needs 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -52,8 +53,13 @@ class ReplayResult:
         return not self.mismatches
 
     def frames(self, tile_size: int = 32) -> list[np.ndarray]:
-        """The frame of every state, start first (what ``--gif`` animates)."""
-        return [render_state(self.maze, s, tile_size) for s in self.states]
+        """The frame of every state, start first (what ``--gif`` animates), with switches drawn as
+        the episode's protocol drew them."""
+        try:
+            switch_frames = json.loads(self.episode.get("protocol") or "{}").get("switch_frames", "distinct")
+        except (ValueError, AttributeError):
+            switch_frames = "distinct"
+        return [render_state(self.maze, s, tile_size, switch_frames) for s in self.states]
 
 
 def load_run_maze(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Maze:

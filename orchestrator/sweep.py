@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,14 @@ class ModelEntry:
     def builtin(self) -> bool:
         return self.config.builtin
 
+    @property
+    def serving(self) -> str | None:
+        """How the sweep serves the model (the episodes' ``serving`` column); None: not served."""
+        if self.serve is None:
+            return None
+        parser = self.serve.reasoning_parser if self.serve.engine == "vllm" else None
+        return f"{self.serve.engine} reasoning_parser={parser}" if parser else self.serve.engine
+
     def identity(self) -> dict[str, Any]:
         """What makes this model's answers what they are; part of every episode id. The client is
         not: both send the same request."""
@@ -93,6 +102,13 @@ class Condition:
     name: str
     protocol: Protocol
     changed: str | None  # the one field it changes from the base protocol; None for the base
+    # protocol fields this condition sets for one model only (model name -> fields), laid over
+    # that model's own: a condition that changes model settings, such as the study's thinking one
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.changed is None and not self.models
 
 
 @dataclass(frozen=True)
@@ -166,13 +182,17 @@ class Sweep:
             "protocol": self.protocol.to_dict(),
             "models": [m.public() for m in self.models],
             "conditions": [
-                {"name": c.name, "changed": c.changed, "protocol_hash": c.protocol.hash,
+                {"name": c.name, "changed": c.changed, "models": c.models, "protocol_hash": c.protocol.hash,
                  "protocol": c.protocol.to_dict()}
                 for c in self.conditions
             ],
             "episodes": len(self.episodes()),
             "env_version": ENV_VERSION,
         }
+
+    def serve_spec(self, model: ModelEntry) -> ServeSpec:
+        """A served model's spec with what this sweep decides filled in (``resolve_serve``)."""
+        return resolve_serve(model, self.conditions, model.mazes or self.mazes)
 
     def check_keys(self) -> list[str]:
         """Every model's key variable is set (``BadInput`` naming the first that is not); returns
@@ -201,10 +221,33 @@ class Sweep:
 
 
 def model_conditions(model: ModelEntry, conditions: list[Condition]) -> list[Condition]:
-    """The conditions as this model runs them: its own protocol fields laid over each one."""
-    if not model.protocol:
-        return conditions
-    return [replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **model.protocol})) for c in conditions]
+    """The conditions as this model runs them: its own protocol fields laid over each one, then
+    the condition's fields for this model."""
+    out = []
+    for c in conditions:
+        own = {**model.protocol, **c.models.get(model.name, {})}
+        out.append(replace(c, protocol=resolve_protocol({**c.protocol.to_dict(), **own})) if own else c)
+    return out
+
+
+def resolve_serve(model: ModelEntry, conditions: list[Condition], mazes: Sequence[Maze]) -> ServeSpec:
+    """``model.serve`` with what the sweep decides filled in (docs/cluster.md): vLLM's image
+    limit and ``max_model_len`` from the largest request the model's conditions can render
+    (``orchestrator.serving.limits``), ``max_num_seqs`` from its concurrency."""
+    from orchestrator.serving.limits import images_per_request, longest_request
+
+    spec = model.serve
+    if spec is None:
+        raise ValueError(f"{model.name} is not served")
+    concurrency = model.max_concurrency or DEFAULT_LLM_CONCURRENCY
+    if spec.engine != "vllm":
+        return spec.resolved(max_concurrency=concurrency)
+    runs = model_conditions(model, conditions)
+    images = max(images_per_request(mazes[0], c.protocol) for c in runs)
+    length = None
+    if spec.max_model_len is None:
+        length = max(longest_request(model.model, list(mazes), c.protocol) for c in runs)
+    return spec.resolved(max_concurrency=concurrency, images=images, max_model_len=length)
 
 
 def episode_id(maze: Maze, model: ModelEntry, protocol: Protocol, repeat: int) -> str:
@@ -288,7 +331,8 @@ def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None
     return unique
 
 
-def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) -> ModelEntry:
+def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
+                 protocol: Protocol | None = None) -> ModelEntry:
     where = f"models[{i}]"
     if isinstance(entry, str):
         entry = {"model": entry}
@@ -302,7 +346,8 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
     config = parse_model_config({k: entry[k] for k in AGENT_KEYS if k in entry}, source, where,
-                                served=serve is not None)
+                                served=serve is not None, engine=serve.engine if serve is not None else None,
+                                reasoning_parser=serve.reasoning_parser if serve is not None else None)
     if serve is not None and (config.builtin or config.human):
         raise BadInput(source, f"{where}.serve", "only litellm models are served")
     if serve is not None and config.request_name == config.model:
@@ -325,14 +370,64 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None) 
     if not isinstance(own_protocol, dict) or "preset" in own_protocol:
         raise BadInput(source, f"{where}.protocol", "must be a mapping of protocol fields (no preset)")
     try:
-        resolve_protocol(own_protocol, source)
+        resolve_protocol({**(protocol or resolve_protocol(None)).to_dict(), **own_protocol}, source)
     except BadInput as err:
         raise BadInput(source, f"{where}.protocol.{err.field}", err.message) from None
     return ModelEntry(config=config, max_concurrency=conc, max_cost=max_cost, serve=serve, mazes=own_mazes,
                       protocol=own_protocol)
 
 
-def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
+def _check_provider(source: str, i: int, model: ModelEntry, conditions: list[Condition]) -> None:
+    """Every condition, as this model runs it, is one its provider family can honour
+    (docs/providers.md): otherwise a request would be refused, or sent and recorded as if a
+    setting had been applied that the provider drops."""
+    if model.builtin or model.config.human:
+        return
+    config = model.config
+    for j, c in enumerate(model_conditions(model, conditions)):
+        refused = config.family.refusal(c.protocol, config.request_params)
+        if refused is None:
+            continue
+        field, why = refused
+        if field.startswith("params."):
+            where = f"models[{i}].{field}"
+        elif field in c.models.get(model.name, {}):
+            where = f"conditions[{j}].models.{model.name}.{field}"
+        elif field in model.protocol:
+            where = f"models[{i}].protocol.{field}"
+        elif c.changed == field:
+            where = f"conditions[{j}].{field}"
+        else:
+            where = f"protocol.{field}"
+        raise BadInput(source, where, f"{model.name} ({config.model}) in condition {c.name!r}: {why}")
+
+
+def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition],
+                        mazes: list[Maze]) -> None:
+    """A vLLM limit the sweep gives holds every request the model's conditions render: vLLM
+    would answer the others with HTTP 400, and every such episode would end in error."""
+    spec = model.serve
+    if spec is None or spec.engine != "vllm":
+        return
+    from orchestrator.serving.limits import images_per_request, longest_request
+
+    for c in model_conditions(model, conditions):
+        given = spec.limit_mm_per_prompt
+        if given is not None:
+            n = images_per_request(mazes[0], c.protocol)
+            if n > given.get("image", 0):
+                raise BadInput(source, f"models[{i}].serve.limit_mm_per_prompt",
+                               f"condition {c.name!r} sends {n} images in one request, more than the "
+                               f"{given.get('image', 0)} allowed")
+        if spec.max_model_len is not None:
+            need = longest_request(model.model, mazes, c.protocol)
+            if need > spec.max_model_len:
+                raise BadInput(source, f"models[{i}].serve.max_model_len",
+                               f"condition {c.name!r} needs {need} tokens (its longest prompt and its output "
+                               f"cap of {c.protocol.max_output_tokens}), more than the {spec.max_model_len} given")
+
+
+def _parse_conditions(source: str, raw: Any, base: Protocol, model_names: list[str]) -> list[Condition]:
     if raw is None:
         return [Condition(DEFAULT_CONDITION, base, None)]
     if not isinstance(raw, list) or not raw:
@@ -340,6 +435,7 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
     out: list[Condition] = []
     names: set[str] = set()
     by_hash: dict[str, str] = {}
+    baseline: str | None = None
     for i, c in enumerate(raw):
         where = f"conditions[{i}]"
         if isinstance(c, str):
@@ -350,24 +446,52 @@ def _parse_conditions(source: str, raw: Any, base: Protocol) -> list[Condition]:
         if name in names:
             raise BadInput(source, f"{where}.name", f"{name!r} is used twice")
         names.add(name)
-        fields = {k: v for k, v in c.items() if k != "name"}
+        fields = {k: v for k, v in c.items() if k not in ("name", "models")}
         if "preset" in fields:
             raise BadInput(source, f"{where}.preset", "a condition changes fields of the sweep's protocol, not its preset")
         try:
             protocol = resolve_protocol({**base.to_dict(), **fields}, source)
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
+        per_model = _condition_models(source, f"{where}.models", c.get("models"), model_names, protocol)
         changed = protocol.changed_fields(base)
-        if name == "baseline":
-            if changed:
-                raise BadInput(source, f"{where}.{changed[0]}", "`baseline` is the sweep's protocol itself and changes no field")
-        elif len(changed) != 1:
-            what = "changes no protocol field" if not changed else f"changes {len(changed)} fields ({', '.join(changed)})"
-            raise BadInput(source, where, f"condition {name!r} {what}; each condition changes exactly one")
-        if protocol.hash in by_hash:
-            raise BadInput(source, where, f"condition {name!r} is the same protocol as {by_hash[protocol.hash]!r}")
-        by_hash[protocol.hash] = name
-        out.append(Condition(name, protocol, changed[0] if changed else None))
+        if len(changed) > 1:
+            raise BadInput(source, where, f"condition {name!r} changes {len(changed)} fields ({', '.join(changed)}); "
+                                          "each condition changes one (or, with models:, the models' settings)")
+        if name == "baseline" and (changed or per_model):
+            what = changed[0] if changed else "models"
+            raise BadInput(source, f"{where}.{what}", "`baseline` is the sweep's protocol itself and changes nothing")
+        if not changed and not per_model:
+            if baseline is not None:
+                raise BadInput(source, where, f"conditions {baseline!r} and {name!r} both change nothing")
+            baseline = name
+        key = json.dumps([protocol.hash, per_model], sort_keys=True)
+        if key in by_hash:
+            raise BadInput(source, where, f"condition {name!r} is the same as {by_hash[key]!r}")
+        by_hash[key] = name
+        out.append(Condition(name, protocol, changed[0] if changed else None, per_model))
+    return out
+
+
+def _condition_models(source: str, where: str, raw: Any, model_names: list[str],
+                      protocol: Protocol) -> dict[str, dict[str, Any]]:
+    """A condition's ``models:``: for each named model, protocol fields of its own."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        raise BadInput(source, where, "must map model names to protocol fields ({claude: {effort: low}})")
+    out: dict[str, dict[str, Any]] = {}
+    for name, fields in raw.items():
+        if name not in model_names:
+            raise BadInput(source, f"{where}.{name}", f"no model of the sweep is named {name!r} "
+                                                      f"(known: {', '.join(model_names)})")
+        if not isinstance(fields, dict) or not fields or "preset" in fields:
+            raise BadInput(source, f"{where}.{name}", "must be a mapping of protocol fields (no preset)")
+        try:
+            resolve_protocol({**protocol.to_dict(), **fields}, source)
+        except BadInput as err:
+            raise BadInput(source, f"{where}.{name}.{err.field}", err.message) from None
+        out[name] = dict(fields)
     return out
 
 
@@ -393,7 +517,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
         raise BadInput(source, "models", "must be a non-empty list of model entries")
-    models = [_parse_model(source, i, m, base_dir) for i, m in enumerate(raw_models)]
+    models = [_parse_model(source, i, m, base_dir, protocol) for i, m in enumerate(raw_models)]
     seen_names: dict[str, int] = {}
     seen_identity: dict[str, int] = {}
     for i, m in enumerate(models):
@@ -404,8 +528,9 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         if ident in seen_identity:
             raise BadInput(source, f"models[{i}]", f"the same model as models[{seen_identity[ident]}] (same model, params and serve)")
         seen_identity[ident] = i
-    conditions = _parse_conditions(source, data.get("conditions"), protocol)
+    conditions = _parse_conditions(source, data.get("conditions"), protocol, [m.name for m in models])
     for i, m in enumerate(models):
+        _check_provider(source, i, m, conditions)
         if m.serve is not None and m.serve.engine == "llama_cpp":
             for c in model_conditions(m, conditions):
                 if c.protocol.uses_image:
@@ -418,5 +543,7 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
+    for i, m in enumerate(models):
+        _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
     return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
                  protocol=protocol, models=models, conditions=conditions, description=description)

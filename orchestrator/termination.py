@@ -1,17 +1,28 @@
-"""How an episode ends (docs/design.md §5), checked after every step in this order:
+"""How an episode ends (docs/design.md §5), checked after every step.
 
 ``solved``: the step entered the goal; ``step_cap``: the steps reached ``ceil(factor x optimal)``;
-``stall``: ``stall_window`` consecutive steps none of which reached a never-seen (position,
-carried key, mechanism state) combination, the start counting as seen. ``error`` is not decided
-here: it is an infrastructure failure, never a model outcome.
+``stall``: ``stall_window`` consecutive steps none of which reached a never-seen state, the start
+counting as seen. Under the gridbench style a state is its position, carried key and mechanism
+state, and the step cap is checked before the stall; under the study style it is the study's
+watchdog signature (position, the carried key's colour, the keys taken, open doors, switches on,
+open gates; never the facing) and the stall is checked first, as the study's harness did. The
+agent can also end an episode without a step (``parse_failed``, ``exhausted``), and ``error`` is
+an infrastructure failure: neither is decided here.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
+from env.maze import Maze
 from env.state import MazeState
+
+# every way an episode can end that is a model's outcome (`error` is not one)
+Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
+ENDINGS: tuple[str, ...] = get_args(Ending)
 
 
 def step_cap_for(optimal: int, factor: float) -> int:
@@ -19,34 +30,53 @@ def step_cap_for(optimal: int, factor: float) -> int:
     return max(1, math.ceil(factor * optimal - 1e-9))
 
 
+def study_signature(maze: Maze) -> Callable[[MazeState], Hashable]:
+    """The study's stall-watchdog signature of a state in ``maze``."""
+    def signature(s: MazeState) -> Hashable:
+        carried = maze.keys[s.carrying].color if s.carrying >= 0 else None
+        taken = frozenset(k.id for k, p in zip(maze.keys, s.keys, strict=True) if p is None)
+        return (s.pos, carried, taken, s.doors, s.switches, maze.gates_open(s.switches))
+    return signature
+
+
+def gridbench_signature(s: MazeState) -> Hashable:
+    return s.mechanism_key()
+
+
 @dataclass
 class Termination:
     """The termination rules of one episode, fed each step's outcome in order."""
 
     step_cap: int
-    stall_window: int
-    seen: set[tuple] = field(default_factory=set)
+    stall_window: int | None  # None: no stall watchdog
+    signature: Callable[[MazeState], Hashable] = gridbench_signature
+    stall_first: bool = False
+    seen: set[Hashable] = field(default_factory=set)
     since_novel: int = 0
-    reason: str | None = None  # set once the episode has ended
+    reason: Ending | None = None  # set once the episode has ended
 
     @classmethod
-    def start(cls, state: MazeState, step_cap: int, stall_window: int) -> Termination:
-        return cls(step_cap, stall_window, seen={state.mechanism_key()})
+    def start(cls, state: MazeState, step_cap: int, stall_window: int | None, *,
+              signature: Callable[[MazeState], Hashable] = gridbench_signature,
+              stall_first: bool = False) -> Termination:
+        return cls(step_cap, stall_window, signature, stall_first, seen={signature(state)})
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:
         """Record the state after step ``step`` (1-based); returns whether it was novel and sets
         ``reason`` when this step ended the episode."""
-        key = state.mechanism_key()
+        key = self.signature(state)
         novel = key not in self.seen
         if novel:
             self.seen.add(key)
             self.since_novel = 0
         else:
             self.since_novel += 1
+        stalled = self.stall_window is not None and self.since_novel >= self.stall_window
+        capped = step >= self.step_cap
         if event == "goal":
             self.reason = "solved"
-        elif step >= self.step_cap:
-            self.reason = "step_cap"
-        elif self.since_novel >= self.stall_window:
+        elif stalled and (self.stall_first or not capped):
             self.reason = "stall"
+        elif capped:
+            self.reason = "step_cap"
         return novel

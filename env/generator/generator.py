@@ -5,6 +5,10 @@ candidate is fully determined by ``(params, seed, attempt, id)``, goes through t
 the four checks, and the first that passes (with its optimal plan inside the target band) is
 returned. ``meta.generator`` records exactly those four things, so ``regenerate(meta)`` rebuilds
 the same maze without searching again.
+
+``GenParams.ruleset`` ``multinet-r1`` lays out the same compositions under the MultiNet study's
+rules (keys walkable and picked up from underfoot, used up by their doors, the start facing east),
+so the study's composition can be drawn again under the rules its counts were made with.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from env.generator.topology import (
     neighbours,
     shortest_path,
 )
-from env.maze import COLORS, FORMAT, Maze, Meta, maze_from_dict
+from env.maze import COLORS, FORMAT, MINIGRID, MULTINET_R1, RULESETS, Maze, Meta, maze_from_dict
 
 GENERATOR_VERSION = 1
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -63,9 +67,12 @@ class GenParams:
     decoy_switches: int = 0
     deadends: int = 0
     band: tuple[int, int] = (1, 1000)  # accepted optimal action counts, both ends included
+    ruleset: str = MINIGRID
 
     def __post_init__(self) -> None:
         where = "generator parameters"
+        if self.ruleset not in RULESETS:
+            raise BadInput(where, "ruleset", f"{self.ruleset!r} is not one of {', '.join(RULESETS)}")
         if self.topology not in TOPOLOGIES:
             raise BadInput(where, "topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGIES)}")
         if self.chain not in PATTERNS:
@@ -94,8 +101,12 @@ class GenParams:
         return "distractor" if self.distractor_count else "mechanism"
 
     def to_json(self) -> dict[str, Any]:
+        """The parameters as ``meta.generator.params`` records them; the ruleset only when it is
+        not minigrid, so gridbench's own generated mazes keep their content and checksum."""
         d = asdict(self)
         d["band"] = list(self.band)
+        if d["ruleset"] == MINIGRID:
+            del d["ruleset"]
         return d
 
     @classmethod
@@ -177,18 +188,20 @@ def _standing(target: Cell):
 
 
 def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, steps: list[PlannedStep],
-                     key_cells: set[Cell]) -> int | None:
+                     key_cells: set[Cell], ruleset: str = MINIGRID) -> int | None:
     """Actions for the intended route: each step's enabler, then its barrier, then the goal.
+    Under multinet-r1 keys are walked over and picked up from underfoot.
 
     The oracle has the last word; this only keeps candidates far outside the band from it.
     """
+    r1 = ruleset == MULTINET_R1
     barriers = {s["barrier"] for s in steps}
-    passable = floor - barriers - key_cells
+    passable = floor - barriers - (set() if r1 else key_cells)
     total, state = 0, start
     carrying = False
     for s in steps:
         if s["kind"] == "key":
-            r = _nav(state, passable, _facing(s["enabler"]))
+            r = _nav(state, passable, (_standing if r1 else _facing)(s["enabler"]))
             if r is None:
                 return None
             total, state = total + r[0] + 1, r[1]
@@ -231,7 +244,8 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
         placed = _place(floor, cells, key_safe, kinds, params, rng, stretch)
         if placed is None:
             continue
-        est = estimate_actions(floor, placed["start"], placed["goal"], placed["steps"], placed["key_cells"])
+        est = estimate_actions(floor, placed["start"], placed["goal"], placed["steps"], placed["key_cells"],
+                               params.ruleset)
         if est is None:
             continue
         if est < lo:
@@ -325,6 +339,8 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
     if key_cells and not key_cells_ok(floor, key_cells):
         return None
     start_dir = rng.randrange(4)
+    if params.ruleset == MULTINET_R1:
+        start_dir = 0  # the study's agent always starts facing east
     return {
         "start": (start[0], start[1], start_dir), "goal": goal, "path": path, "steps": steps,
         "key_cells": key_cells, "decoy_keys": decoy_keys, "decoy_switches": decoy_switches, "used": used,
@@ -409,6 +425,7 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
     doc = {
         "format": FORMAT,
         "id": maze_id,
+        **({"ruleset": params.ruleset} if params.ruleset != MINIGRID else {}),
         "grid": grid_rows(params.width, params.height, floor),
         "start": {"pos": [start[0], start[1]], "dir": ("east", "south", "west", "north")[start[2]]},
         "goal": list(placed["goal"]),
@@ -448,9 +465,16 @@ def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None,
     if band is not None and not band[0] <= opt <= band[1]:
         return opt, "band"
     for r in _run_checks(maze):
-        if not r.passed:
+        if not r.passed and not _trap_by_the_rulebook(maze, r):
             return opt, f"{r.check}"
     return opt, None
+
+
+def _trap_by_the_rulebook(maze: Maze, failed) -> bool:
+    """Under multinet-r1 picking up a decoy key is final (no swap, no drop), as with the study's own
+    wrong-colour keys: the distractor check reports it, and the generator accepts it."""
+    return (maze.ruleset == MULTINET_R1 and failed.check == "distractor_safety"
+            and failed.object_id in {k.id for k in maze.keys})
 
 
 def _run_checks(maze: Maze) -> list:

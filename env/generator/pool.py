@@ -17,7 +17,7 @@ import os
 import random
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from env.generator.strata import (
     constraints_for,
     largest_remainder,
 )
-from env.maze import Maze, load_maze, maze_from_dict, save_maze
+from env.maze import MINIGRID, Maze, load_maze, maze_from_dict, save_maze
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
 
@@ -158,11 +158,12 @@ class PoolSpec:
         return f"p{self.index:04d}"
 
 
-def pool_recipe(count: int, seed: int) -> list[PoolSpec]:
+def pool_recipe(count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec]:
     """``count`` specs in the proportions of ``POOL_CELLS``: in each cell about 14% scale (where
     a walk can fill the band), 28% distractor, the rest mechanism, and in the solvable cells the
     first mechanism specs up to ``KEY_ONLY_UNTIL`` with keys and doors only (every third of them
-    two key-door steps). Deterministic in ``(count, seed)``."""
+    two key-door steps). Deterministic in ``(count, seed)``; ``ruleset`` changes only the rules
+    the mazes are made for, not the draw."""
     rng = random.Random(f"gridbench-pool:{seed}:{count}")
     shares = {i: c[3] for i, c in enumerate(POOL_CELLS)}
     per_cell = largest_remainder(shares, count) if count else {}
@@ -187,7 +188,7 @@ def pool_recipe(count: int, seed: int) -> list[PoolSpec]:
     rng.shuffle(drawn)
     out = []
     for k, p in enumerate(drawn, 1):
-        out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=p))
+        out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=replace(p, ruleset=ruleset)))
     return out
 
 
@@ -385,14 +386,14 @@ class PoolBuild:
 
 
 def build_pool(count: int, seed: int, workers: int = 0,
-               on_done: Callable[[int], None] | None = None) -> PoolBuild:
-    """Generate every spec of ``pool_recipe(count, seed)`` on ``workers`` processes (0: all
-    cores). A maze identical to one already built is drawn again from later sub-seeds, so the
+               on_done: Callable[[int], None] | None = None, ruleset: str = MINIGRID) -> PoolBuild:
+    """Generate every spec of ``pool_recipe(count, seed, ruleset)`` on ``workers`` processes (0:
+    all cores). A maze identical to one already built is drawn again from later sub-seeds, so the
     pool is pairwise distinct; the result does not depend on the number of workers."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    specs = pool_recipe(count, seed)
+    specs = pool_recipe(count, seed, ruleset)
     workers = workers or os.cpu_count() or 1
     results: dict[int, dict[str, Any]] = {}
     stats = GenStats()

@@ -278,3 +278,63 @@ def _compositions(total: int, parts: int, most: int) -> list[tuple[int, ...]]:
         return [()] if total == 0 else []
     return [(first, *rest) for first in range(1, min(most, total) + 1)
             for rest in _compositions(total - first, parts - 1, most)]
+
+
+# ---- the composition tables of docs/generator.md -------------------------------------------
+
+
+def composition_table(columns: Sequence[tuple[str, Sequence[Entry], bool]]) -> str:
+    """Every row of the study's table as markdown: for each column (a name, a set's manifest
+    entries, whether it is a held-out set) what the set achieves and, in brackets, what the row
+    wants of a set its size. A solve row shows one cell per reading (``a / b``), counted within a
+    witness found afresh (``no witness`` when the set has none)."""
+    cells: dict[str, dict[str, list[str]]] = {}
+    sources: dict[str, list[str]] = {}
+    for name, entries, heldout in columns:
+        constraints = constraints_for(len(entries), heldout=heldout)
+        # each reading on its own: a set may hold a witness for one reading and not the other
+        witness: dict[str, Witness | None] = {
+            r: find_solve_witness(entries, [c for c in constraints if c.reading == r])
+            for r in dict.fromkeys(c.reading for c in constraints if c.reading)}
+        for c in constraints:
+            row = c.what.split(" [")[0]
+            sources.setdefault(row, [])
+            if c.source not in sources[row]:
+                sources[row].append(c.source)
+            if c.reading and witness[c.reading] is None:
+                text = "no witness"
+            else:
+                text = f"{achieved(c, entries, witness.get(c.reading))} ({c.wanted})"
+            cells.setdefault(row, {}).setdefault(name, []).append(text)
+    names = [name for name, _, _ in columns]
+    lines = ["| constraint | " + " | ".join(names) + " | where in the study |",
+             "|---" * (len(names) + 2) + "|"]
+    for row, by in cells.items():
+        lines.append(f"| {row} | " + " | ".join(" / ".join(by.get(n, [])) for n in names)
+                     + f" | {'; '.join(sources[row])} |")
+    return "\n".join(lines) + "\n"
+
+
+def shipped_composition() -> str:
+    """``composition_table`` of the shipped sets: gridbench's eval and held-out sets beside the
+    study's own 50 and 15 (every optimal count from the oracle, nothing from a manifest)."""
+    from env.generator.pool import manifest_entry
+    from env.oracle import solve
+    from env.sets import resolve_mazes
+
+    def entries(name: str) -> list[Entry]:
+        out = []
+        for m in resolve_mazes(name):
+            sol = solve(m)
+            if sol.optimal_actions is None:
+                raise ValueError(f"{name}/{m.id}: {sol.status}")
+            out.append(manifest_entry(m, sol.optimal_actions))
+        return out
+
+    return composition_table([("eval", entries("eval"), False), ("held-out", entries("heldout"), True),
+                              ("the study's 50", entries("study"), False),
+                              ("the study's 15", entries("study-heldout"), True)])
+
+
+if __name__ == "__main__":
+    print(shipped_composition(), end="")

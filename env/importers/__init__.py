@@ -1,22 +1,24 @@
 """Mazes from elsewhere, converted into ``gridbench.maze/1``: one module per source.
 
 ``import_maze("minigrid:MiniGrid-DoorKey-8x8-v0@3")`` dispatches on the prefix before the first
-colon. A new source is a module here plus one line in ``IMPORTERS``.
+colon. A new source is a module here plus one line in ``IMPORTERS``. ``import_mazes`` also takes
+a folder of MultiNet task files, and where they came from (``Provenance``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from env.errors import BadInput
 from env.importers.minigrid import import_minigrid
-from env.importers.multinet import import_multinet
+from env.importers.multinet import Provenance, import_multinet, import_multinet_path
 from env.maze import Maze
 
 # prefix -> (converter of the text after "prefix:", how the spec is written)
 IMPORTERS: dict[str, tuple[Callable[[str], Maze], str]] = {
     "minigrid": (import_minigrid, "minigrid:<EnvId>[@seed]"),
-    "multinet": (import_multinet, "multinet:<task file>"),
+    "multinet": (import_multinet, "multinet:<task file or folder>"),
 }
 
 
@@ -27,3 +29,14 @@ def import_maze(spec: str) -> Maze:
         known = ", ".join(usage for _, usage in IMPORTERS.values())
         raise BadInput(spec, "", f"unknown maze source (known: {known})")
     return IMPORTERS[prefix][0](rest)
+
+
+def import_mazes(spec: str, provenance: Provenance | None = None) -> list[Maze]:
+    """The mazes ``spec`` names: one, or (``multinet:<folder>``) every task file of a folder.
+    ``provenance`` (where the files came from) is for MultiNet task files only."""
+    prefix, _, rest = spec.partition(":")
+    if prefix == "multinet":
+        return import_multinet_path(Path(rest), provenance)
+    if provenance is not None:
+        raise BadInput(spec, "", "where a maze came from is recorded for multinet: task files only")
+    return [import_maze(spec)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from env import initial_state, png_bytes, render_state, resolve_mazes, text_projection
+from env import BadInput, initial_state, png_bytes, render_state, resolve_mazes, text_projection
 
 maze_app = typer.Typer(help="Render, solve, check and import mazes.", no_args_is_help=True)
 
@@ -98,20 +98,41 @@ def check_cmd(
 
 @maze_app.command("import")
 def import_cmd(
-    spec: str = typer.Argument(..., help="minigrid:<EnvId>[@seed] (more sources: env/importers)"),
-    out: Path | None = typer.Option(None, "--out", help="write here (a folder: <id>.json inside); default stdout"),
+    spec: str = typer.Argument(..., help="minigrid:<EnvId>[@seed] or multinet:<task file or folder> "
+                                         "(more sources: env/importers)"),
+    out: Path | None = typer.Option(None, "--out", help="write here (a folder: <id>.json inside; needed for "
+                                                        "several mazes); default stdout"),
+    from_repo: str | None = typer.Option(None, "--from-repo", help="multinet: the repository the files come "
+                                                                   "from (owner/name), into meta.provenance"),
+    from_commit: str | None = typer.Option(None, "--from-commit", help="multinet: its commit"),
+    from_path: str | None = typer.Option(None, "--from-path", help="multinet: the file's (or folder's) path in "
+                                                                   "that repository"),
+    licence: str | None = typer.Option(None, "--licence", help="multinet: the files' licence"),
 ) -> None:
-    """Convert a maze from another source into a gridbench.maze/1 file."""
-    from env.importers import import_maze
+    """Convert mazes from another source into gridbench.maze/1 files (MultiNet task files into the
+    multinet-r1 ruleset, a whole folder of them at once)."""
+    from env.importers import import_mazes
+    from env.importers.multinet import Provenance
     from env.maze import save_maze
 
-    m = import_maze(spec)
+    given = (from_repo, from_commit, from_path, licence)
+    provenance = None
+    if any(v is not None for v in given):
+        provenance = Provenance(repository=from_repo, commit=from_commit, path=from_path, licence=licence)
+    mazes = import_mazes(spec, provenance)
     if out is None:
-        typer.echo(m.to_json(), nl=False)
+        if len(mazes) > 1:
+            raise BadInput("--out", "", f"{len(mazes)} mazes need a folder to be written to")
+        typer.echo(mazes[0].to_json(), nl=False)
         return
-    target = out / f"{m.id}.json" if out.is_dir() else out
-    save_maze(m, target)
-    typer.echo(f"wrote {target}")
+    if len(mazes) > 1 or out.is_dir():
+        out.mkdir(parents=True, exist_ok=True)
+        targets = [out / f"{m.id}.json" for m in mazes]
+    else:
+        targets = [out]
+    for m, target in zip(mazes, targets, strict=True):
+        save_maze(m, target)
+    typer.echo(f"wrote {targets[0]}" if len(targets) == 1 else f"wrote {len(targets)} mazes to {out}")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,20 +21,23 @@ def _default_name() -> str:
 def play(
     mazes: list[str] = typer.Argument(..., help="maze files, ids, set/id or a named set, played in this order"),
     name: str | None = typer.Option(None, "--name", help="the player's name: traces record model human/NAME"),
-    protocol: str = typer.Option("final", "--protocol", help="protocol preset: what the player is shown"),
+    protocol: str = typer.Option("gridbench-final", "--protocol", help="protocol preset: what the player is shown"),
+    switch_frames: str = typer.Option("distinct", "--switch-frames",
+                                      help="distinct, or study: switches drawn the same on and off, as the "
+                                           "study's R1 frames showed them"),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
     out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
     run: str | None = typer.Option(None, "--run", help="run name (default play-NAME-<time>); an existing run is extended"),
 ) -> None:
     """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
-    from agents.protocol import Protocol
+    from agents.protocol import resolve_protocol
     from env import resolve_mazes
     from orchestrator.sweep import NAME_PATTERN
     from orchestrator.web.play import check_name, default_run_name
     from orchestrator.web.play import play as play_mazes
 
     player = check_name(name if name is not None else _default_name())
-    preset = Protocol.preset(protocol)
+    preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames}, "--protocol")
     resolved = resolve_mazes(list(mazes))
     run_name = run or default_run_name(player)
     if not NAME_PATTERN.match(run_name):

@@ -19,6 +19,9 @@ def build(
     seed: int = typer.Option(..., "--seed", help="pool seed: the same seed gives the same pool"),
     out: Path = typer.Option(..., "--out", help="folder to write (replaced whole when done)"),
     workers: int = typer.Option(0, "--workers", min=0, help="processes (0: one per core)"),
+    ruleset: str = typer.Option("minigrid", "--ruleset",
+                                help="the rules the mazes are made for: minigrid (gridbench's) or multinet-r1 "
+                                     "(the MultiNet study's)"),
 ) -> None:
     """Generate COUNT checked, pairwise distinct mazes with a manifest."""
     from rich.console import Console
@@ -26,13 +29,17 @@ def build(
 
     from env.generator.generator import GENERATOR_VERSION
     from env.generator.pool import build_pool, write_set
+    from env.maze import MINIGRID, RULESETS
+
+    if ruleset not in RULESETS:
+        raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(RULESETS)}")
 
     console = Console(stderr=True)
     t0 = time.perf_counter()
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
         task = bar.add_task("pool", total=count)
-        built = build_pool(count, seed, workers, on_done=lambda n: bar.advance(task, n))
+        built = build_pool(count, seed, workers, on_done=lambda n: bar.advance(task, n), ruleset=ruleset)
     seconds = time.perf_counter() - t0
     st = built.stats
     if built.errors:
@@ -42,7 +49,8 @@ def build(
                    err=True)
         raise typer.Exit(1)
     provenance = {
-        "command": f"gridbench pool build --count {count} --seed {seed}",
+        "command": f"gridbench pool build --count {count} --seed {seed}"
+                   + ("" if ruleset == MINIGRID else f" --ruleset {ruleset}"),
         "generator_version": GENERATOR_VERSION,
         "candidates": st.candidates, "accepted": st.accepted, "unplaced": st.unplaced,
         "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,

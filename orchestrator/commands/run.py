@@ -6,6 +6,7 @@ other commands stay fast.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -29,6 +30,7 @@ from orchestrator.reporter import Reporter
 
 if TYPE_CHECKING:
     from orchestrator.driver import RunOutcome
+    from orchestrator.estimate import ModelEstimate, Observed
     from orchestrator.records import EpisodeRecord
     from orchestrator.store import RunStore
     from orchestrator.sweep import EpisodeSpec, Sweep
@@ -128,7 +130,10 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
     table.add_column("to run", justify="right")
     for c in sweep.conditions:
         mine = [s for s in specs if s.condition.name == c.name]
-        changed = f"{c.changed}: {c.protocol.to_dict()[c.changed]}" if c.changed else ""
+        changed = f"{c.changed}: {getattr(c.protocol, c.changed)}" if c.changed else ""
+        if c.models:
+            changed = "; ".join([*filter(None, [changed]), *(
+                f"{name}: " + ", ".join(f"{k} {v}" for k, v in fields.items()) for name, fields in c.models.items())])
         counts = [str(sum(1 for s in mine if s.model.name == m.name)) for m in sweep.models]
         table.add_row(c.name, changed, *counts, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
     table.add_row("all", "", *[str(sum(1 for s in specs if s.model.name == m.name)) for m in sweep.models],
@@ -162,41 +167,77 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     return table
 
 
-def _estimate_table(sweep: Sweep, todo: set[str], run_dir: RunStore, max_cost: float | None) -> Table:
-    """What the episodes still to run will cost: an upper bound and a typical figure per model."""
-    from orchestrator.estimate import TYPICAL_TURNS, estimate
+def _observed(run_dir: RunStore) -> dict[str, Observed]:
+    """Per model, what this run's finished episodes spent (the typical figure's first source)."""
+    from orchestrator.estimate import Observed
     from orchestrator.traces import read_episodes
 
-    observed: dict[str, float] = {}
     finished = read_episodes(run_dir)
-    for name, g in finished.groupby("model_name") if len(finished) else ():
-        if g["steps"].sum() > 0:
-            observed[name] = float(g["tokens_out"].sum() / g["steps"].sum())
-    rows = estimate([e for e in sweep.episodes() if e.episode_id in todo], observed)
-    table = Table(title=f"cost of the episodes to run (calls <= step caps; typical: {TYPICAL_TURNS} turns an "
-                        "episode, the study's observed length)")
+    out: dict[str, Observed] = {}
+    for name, g in finished[finished["termination"] != "error"].groupby("model_name") if len(finished) else ():
+        calls = int(g["steps"].sum() + g["reasks"].sum())
+        if calls > 0:
+            out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))
+    return out
+
+
+def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
+    """What the episodes still to run will cost: an upper bound, a typical figure and its source."""
+    table = Table(title="cost of the episodes to run (upper bound: every call at the step cap and its output cap; "
+                        "typical: see `typical from`)")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
-        ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("$ <=", "right"), ("$ ~", "right"),
-        ("price", "left"))
+        ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("output ~/call", "right"),
+        ("upper bound", "right"), ("typical", "right"), ("typical from", "left"), ("price", "left"))
     for col, justify in columns:
         table.add_column(col, justify=justify)
 
     def usd(v: float | None) -> str:
-        return "unknown" if v is None else f"{v:,.2f}"
+        return "unknown" if v is None else f"${v:,.2f}"
+
+    def gpu_hours(v: float | None) -> str:
+        return "unknown" if v is None else f"{v:,.1f} GPU-h"
 
     for e in rows:
-        table.add_row(e.name, str(e.episodes), f"{e.calls_max:,}", f"{e.calls_typical:,}",
-                      f"{e.mean_prompt_tokens:,.0f}" if e.calls_max else "", f"{e.output_cap:,}" if e.output_cap else "",
-                      usd(e.cost_max), usd(e.cost_typical), e.price_source)
-    costs_max = [e.cost_max for e in rows]
-    costs_typ = [e.cost_typical for e in rows]
+        self_hosted = e.gpus is not None and e.cost_max is None
+        figures = ((gpu_hours(e.gpu_hours_max), gpu_hours(e.gpu_hours_typical)) if self_hosted
+                   else (usd(e.cost_max), usd(e.cost_typical)))
+        table.add_row(e.name, str(e.episodes), f"{e.calls_max:,}", f"{e.calls_typical:,.0f}",
+                      f"{e.mean_prompt_tokens:,.0f}" if e.calls_max else "",
+                      (f"{e.output_cap_min:,}-{e.output_cap:,}" if e.output_cap_min and e.output_cap_min != e.output_cap
+                       else f"{e.output_cap:,}") if e.output_cap else "",
+                      f"{e.output_typical:,.0f}" if e.output_typical is not None else "",
+                      *figures, e.typical_source, e.price_source)
+    priced = [e for e in rows if not (e.gpus is not None and e.cost_max is None)]
+    costs_max = [e.cost_max for e in priced]
+    costs_typ = [e.cost_typical for e in priced]
     total_max = None if None in costs_max else sum(c for c in costs_max if c is not None)
     total_typ = None if None in costs_typ else sum(c for c in costs_typ if c is not None)
     table.add_row("all", str(sum(e.episodes for e in rows)), f"{sum(e.calls_max for e in rows):,}",
-                  f"{sum(e.calls_typical for e in rows):,}", "", "", usd(total_max), usd(total_typ),
+                  f"{sum(e.calls_typical for e in rows):,.0f}", "", "", "", usd(total_max), usd(total_typ),
+                  "USD of the models with a price" if len(priced) < len(rows) else "",
                   f"--max-cost {max_cost:,.2f}" if max_cost else "", style="bold")
     return table
+
+
+def _server_commands(sweep: Sweep) -> list[dict[str, object]]:
+    """Each served model's exact server command line, as one replica would start it."""
+    import shlex
+
+    from orchestrator.serving.commands import vllm_command
+    from orchestrator.serving.spec import NODE_IP
+
+    out: list[dict[str, object]] = []
+    for m in sweep.models:
+        if m.serve is None or m.serve.engine != "vllm":
+            continue
+        spec = sweep.serve_spec(m)
+        host = "<node-ip>" if spec.host == NODE_IP else spec.host
+        argv = vllm_command(m.model, spec, host=host, port=spec.port_range[0])
+        out.append({"model": m.name, "replicas": spec.replicas, "gpus_per_replica": spec.tensor_parallel_size,
+                    "port": f"the first free port of {spec.port_range[0]}-{spec.port_range[1]}",
+                    "argv": argv, "command": shlex.join(argv)})
+    return out
 
 
 def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -> Table:
@@ -240,13 +281,18 @@ def run_command(
     retry_errors: bool = typer.Option(False, "--retry-errors", help="also rerun episodes that ended in error"),
     max_cost: float | None = typer.Option(None, "--max-cost", help="USD the whole run may spend (finished and "
                                           "journaled steps); rerun with a higher value to continue"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix and its cost estimate, and exit"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the matrix, its cost estimate and the model "
+                                 "servers' command lines, and exit"),
+    json_out: bool = typer.Option(False, "--json", help="with --dry-run: print the estimate and the server command "
+                                  "lines as one JSON document"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
     from orchestrator.store import ObjectStore, open_store
     from orchestrator.sweep import NAME_PATTERN, load_sweep
     from orchestrator.traces import completed_ids
 
+    if json_out and not dry_run:
+        raise BadInput("--json", "", "goes with --dry-run")
     s = load_sweep(sweep, mazes=mazes).select(model)
     for m in s.models:
         if m.model.startswith("human/"):
@@ -263,14 +309,32 @@ def run_command(
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
-        for m in s.models:
-            if m.config.api_key_env and not os.environ.get(m.config.api_key_env):
-                Console(stderr=True).print(f"[yellow]note[/]: {m.name}'s key variable {m.config.api_key_env} is not "
-                                           "set; a run would refuse to start")
+        notes = [f"{m.name}'s key variable {m.config.api_key_env} is not set; a run would refuse to start"
+                 for m in s.models if m.config.api_key_env and not os.environ.get(m.config.api_key_env)]
+        for note in notes:
+            Console(stderr=True).print(f"[yellow]note[/]: {note}")
+        from orchestrator.estimate import estimate, prior_notes
+
         done = completed_ids(store, include_errors=not retry_errors)
         todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
+        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store))
+        servers = _server_commands(s)
+        assumptions = prior_notes(rows)
+        if json_out:
+            print(json.dumps({
+                "sweep": s.name, "run": run_dir, "episodes": len(s.episodes()), "to_run": len(todo),
+                "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
+                "notes": notes,
+            }, indent=2))
+            return
         stdout.print(_matrix_table(s, todo))
-        stdout.print(_estimate_table(s, todo, store, max_cost))
+        stdout.print(_estimate_table(rows, max_cost))
+        for line in assumptions:
+            stdout.print(line, markup=False, highlight=False)
+        for server in servers:
+            stdout.print(f"{server['model']}: {server['replicas']} replica(s) of {server['gpus_per_replica']} GPU(s), "
+                         f"each (port: {server['port']}):")
+            stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
         stdout.print(f"run folder: {run_dir}")
         return
 

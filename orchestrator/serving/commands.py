@@ -34,6 +34,8 @@ def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executabl
     if spec.max_model_len is not None:
         cmd += ["--max-model-len", str(spec.max_model_len)]
     cmd += ["--limit-mm-per-prompt", json.dumps(spec.limit_mm_per_prompt, sort_keys=True)]
+    # without it vLLM reports no cached prompt tokens (usage.prompt_tokens_details)
+    cmd += ["--enable-prompt-tokens-details"]
     if spec.reasoning_parser:
         cmd += ["--reasoning-parser", spec.reasoning_parser]
     cmd += [

@@ -22,7 +22,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
 from orchestrator.serving.spec import ServeSpec
-from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY, ModelEntry, Sweep, model_conditions
+from orchestrator.sweep import (
+    DEFAULT_CONDITION,
+    DEFAULT_LLM_CONCURRENCY,
+    Condition,
+    ModelEntry,
+    Sweep,
+    resolve_serve,
+)
 
 STATUS_TIMEOUT_S = 30.0
 RECHECK_S = 1.0
@@ -70,19 +77,25 @@ class ServedEntry:
         return self.entry.max_concurrency or DEFAULT_LLM_CONCURRENCY
 
 
+def _alone(model: ModelEntry) -> ServeSpec:
+    """A served entry's spec resolved for its own protocol fields and mazes (or the design example)."""
+    from agents.protocol import resolve_protocol
+    from env.sets import resolve_maze
+
+    mazes = list(model.mazes) if model.mazes else [resolve_maze("example")]
+    return resolve_serve(model, [Condition(DEFAULT_CONDITION, resolve_protocol({}), None)], mazes)
+
+
 class ServerPool:
     def __init__(self, run_dir: str | Path, models: Iterable[ModelEntry], *,
-                 history_frames: int | dict[str, int] = 0):
-        """``models``: a sweep's model entries; those with ``serve`` get servers. ``history_frames``:
-        past frames a prompt holds (per model name, or one number for all), which sizes vLLM's
-        image limit."""
+                 specs: dict[str, ServeSpec] | None = None):
+        """``models``: a sweep's model entries; those with ``serve`` get servers. ``specs``: their
+        serve specs resolved for the sweep (``Sweep.serve_spec``); a model without one is
+        resolved for its own protocol and mazes alone."""
         self.run_dir = Path(run_dir).resolve()
-        frames = history_frames if isinstance(history_frames, dict) else {}
+        specs = specs or {}
         self.models: dict[str, ServedEntry] = {
-            m.name: ServedEntry(m, m.serve.resolved(
-                history_frames=frames.get(m.name, history_frames if isinstance(history_frames, int) else 0),
-                max_concurrency=m.max_concurrency or DEFAULT_LLM_CONCURRENCY))
-            for m in models if m.serve is not None
+            m.name: ServedEntry(m, specs.get(m.name) or _alone(m)) for m in models if m.serve is not None
         }
         self.actors: dict[str, list[Any]] = {}  # ModelServer actor handles (Any: see orchestrator/driver.py)
         self.info: dict[str, list[dict[str, Any]]] = {}
@@ -93,12 +106,10 @@ class ServerPool:
 
     @classmethod
     def for_sweep(cls, run_dir: str | Path, sweep: Sweep) -> ServerPool:
-        """The pool of a sweep's served models, each spec resolved for the largest
-        ``history_frames`` the model runs with (its own protocol fields over every condition);
-        starts nothing."""
-        frames = {m.name: max(c.protocol.history_frames for c in model_conditions(m, sweep.conditions))
-                  for m in sweep.models}
-        return cls(run_dir, sweep.models, history_frames=frames)
+        """The pool of a sweep's served models, each spec resolved for the largest request the
+        model runs (its own protocol fields over every condition); starts nothing."""
+        return cls(run_dir, sweep.models, specs={m.name: sweep.serve_spec(m) for m in sweep.models
+                                                 if m.serve is not None})
 
     def __bool__(self) -> bool:
         return bool(self.models)

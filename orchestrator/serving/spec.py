@@ -48,8 +48,9 @@ class ServeSpec(BaseModel):
 
     # ---- vllm (GPU) --------------------------------------------------------------------
     tensor_parallel_size: int = Field(1, ge=1, le=16)
+    # None: what the sweep's largest request needs, filled by ``resolved`` (docs/cluster.md)
     max_model_len: int | None = Field(None, ge=256)
-    # None: {"image": history_frames + 1, "video": 0}, filled by ``resolved``
+    # None: {"image": the most images one request of the sweep holds, "video": 0}, filled by ``resolved``
     limit_mm_per_prompt: dict[str, int] | None = None
     reasoning_parser: str | None = None
     enable_prefix_caching: bool = True
@@ -128,19 +129,21 @@ class ServeSpec(BaseModel):
         return {k: dumped[k] for k in self.ANSWER_FIELDS}
 
     # ---- derived values ----------------------------------------------------------------
-    def resolved(self, *, history_frames: int, max_concurrency: int) -> ServeSpec:
-        """This spec with the sweep-dependent defaults filled in.
+    def resolved(self, *, max_concurrency: int, images: int = 0, max_model_len: int | None = None) -> ServeSpec:
+        """This spec with the sweep-dependent defaults filled in (what the spec gives wins).
 
-        ``history_frames``: the largest value over the sweep's conditions (each turn sends that
-        many past frames plus the current one). ``max_concurrency``: the model's episodes in
-        flight, spread over the replicas.
+        ``images``: the most images one request of the sweep holds; ``max_model_len``: the
+        longest request's prompt and output cap (``orchestrator.serving.limits``);
+        ``max_concurrency``: the model's episodes in flight, spread over the replicas.
         """
         update: dict[str, Any] = {}
         if self.engine == "vllm":
             if self.limit_mm_per_prompt is None:
-                update["limit_mm_per_prompt"] = {"image": history_frames + 1, "video": 0}
+                update["limit_mm_per_prompt"] = {"image": images, "video": 0}
+            if self.max_model_len is None and max_model_len is not None:
+                update["max_model_len"] = max_model_len
             if self.max_num_seqs is None:
-                update["max_num_seqs"] = max(1, -(-max_concurrency // self.replicas))
+                update["max_num_seqs"] = self.per_replica_concurrency(max_concurrency)
         return self.model_copy(update=update) if update else self
 
     def per_replica_concurrency(self, max_concurrency: int) -> int:

@@ -199,6 +199,13 @@ def summaries(maze: Maze, steps: dict[str, list[Any]], mechanisms: list[dict[str
     return texts, shown
 
 
+def _summarised(protocol: dict[str, Any]) -> bool:
+    """The episode's turns carried an activity summary (runs before `context` had `activity_summary`)."""
+    if "context" in protocol:
+        return protocol["context"] in ("summary", "summary+recent")
+    return protocol.get("activity_summary", True) is not False
+
+
 def _same_or_list(values: list[Any]) -> Any:
     """A column of one episode: its one value when every step has it (the page spreads it out)."""
     return values[0] if values and values.count(values[0]) == len(values) else values
@@ -422,8 +429,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     source = BundleSource(
         details={c: _rounded(index.column(c)) for c in DETAIL_COLUMNS},
         mazes=[None if k is None else maze_of_code[k] for k in checksums["codes"]],
-        with_summary=[k is None or protocols["values"][k].get("activity_summary", True) is not False
-                      for k in protocols["codes"]])
+        with_summary=[k is None or _summarised(protocols["values"][k]) for k in protocols["codes"]])
     steps_per_episode = index.column("steps").fill_null(0).to_numpy()
     starts = step_file_starts(steps_per_episode)
     summary = ViewSummary(out_dir, n, int(steps_per_episode.sum()))

@@ -106,3 +106,25 @@ def test_explorer_restores_a_change_it_undid():
     solved, steps, actions = play(agent, maze, 3 * optimal)
     assert solved and steps <= 3 * optimal
     assert [c[2] for c in agent.changes].count((4, 6)) == 1
+
+
+def test_explorer_finds_the_study_rulebook_out_by_trying():
+    """Under multinet-r1 a key is walked onto and picked up from underfoot; the explorer is not
+    told which rulebook a maze has and learns it from what its actions do."""
+    import inspect
+
+    maze = env.resolve_maze("study/r1_M1_8x8_corridor_kr_0")
+    optimal = solve(maze).optimal_actions
+    agent = build_agent("builtin/explorer", Protocol())
+    solved, steps, _ = play(agent, maze, 3 * optimal)
+    tried = [(where, action) for _, where, _, action in agent.changes]
+    assert solved and steps <= 3 * optimal and tried[0] == ("on", "pickup") and ("front", "toggle") in tried
+    assert ".ruleset" not in inspect.getsource(ExplorerAgent)
+
+
+@pytest.mark.parametrize("maze_id", ["r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1", "r1_M6_14x14_dense_kr_sg_kb_1"])
+def test_oracle_is_exactly_optimal_under_the_study_rules(maze_id):
+    maze = env.resolve_maze(f"study/{maze_id}")
+    optimal = solve(maze).optimal_actions
+    solved, steps, _ = play(build_agent("builtin/oracle", Protocol()), maze, 3 * optimal)
+    assert solved and steps == optimal

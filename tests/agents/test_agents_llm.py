@@ -15,11 +15,12 @@ import pytest
 
 import env
 from agents import InfraError, ModelConfig, Protocol, Turn, build_agent
-from agents.llm import LLMAgent, RetryPolicy, budget_of, effort_for_budget, litellm_module
+from agents.llm import LLMAgent, RetryPolicy, litellm_module
 from agents.model import request_name
 from agents.openai_compat import EndpointError, classify_status, read_completion
 from agents.scripted_server import ScriptedServer
 from agents.types import PastStep
+from agents.usage import Budget
 from env.errors import BadInput
 from env.oracle import solve
 
@@ -99,15 +100,11 @@ def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, 
     assert d.reasoning == "r" * 400 and u.tokens_reasoning == 100 and not u.reasoning_estimated
     assert u.tokens_in > 0 and u.tokens_out == 100 + (len(reply) + 3) // 4
     assert u.latency_s > 0 and u.cost_usd == 0.0  # not in litellm's price table
-    assert d.budget.max_output_tokens == 5000
     body = req.body
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 5000, 11)
-    if client == "litellm":
-        assert body["reasoning_effort"] == "high"  # thinking on, 64k budget, OpenAI-style provider
-        assert d.budget.reasoning_effort == "high" and d.budget.thinking_budget is None
-    else:  # the openai client switches thinking in the chat template only
-        assert body["chat_template_kwargs"] == {"enable_thinking": True} and "reasoning_effort" not in body
-        assert d.budget.reasoning_effort is None and d.budget.thinking_budget is None
+    # a provider with no known thinking controls: no switch, effort or budget is sent, and none recorded
+    assert not {"reasoning_effort", "thinking", "chat_template_kwargs", "thinking_token_budget"} & set(body)
+    assert d.budget == Budget(thinking=None, thinking_budget=None, reasoning_effort=None, max_output_tokens=5000)
     assert body["model"] == "scripted"
     assert req.headers.get("authorization") == f"Bearer {KEY}"
     assert len(req.images()) == 1 and req.images()[0].startswith("data:image/png;base64,")
@@ -243,33 +240,56 @@ def test_a_malformed_reply_from_hosted_vllm_is_retried(example_maze, key_env, cl
 
 
 def test_thinking_per_provider_without_network(monkeypatch):
+    """The protocol's intent, as each provider family's request carries it (docs/providers.md)."""
     monkeypatch.setenv("GRIDBENCH_TEST_KEY", KEY)
 
-    def kwargs(model, mapping=None, **fields):
-        agent = LLMAgent(config(model, api_key_env="GRIDBENCH_TEST_KEY", thinking=mapping), Protocol(**fields))
-        return agent.request_kwargs([{"role": "user", "content": "hi"}])
+    def agent(model, provider=None, **fields):
+        return LLMAgent(config(model, api_key_env="GRIDBENCH_TEST_KEY", provider=provider), Protocol(**fields))
 
-    k = kwargs("anthropic/claude-opus-4-1")
-    assert k["thinking"] == {"type": "enabled", "budget_tokens": 64000} and k["max_tokens"] == 70000
-    k = kwargs("anthropic/claude-opus-4-1", thinking_budget=100000)
-    assert k["max_tokens"] > 100000  # Anthropic wants max tokens above the budget
-    assert "thinking" not in kwargs("anthropic/claude-opus-4-1", thinking=False)
-    assert "seed" not in kwargs("anthropic/claude-opus-4-1")  # Anthropic takes no seed
-    assert kwargs("openai/gpt-5", thinking_budget=2000)["reasoning_effort"] == "low"
-    assert "reasoning_effort" not in kwargs("openai/gpt-5", thinking=False)
-    assert kwargs("openai/gpt-5")["num_retries"] == 0 and "max_retries" not in kwargs("openai/gpt-5")
-    assert [effort_for_budget(b) for b in (1024, 16000, 64000)] == ["low", "medium", "high"]
-    # the model entry's thinking mapping, and the budget each request records
-    k = kwargs("anthropic/claude-opus-4-8", {"mode": "adaptive", "effort": "xhigh"})
-    assert k["thinking"] == {"type": "adaptive"} and k["output_config"] == {"effort": "xhigh"}
-    assert budget_of(k).reasoning_effort == "adaptive:xhigh" and budget_of(k).thinking_budget is None
-    k = kwargs("anthropic/claude-opus-4-1")
-    assert (budget_of(k).thinking_budget, budget_of(k).max_output_tokens) == (64000, 70000)
-    k = kwargs("hosted_vllm/Qwen/Qwen3-8B", {"mode": "budget"}, thinking_budget=32000)
+    def kwargs(model, provider=None, **fields):
+        a = agent(model, provider, **fields)
+        return a.request_kwargs([{"role": "user", "content": "hi"}]), a.budget
+
+    def refused(field, model, provider=None, **fields):
+        with pytest.raises(BadInput) as err:
+            agent(model, provider, **fields)
+        assert err.value.field == f"protocol.{field}", err.value
+
+    # Claude 4.7+: adaptive thinking with summarized display, an effort level, no sampling, no budget
+    k, b = kwargs("anthropic/claude-opus-4-8", effort="xhigh")
+    assert k["thinking"] == {"type": "adaptive", "display": "summarized"} and k["output_config"] == {"effort": "xhigh"}
+    assert k["max_tokens"] == 64000 and not {"temperature", "seed", "top_p"} & set(k)
+    assert b == Budget(thinking=True, reasoning_effort="xhigh", max_output_tokens=64000)
+    k, b = kwargs("anthropic/claude-opus-4-8", thinking=False)
+    assert "thinking" not in k and "output_config" not in k and b.thinking is False
+    refused("thinking_budget", "anthropic/claude-opus-4-8", thinking_budget=8000)
+    refused("temperature", "anthropic/claude-opus-4-8", temperature=1.0)
+    refused("effort", "anthropic/claude-opus-4-8", effort="minimal")
+    # older Claude: a token budget below the cap, and no temperature while thinking
+    k, b = kwargs("anthropic/claude-opus-4-1", thinking_budget=16000)
+    assert k["thinking"] == {"type": "enabled", "budget_tokens": 16000} and k["max_tokens"] == 64000
+    assert (b.thinking, b.thinking_budget) == (True, 16000)
+    refused("thinking_budget", "anthropic/claude-opus-4-1")  # it thinks only within a budget
+    refused("thinking_budget", "anthropic/claude-opus-4-1", thinking_budget=64000)  # not below the cap
+    refused("temperature", "anthropic/claude-opus-4-1", thinking_budget=2000, temperature=0.5)
+    k, _ = kwargs("anthropic/claude-opus-4-1", thinking=False, temperature=0.5)
+    assert k["temperature"] == 0.5 and "thinking" not in k
+    # Kimi K2.6: its own switch, in litellm's extra_body; no effort control, fixed sampling
+    k, b = kwargs("moonshot/kimi-k2.6", thinking=False)
+    assert k["extra_body"] == {"thinking": {"type": "disabled"}} and k["max_tokens"] == 64000 and b.thinking is False
+    refused("effort", "moonshot/kimi-k2.6", effort="high")
+    refused("temperature", "moonshot/kimi-k2.6", temperature=0.6)
+    # OpenAI reasoning models: reasoning_effort and max_completion_tokens; they always reason
+    k, b = kwargs("openai/gpt-5", effort="minimal")
+    assert (k["reasoning_effort"], k["max_completion_tokens"], b.reasoning_effort, b.thinking) == (
+        "minimal", 64000, "minimal", True)
+    assert "max_tokens" not in k and k["num_retries"] == 0 and "max_retries" not in k
+    refused("thinking", "openai/o3", thinking=False)
+    # vLLM: the chat template's switch; a thinking-token budget only with a reasoning parser
+    k, b = kwargs("hosted_vllm/Qwen/Qwen3-8B", "vllm-reasoning", thinking_budget=32000)
     assert k["extra_body"] == {"chat_template_kwargs": {"enable_thinking": True}, "thinking_token_budget": 32000}
-    assert budget_of(k).thinking_budget == 32000
-    k = kwargs("openai/gpt-5", {"mode": "effort", "effort": "minimal"})
-    assert k["reasoning_effort"] == "minimal" and budget_of(k).reasoning_effort == "minimal"
+    assert b.thinking_budget == 32000 and k["max_completion_tokens"] == 64000
+    refused("thinking_budget", "hosted_vllm/Qwen/Qwen3-8B", thinking_budget=32000)
 
 
 def test_configuration_errors_are_bad_input(monkeypatch):
@@ -291,8 +311,16 @@ def test_configuration_errors_are_bad_input(monkeypatch):
         config("hosted_vllm/x", client="openai")
     with pytest.raises(BadInput, match="api_base"):
         config("hosted_vllm/x", api_base="127.0.0.1:8000/v1", client="openai")
-    with pytest.raises(BadInput, match="thinking.effort"):
+    with pytest.raises(BadInput, match="thinking: thinking is set in the protocol now"):
         config("anthropic/claude-opus-4-8", thinking={"mode": "adaptive"})
+    with pytest.raises(BadInput, match="provider: unknown provider family"):
+        config("openai/x", provider="vllm-2")
+    with pytest.raises(BadInput, match="params.max_tokens: set through the protocol's max_output_tokens"):
+        config("openai/x", params={"max_tokens": 10})
+    with pytest.raises(BadInput, match="params.extra_body.chat_template_kwargs.enable_thinking"):
+        config("hosted_vllm/x", params={"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}})
+    with pytest.raises(BadInput, match="params.top_p: Claude 4.7 and later"):
+        config("anthropic/claude-opus-4-8", params={"top_p": 0.9})
 
 
 def test_litellm_price_table_is_used_for_known_models(example_maze, key_env):
@@ -338,7 +366,8 @@ def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
             "thinking_blocks": [{"type": "thinking", "thinking": "The switch is under me.", "signature": "x"}]}}],
         usage={"prompt_tokens": 1000, "completion_tokens": 40, "total_tokens": 1040},
     )
-    agent = LLMAgent(config("anthropic/claude-opus-4-1", price={"input": 1e-6, "output": 1e-5}), Protocol())
+    agent = LLMAgent(config("anthropic/claude-opus-4-1", price={"input": 1e-6, "output": 1e-5}),
+                     Protocol(thinking_budget=4096))
     result = agent._read(response, 0.5)
     assert result.reasoning == "The switch is under me." and result.reply == "ACTION: toggle"
     u = result.usage
@@ -349,7 +378,7 @@ def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
 def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_maze, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     params = {"top_p": 0.8, "timeout": 30, "retries": 1,
-              "extra_body": {"top_k": 20, "chat_template_kwargs": {"enable_thinking": False, "custom": 1}}}
+              "extra_body": {"top_k": 20, "chat_template_kwargs": {"custom": 1}}}
     with ScriptedServer(script=["ACTION: left"]) as srv:
         agent = LLMAgent(config("hosted_vllm/Qwen/Qwen3-8B", api_base=srv.url + "/", params=params, client="openai"),
                          Protocol(icl_example=False), seed=5)
@@ -358,7 +387,7 @@ def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_
     body = req.body
     assert d.action == 0 and req.path == "/v1/chat/completions"  # the trailing slash is tolerated
     assert body["model"] == "Qwen/Qwen3-8B" and body["seed"] == 5 and body["top_p"] == 0.8
-    assert body["top_k"] == 20 and body["chat_template_kwargs"] == {"enable_thinking": False, "custom": 1}
+    assert body["top_k"] == 20 and body["chat_template_kwargs"] == {"enable_thinking": True, "custom": 1}
     assert not {"extra_body", "timeout", "retries", "num_retries", "api_base", "api_key"} & set(body)
     assert body["messages"] == agent.request_body(body["messages"])["messages"]
     assert req.headers["authorization"] == "Bearer EMPTY"  # a custom endpoint never gets a provider key

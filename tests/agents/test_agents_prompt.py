@@ -23,8 +23,8 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GRIDBENCH_UPDATE_GOLDEN") == "1"
 
 VARIANTS = {
-    "final": PRESETS["final"],
-    "baseline": PRESETS["baseline"],
+    "final": PRESETS["gridbench-final"],
+    "baseline": PRESETS["gridbench-baseline"],
     "detailed-text-steps": Protocol(prompt="detailed", observation="text", steps_remaining=True,
                                     icl_example=False, history_frames=2),
     "multi": Protocol(conversation="multi", icl_example=False, history_frames=1,
@@ -67,7 +67,7 @@ def test_golden_prompt(name, example_maze, example_midway):
 
 def test_final_prompt_shape(example_maze, example_midway):
     history, state = example_midway
-    messages = build_messages(turn_for(example_maze, history, state, PRESETS["final"]))
+    messages = build_messages(turn_for(example_maze, history, state, PRESETS["gridbench-final"]))
     assert [m["role"] for m in messages] == ["user"]
     text = all_text(messages)
     assert text.startswith(instructions("minimal"))
@@ -109,7 +109,7 @@ def test_text_observation_has_the_projection_and_no_images(example_maze, example
 
 def test_switches_off_what_the_protocol_turns_off(example_maze, example_midway):
     history, state = example_midway
-    protocol = Protocol(start_info=False, mechanism_locations=False, activity_summary=False,
+    protocol = Protocol(start_info=False, mechanism_locations=False, context="recent",
                         icl_example=False, steps_remaining=False)
     text = all_text(build_messages(turn_for(example_maze, history, state, protocol)))
     for fragment in ("You started at", "Objects in this maze", "What has happened", "example", "steps left"):
@@ -178,9 +178,27 @@ def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze
 
 def test_fingerprint_tracks_images_and_text(example_maze, example_midway):
     history, state = example_midway
-    a = build_messages(turn_for(example_maze, history, state, PRESETS["final"]))
-    b = build_messages(turn_for(example_maze, history[:-1], history[-1].state_before, PRESETS["final"]))
+    a = build_messages(turn_for(example_maze, history, state, PRESETS["gridbench-final"]))
+    b = build_messages(turn_for(example_maze, history[:-1], history[-1].state_before, PRESETS["gridbench-final"]))
     ha, ia = fingerprint(a)
     hb, ib = fingerprint(b)
     assert ha != hb and ia[:8] == ib[:8] and ia[-1] != ib[-1]
     assert fingerprint(a) == (ha, ia)
+
+
+@pytest.mark.parametrize("look,alike", [("study", True), ("distinct", False)])
+def test_switch_frames_reach_the_prompt_frames(example_maze, example_midway, look, alike):
+    """The switch is on at this point of the example: with the switch drawn the study's way, its
+    cell in the frame is the same as with the switch off."""
+    from dataclasses import replace
+
+    history, state = example_midway
+    off = replace(state, switches=(False,))
+    x, y = example_maze.switches[0].pos
+    protocol = Protocol(switch_frames=look)
+    cells = []
+    for s in (state, off):
+        uri = images_of(build_messages(turn_for(example_maze, history, s, protocol)))[-1]["image_url"]["url"]
+        frame = np.asarray(Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))))
+        cells.append(frame[32 * y:32 * (y + 1), 32 * x:32 * (x + 1)])
+    assert np.array_equal(*cells) == alike

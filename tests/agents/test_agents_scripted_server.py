@@ -124,7 +124,7 @@ def test_subprocess_prints_its_url_and_serves():
 
 
 def test_preset_prompt_round_trips_through_the_server(example_maze):
-    messages = build_messages(Turn(example_maze, PRESETS["baseline"], 1, env.initial_state(example_maze), (), 57))
+    messages = build_messages(Turn(example_maze, PRESETS["gridbench-baseline"], 1, env.initial_state(example_maze), (), 57))
     with ScriptedServer() as srv:
         post(srv.url, {"model": "scripted", "messages": messages})
         (req,) = srv.chat_requests

@@ -8,6 +8,12 @@ an action does to a kind of object, or where an action must be used.
 
 Observations are left out of the check: a text map describes the visible state (including
 "standing on the blue switch" when the agent hides a switch glyph), never what an action does.
+
+The study style is held to what the study's own prompts withheld: its minimal and standard levels
+say nothing of how the mechanisms work, its verbose level states the rules. Its text description
+(which key opens which door, which switch works which gate) and the outcome record of its text
+observations (whose hints tell where to toggle) are part of its observation, checked against the
+study's table in tests/agents/test_study_prompt_content.py instead.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import pytest
 
 from agents import PRESETS, Protocol, Turn, build_messages
 from agents.prompt import LEVELS, icl_episode, instructions, reask_messages, texts
+from agents.study_prompt import current_text, initial_maze_text
+from agents.study_prompt import texts as study_texts
 from env.text import text_projection
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
 
@@ -89,6 +97,20 @@ def test_no_prompt_level_or_turn_sentence_gives_a_hint():
         assert hints(sentence) == [], sentence
 
 
+def test_the_study_style_withholds_the_rules_where_the_study_did_and_states_them_in_verbose():
+    t = study_texts()
+    for level in ("minimal", "standard"):
+        assert hints(t["levels"][level]) == [], level
+    # what the verbose level adds is the rules: each kind of hint is there
+    verbose = hints(t["levels"]["verbose"])
+    assert any("standing on" in h or "while you stand" in h for h in verbose), verbose
+    assert any("unlock" in h or "opens" in h or "while you face" in h for h in verbose), verbose
+    # the fixed sentences outside the observation and its outcome record tell nothing either
+    told = {k: v for k, v in t.items() if k not in ("levels", "objects", "feedback", "hints")}
+    for sentence in _strings(told):
+        assert hints(sentence) == [], sentence
+
+
 def test_actions_are_described_only_relative_to_the_facing_direction():
     for level in LEVELS:
         text = instructions(level)
@@ -113,8 +135,14 @@ def shipped_protocols() -> dict[str, Protocol]:
 
 
 def _variants(p: Protocol) -> dict[str, Protocol]:
-    """The protocol as shipped and with the texts it may leave out switched on."""
+    """The protocol as shipped and with the texts it may leave out switched on (the study style:
+    its outcome record off, and its verbose level, which states the rules, not checked)."""
     d = p.to_dict()
+    if p.style == "study":
+        if p.prompt == "verbose":
+            return {}
+        return {"as shipped, no outcome record": Protocol(**{**d, "feedback": "none"}),
+                "multi": Protocol(**{**d, "feedback": "none", "conversation": "multi"})}
     return {
         "as shipped": p,
         "steps_remaining": Protocol(**{**d, "steps_remaining": True}),
@@ -131,8 +159,12 @@ def _text(messages) -> str:
 
 
 def _without_observations(text: str, maze, states) -> str:
-    for s in states:
-        text = text.replace(text_projection(maze, s), "[text map]")
+    return _without(text, [text_projection(maze, s) for s in states])
+
+
+def _without(text: str, observations) -> str:
+    for seen in observations:
+        text = text.replace(seen, "[text map]")
     return text
 
 
@@ -147,8 +179,12 @@ def test_no_rendered_prompt_of_a_preset_or_shipped_condition_gives_a_hint(name, 
             messages = build_messages(turn)
             asked_again = reask_messages(messages, "I am not sure.")
             text = _text(asked_again)
-            text = _without_observations(text, example_maze, [h.state_before for h in past] + [now])
-            text = _without_observations(text, icl_maze, icl_states)
+            if protocol.style == "study":
+                states = [h.state_before for h in past] + [now]
+                text = _without(text, [initial_maze_text(example_maze)] + [current_text(example_maze, s) for s in states])
+            else:
+                text = _without_observations(text, example_maze, [h.state_before for h in past] + [now])
+                text = _without_observations(text, icl_maze, icl_states)
             assert "[text map]" in text or not protocol.uses_text, (name, variant)
             assert hints(text) == [], (name, variant, len(past))
             if protocol.steps_remaining:

@@ -42,7 +42,7 @@ def builtin_runs(root: Path) -> list[Path]:
 
     out = root / "builtin"
     mazes = resolve_mazes(str(MAZES))
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     for condition, seed in (("baseline", 1), ("reseeded", 2)):
         for m in mazes:
             for name in ("oracle", "random", "explorer"):

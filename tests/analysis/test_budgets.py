@@ -1,7 +1,7 @@
 """Budgets per arm: what each arm's requests allowed, and the warning when arms got different ones.
 
-Steps carry ``thinking_budget``, ``reasoning_effort`` and ``max_output_tokens``; runs written
-before those were recorded lack them, and they read as null.
+Steps carry ``thinking``, ``thinking_budget``, ``reasoning_effort`` and ``max_output_tokens``; runs
+written before those were recorded lack them, and they read as null.
 """
 
 from __future__ import annotations
@@ -38,25 +38,31 @@ def _budgets(traces):
 
 
 def test_budgets_per_arm_and_the_warnings(tmp_path):
+    # the study's main arms as its run sent them: the same output cap, thinking controlled three ways
     traces = _run(tmp_path, {
-        "tokens64k": {"thinking_budget": 64000, "max_output_tokens": 70000},
-        "tokens32k": {"thinking_budget": 32000, "max_output_tokens": 70000},
-        "effort": {"reasoning_effort": "xhigh", "max_output_tokens": 70000},
+        "claude": {"thinking": True, "reasoning_effort": "xhigh", "max_output_tokens": 64000},
+        "kimi": {"thinking": True, "max_output_tokens": 64000},
+        "qwen": {"thinking": True, "thinking_budget": 32000, "max_output_tokens": 32000},
         "old": None,
     })
     t = _budgets(traces)
-    assert t.loc["tokens64k", "thinking_budget"] == "64000" and t.loc["tokens64k", "thinking_budget_steps"] == 5
-    assert t.loc["effort", "reasoning_effort"] == "xhigh" and t.loc["effort", "thinking_budget"] == ""
+    assert t.loc["qwen", "thinking_budget"] == "32000" and t.loc["qwen", "thinking_budget_steps"] == 5
+    assert t.loc["claude", "reasoning_effort"] == "xhigh" and t.loc["claude", "thinking_budget"] == ""
+    assert t.loc["kimi", "thinking"] == "on" and t.loc["kimi", "thinking_steps"] == 5
     assert t.loc["old", "max_output_tokens_steps"] == 0 and t.loc["old", "max_output_tokens"] == ""
     warnings = compute.budget_warnings(t.reset_index())
     assert len(warnings) == 2
-    assert warnings[0] == "thinking_budget differs between arms: tokens32k 32000; tokens64k 64000."  # arm order
-    assert "token budget for tokens32k, tokens64k but by an effort level for effort" in warnings[1]
-    # the output cap is the same wherever it is known: no warning about it; "old" is left out
+    assert warnings[0] == (
+        "the arms' thinking was controlled differently: claude thinking on, effort xhigh, no thinking budget; "
+        "kimi thinking on, no effort level, no thinking budget; qwen thinking on, no effort level, a thinking "
+        "budget of 32000. The study equalised the output cap only (64,000 tokens for every model), not how "
+        "much each model thinks.")
+    assert warnings[1] == "max_output_tokens differs between arms: claude 64000; kimi 64000; qwen 32000."
+    # "old" recorded nothing: it is left out of both
 
 
 def test_equal_budgets_and_unrecorded_budgets_warn_nothing(tmp_path):
-    same = {"thinking_budget": 64000, "reasoning_effort": None, "max_output_tokens": 70000}
+    same = {"thinking": False, "thinking_budget": None, "reasoning_effort": "low", "max_output_tokens": 4096}
     t = _budgets(_run(tmp_path, {"a": same, "b": same}, "same"))
     assert compute.budget_warnings(t.reset_index()) == []
     t = _budgets(_run(tmp_path, {"a": None, "b": None}, "none"))
@@ -82,12 +88,16 @@ def test_runs_without_budget_columns_read_as_null(tmp_path):
 
 @pytest.mark.slow
 def test_report_warns_in_its_summary_when_budgets_differ(tmp_path):
-    traces = _run(tmp_path, {"a": {"thinking_budget": 64000}, "b": {"thinking_budget": 16000}})
+    traces = _run(tmp_path, {"a": {"thinking_budget": 64000, "max_output_tokens": 70000},
+                             "b": {"thinking_budget": 16000, "max_output_tokens": 70000}})
     metrics = write_report(traces, tmp_path / "report")
-    assert metrics["headline"]["budget_warnings"] == ["thinking_budget differs between arms: a 64000; b 16000."]
+    assert metrics["headline"]["budget_warnings"] == [
+        "the arms' thinking was controlled differently: a no thinking switch, no effort level, a thinking budget "
+        "of 64000; b no thinking switch, no effort level, a thinking budget of 16000. The study equalised the "
+        "output cap only (64,000 tokens for every model), not how much each model thinks."]
     md = (tmp_path / "report" / "report.md").read_text()
     summary = md.split("## ")[0]
-    assert "Warning: the arms got different budgets" in summary and "a 64000; b 16000" in summary
+    assert "Warning: the arms got different budgets" in summary and "a thinking budget of 16000" in summary
     html = (tmp_path / "report" / "report.html").read_text()
     assert "class='warn'" in html and "<strong>Warning: the arms got different budgets.</strong>" in html
     assert metrics["study_findings"]["budgets"]["values"]["differ"] is True

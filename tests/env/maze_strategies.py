@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 from hypothesis import strategies as st
 
-from env import COLORS, DIRECTIONS, Maze, maze_from_dict
+from env import COLORS, DIRECTIONS, Maze, MazeState, maze_from_dict, tiles
+from env.minigrid_env import build_grid
 
 
 def obj(kind: str, color: str = "yellow", **extra) -> dict:
     return {"kind": kind, "color": color, **extra}
 
 
-def make(rows: list[str], facing: str = "east", **letters: dict) -> Maze:
+def make(rows: list[str], facing: str = "east", ruleset: str = "minigrid", rules: dict | None = None,
+         **letters: dict) -> Maze:
     """A maze from ASCII: ``A`` start, ``G`` goal, a lowercase letter an object given by keyword.
 
-    Object ids are their letters; a switch's ``controls`` name gates by letter too.
+    Object ids are their letters; a switch's ``controls`` name gates by letter too (a teleporter's
+    ``to`` is a cell). ``ruleset``/``rules`` go into the file only when not minigrid's.
     """
     grid, objects, start, goal = [], [], None, None
     for y, row in enumerate(rows):
@@ -28,11 +34,13 @@ def make(rows: list[str], facing: str = "east", **letters: dict) -> Maze:
             elif ch.islower():
                 objects.append({"id": ch, **letters[ch], "pos": [x, y]})
         grid.append(line)
-    return maze_from_dict(
-        {"format": "gridbench.maze/1", "id": "case", "grid": grid,
-         "start": {"pos": start, "dir": facing}, "goal": goal, "objects": objects},
-        "case",
-    )
+    doc = {"format": "gridbench.maze/1", "id": "case", "grid": grid,
+           "start": {"pos": start, "dir": facing}, "goal": goal, "objects": objects}
+    if ruleset != "minigrid":
+        doc["ruleset"] = ruleset
+    if rules is not None:
+        doc["rules"] = rules
+    return maze_from_dict(doc, "case")
 
 
 @st.composite
@@ -73,3 +81,48 @@ def mazes(draw, max_side: int = 8) -> Maze:
          "goal": list(goal), "objects": objects},
         "random",
     )
+
+
+R1_KINDS = ("key", "door", "switch", "gate", "teleporter", "hazard", "block", "kill", "frozen")
+
+
+def random_r1_maze(rng: random.Random) -> Maze:
+    """A random 9x6 multinet-r1 maze with every kind of object, any states and rules."""
+    cells = [(x, y) for x in range(1, 8) for y in range(1, 5) if (x, y) not in ((1, 1), (7, 4))]
+    rng.shuffle(cells)
+    objects, gates = [], []
+    for i in range(rng.randint(1, 7)):
+        kind = rng.choice(R1_KINDS)
+        o = {"id": f"o{i}", "kind": kind, "pos": list(cells.pop())}
+        if kind in ("key", "door", "switch", "gate", "teleporter", "block"):
+            o["color"] = rng.choice(["red", "blue"])
+        if kind == "door":
+            o["state"] = rng.choice(["locked", "open"])
+        elif kind == "gate":
+            o["open"] = rng.random() < 0.2
+            gates.append(o["id"])
+        elif kind == "switch":
+            o.update(switch_type=rng.choice(["toggle", "one_shot", "hold"]), on=rng.random() < 0.3)
+        elif kind == "teleporter":
+            o.update(to=list(cells.pop()), bidirectional=rng.random() < 0.5)
+        objects.append(o)
+    for o in objects:
+        if o["kind"] == "switch":
+            o["controls"] = rng.sample(gates, min(len(gates), rng.randint(0, 2)))
+    return maze_from_dict({"format": "gridbench.maze/1", "id": "r", "ruleset": "multinet-r1",
+                           "rules": {"key_consumption": rng.random() < 0.7, "freeze_steps": rng.randint(1, 3)},
+                           "grid": ["#########"] + ["#.......#"] * 4 + ["#########"],
+                           "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 4], "objects": objects}, "r")
+
+
+def atlas_frame(maze: Maze, state: MazeState, size: int, switch_frames: str = "distinct") -> np.ndarray:
+    """What the browser viewer draws: each cell's tile, by name, copied from the tile atlas."""
+    atlas, rows = tiles.tile_atlas(size)
+    grid, _ = build_grid(maze, state, switch_frames)
+    frame = np.zeros((maze.height * size, maze.width * size, 3), dtype=np.uint8)
+    for y in range(maze.height):
+        for x in range(maze.width):
+            r = rows[tiles.tile_name(grid.get(x, y))]
+            c = tiles.AGENT_DIRS.index(state.dir if (x, y) == state.pos else None)
+            frame[y * size:(y + 1) * size, x * size:(x + 1) * size] = atlas[r * size:(r + 1) * size, c * size:(c + 1) * size]
+    return frame

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from maze_strategies import make, mazes, obj
+from maze_strategies import atlas_frame, make, mazes, obj
 from minigrid.core.grid import Grid
 from minigrid.utils import rendering as mg
 from PIL import Image
@@ -234,31 +234,25 @@ def test_after_prewarm_no_frame_draws_a_new_tile(maze, actions):
 @given(maze=mazes(max_side=7), actions=st.lists(st.integers(0, 5), max_size=30))
 def test_a_frame_is_its_cells_tiles_from_the_atlas(maze, actions):
     """What the browser viewer does: each cell's tile, by name, copied from the atlas."""
-    from env.minigrid_env import build_grid
-
     size = 8
-    atlas, rows = tiles.tile_atlas(size)
     state = initial_state(maze)
     for action in [None, *actions]:
         if action is not None:
             state, _ = step(maze, state, action)
-        grid, _ = build_grid(maze, state)
-        frame = np.zeros((maze.height * size, maze.width * size, 3), dtype=np.uint8)
-        for y in range(maze.height):
-            for x in range(maze.width):
-                r = rows[tiles.tile_name(grid.get(x, y))]
-                c = tiles.AGENT_DIRS.index(state.dir if (x, y) == state.pos else None)
-                frame[y * size:(y + 1) * size, x * size:(x + 1) * size] = \
-                    atlas[r * size:(r + 1) * size, c * size:(c + 1) * size]
+        frame = atlas_frame(maze, state, size)
         assert np.array_equal(frame, render_state(maze, state, size))
 
 
 def test_atlas_names_every_tile_once():
     atlas, rows = tiles.tile_atlas(8)
-    assert len(rows) == len(list(tiles.all_tiles())) == 3 + 8 * len(env.COLORS)  # per colour: a key, 3 doors, 2 switches, 2 gates
+    # per colour: a key, 3 doors, 2 switches, 2 gates; the white switches; per switch colour the
+    # study's disc without and with its state core; per colour a teleporter and a block; lava, kill, ice
+    assert len(rows) == len(list(tiles.all_tiles())) == (3 + 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1)
+                                                         + 2 * len(env.COLORS) + 3)
     assert atlas.shape == (len(rows) * 8, len(tiles.AGENT_DIRS) * 8, 3)
     assert {"floor", "wall", "goal", "key-red", "door-red-locked", "door-grey-open", "switch-blue-on",
-            "gate-purple-closed"} <= set(rows)
+            "gate-purple-closed", "switch-white-disc", "switch-yellow-disc-on", "teleporter-purple", "block-grey",
+            "hazard", "kill", "frozen"} <= set(rows)
 
 
 def test_maze_env_prewarms_once_per_process_and_tile_size(monkeypatch):

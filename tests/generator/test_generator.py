@@ -176,3 +176,21 @@ def test_no_switch_on_a_doorstep_and_every_candidate_is_solvable():
                 assert abs(d.pos[0] - s.pos[0]) + abs(d.pos[1] - s.pos[1]) > 1, (attempt, s.id, d.id)
         assert solve(m).status == "solved", attempt
     assert built >= 10
+
+
+def test_the_generator_lays_out_multinet_r1_mazes_from_the_same_draw():
+    from dataclasses import replace
+
+    from env.generator.pool import pool_recipe
+
+    p = GenParams(width=10, height=10, chain="gate_behind_door", decoy_keys=1, band=(25, 60), ruleset="multinet-r1")
+    g = generate(p, seed=5, maze_id="r1")
+    assert g.maze.ruleset == "multinet-r1" and g.maze.start.dir == "east" and regenerate(g.maze.meta) == g.maze
+    assert g.maze.meta.generator["params"]["ruleset"] == "multinet-r1" and "ruleset" not in GenParams().to_json()
+    assert GenParams.from_json(p.to_json()) == p
+    mine, theirs = pool_recipe(20, 7), pool_recipe(20, 7, "multinet-r1")
+    assert [replace(s.params, ruleset="minigrid") for s in theirs] == [s.params for s in mine]
+    assert [s.seed for s in theirs] == [s.seed for s in mine]
+    with pytest.raises(BadInput) as err:
+        GenParams(ruleset="r2")
+    assert err.value.field == "ruleset"

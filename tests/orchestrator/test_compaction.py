@@ -47,7 +47,7 @@ def write_run(out: Path, maze_dir: Path, agents=AGENTS, repeats: int = 1, error:
     """A run of built-in agents on the test mazes, written episode by episode (plus one error
     episode with id ``error``, when given)."""
     mazes = resolve_mazes(str(maze_dir))
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     for m in mazes:
         for name in agents:
             for r in range(repeats):
@@ -176,7 +176,7 @@ def test_compacted_files_are_sorted_in_bounded_row_groups_that_a_lookup_prunes(u
 def rerun_error_episode(run: Path, maze_dir: Path) -> None:
     """The rerun of the fixture's error episode: this time it finishes (the oracle solves it)."""
     m = resolve_mazes(str(maze_dir))[0]
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     identity = EpisodeIdentity(run="run", episode_id="error-ep", model_name="oracle", model="builtin/oracle",
                                condition="default", repeat=9, maze_id=m.id)
     write_episode(run, asyncio.run(run_episode(m, build_agent("builtin/oracle", protocol, seed=0), protocol,

@@ -47,7 +47,7 @@ class Scripted:
 
 
 def play(maze, agent, protocol=None, **kw):
-    protocol = protocol or Protocol.preset("final")
+    protocol = protocol or Protocol.preset("gridbench-final")
     return asyncio.run(run_episode(maze, agent, protocol, IDENTITY, **kw))
 
 
@@ -91,7 +91,7 @@ def test_failed_and_finished_episodes_are_the_same_record():
 
 
 def test_records_round_trip_through_rows():
-    result = play(resolve_maze("example"), Scripted([2, 1, None, 2]), Protocol.preset("final").model_copy(
+    result = play(resolve_maze("example"), Scripted([2, 1, None, 2]), Protocol.preset("gridbench-final").model_copy(
         update={"step_cap_factor": 0.2}))
     for record in (*result.steps, result.episode):
         assert type(record).from_row(record.row()) == record
@@ -104,7 +104,7 @@ def test_records_round_trip_through_rows():
 def test_oracle_solves_in_optimal_steps_and_distances_fall_by_one():
     maze = resolve_maze("example")
     seen = []
-    result = play(maze, build_agent("builtin/oracle", Protocol.preset("final")), on_step=seen.append)
+    result = play(maze, build_agent("builtin/oracle", Protocol.preset("gridbench-final")), on_step=seen.append)
     ep, steps = result.episode, result.steps
     assert ep.termination == "solved" and ep.solved and ep.steps == ep.optimal_actions == 19
     assert ep.progress_action == ep.progress_tile == 1.0 and ep.d_end_action == 0
@@ -116,7 +116,7 @@ def test_oracle_solves_in_optimal_steps_and_distances_fall_by_one():
 
 def test_stall_counts_steps_without_a_never_seen_state():
     maze = resolve_maze("example")
-    p = Protocol.preset("final").model_copy(update={"stall_window": 5})
+    p = Protocol.preset("gridbench-final").model_copy(update={"stall_window": 5})
     # turning in place never reaches a new (position, key, mechanisms) state: the start counts as seen
     result = play(maze, Scripted([0]), p)
     assert result.episode.termination == "stall" and result.episode.steps == 5
@@ -126,7 +126,7 @@ def test_stall_counts_steps_without_a_never_seen_state():
 
 def test_step_cap_is_factor_times_optimal_and_invalid_replies_are_noop_steps():
     maze = resolve_maze("example")
-    p = Protocol.preset("final").model_copy(update={"step_cap_factor": 0.5, "stall_window": 1000})
+    p = Protocol.preset("gridbench-final").model_copy(update={"step_cap_factor": 0.5, "stall_window": 1000})
     result = play(maze, Scripted([2, None, 1, 2, 2]), p)
     ep = result.episode
     assert ep.step_cap == step_cap_for(19, 0.5) == 10
@@ -181,7 +181,7 @@ def test_resume_replays_recorded_steps_and_plays_on():
     agent = Scripted([2, 1, 2, 2, 2, 2])
     again = play(maze, agent, recorded=whole.steps[:0])
     assert agent.resumed == []
-    head = play(maze, Scripted([2, 1, 2]), Protocol.preset("final").model_copy(update={"step_cap_factor": 0.1}))
+    head = play(maze, Scripted([2, 1, 2]), Protocol.preset("gridbench-final").model_copy(update={"step_cap_factor": 0.1}))
     agent = Scripted([2, 1, 2, 0, 0])
     tail = play(maze, agent, recorded=head.steps)
     assert agent.resumed == [2, 1] and [s.action for s in tail.steps[:2]] == ["forward", "right"]
@@ -202,9 +202,9 @@ def test_a_recorded_step_the_env_does_not_reproduce_is_an_error_naming_the_step(
 
 def test_episode_record_counts_from_the_steps_it_was_given():
     maze = resolve_maze("example")
-    result = play(maze, Scripted([2, None, None, 1]), Protocol.preset("final").model_copy(
+    result = play(maze, Scripted([2, None, None, 1]), Protocol.preset("gridbench-final").model_copy(
         update={"step_cap_factor": 0.25}))
-    ep = episode_record(IDENTITY, maze, Protocol.preset("final"), termination="error", error=("X", "y"))
+    ep = episode_record(IDENTITY, maze, Protocol.preset("gridbench-final"), termination="error", error=("X", "y"))
     assert ep.steps == 0 and ep.error_message == "y"
     assert result.episode.invalid_outputs == 2 and result.episode.usage == Usage.total(s.usage for s in result.steps)
 
@@ -214,7 +214,7 @@ def test_recorded_state_is_the_state_each_step_reached():
     from orchestrator.episode import recorded_state
 
     maze = resolve_maze("example")
-    rows = play(maze, build_agent("builtin/oracle", Protocol.preset("final"))).steps
+    rows = play(maze, build_agent("builtin/oracle", Protocol.preset("gridbench-final"))).steps
     state = initial_state(maze)
     for row in rows:
         state, _ = step(maze, state, ACTIONS.index(row.action))

@@ -12,10 +12,10 @@ from agents import Protocol, build_agent
 from env import resolve_maze
 from orchestrator.budget import Concurrency, Ledger
 from orchestrator.episode import run_episode
-from orchestrator.estimate import TYPICAL_TURNS, estimate
+from orchestrator.estimate import TYPICAL_TURNS, Observed, estimate
 from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
 from orchestrator.records import EpisodeIdentity
-from orchestrator.sweep import parse_sweep
+from orchestrator.sweep import load_sweep, parse_sweep
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +119,29 @@ def test_estimate_bounds_calls_and_cost_from_the_protocol_and_the_price(maze_dir
     assert (p.episodes, p.calls_max, p.calls_typical, p.output_cap) == (2, 2 * cap, 2 * min(cap, TYPICAL_TURNS), 100)
     prompt = p.prompt_tokens_first / 2
     assert p.cost_max == pytest.approx(2 * cap * (prompt * 1e-6 + 100 * 2e-6))
-    assert p.cost_typical == pytest.approx(2 * min(cap, TYPICAL_TURNS) * (prompt * 1e-6 + 100 * 2e-6))
+    # no finished episodes and no study prior for a provider of unknown family: the typical figure is
+    # unknown, never the cap presented as typical
+    assert p.cost_typical is None and p.typical_source == "unknown"
     assert by["unpriced"].cost_max is None and "unknown" in by["unpriced"].price_source
     assert by["oracle"].calls_max == 0 and by["oracle"].cost_max == 0.0
-    # a finished model's observed output per call replaces the cap in the typical figure
-    typical = {e.name: e for e in estimate(sweep.episodes(), {"priced": 10.0})}["priced"].cost_typical
-    assert typical == pytest.approx(2 * min(cap, TYPICAL_TURNS) * (prompt * 1e-6 + 10 * 2e-6))
+    # a finished model's observed calls and output per call make the typical figure
+    seen = Observed(episodes=4, calls=40, tokens_out=400)  # 10 calls an episode, 10 tokens a call
+    typical = {e.name: e for e in estimate(sweep.episodes(), {"priced": seen})}["priced"]
+    calls = min(cap, 10)
+    assert typical.calls_typical == 2 * calls and typical.typical_source == "this run (4 episodes)"
+    assert typical.cost_typical == pytest.approx(2 * calls * (prompt * 1e-6 + 10 * 2e-6))
+
+
+def test_estimate_takes_the_study_prior_per_family_and_gpu_hours_for_self_hosted_models():
+    """The study's realised usage (docs/providers.md) as the typical figure: Claude 1,097 output
+    tokens over 37.52 queries an episode, Qwen's in GPU-hours at 48.0M tokens per 165 A100-hours."""
+    sweep = load_sweep("main", mazes="example")
+    by = {e.name: e for e in estimate(sweep.episodes())}
+    claude, qwen = by["claude"], by["qwen"]
+    assert claude.typical_source == "study: Claude Opus 4.8" and claude.output_typical == 1097
+    assert claude.calls_typical == pytest.approx(min(1876 / 50, claude.calls_max))
+    assert claude.cost_max is not None and claude.cost_typical is not None and claude.cost_typical < claude.cost_max / 20
+    assert qwen.cost_max is None and qwen.price_source == "self-hosted" and qwen.gpus == 2
+    calls = min(3045 / 50, qwen.calls_max)
+    assert qwen.gpu_hours_typical == pytest.approx(calls * 15769 / (48.0e6 / 165))
+    assert qwen.gpu_hours_max == pytest.approx(qwen.calls_max * 64000 / (48.0e6 / 165))

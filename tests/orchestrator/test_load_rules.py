@@ -18,7 +18,7 @@ from orchestrator.sweep import parse_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 # the modules that are the loading itself: their rules are what load runs
-LOADING = {"agents/model.py", "agents/protocol.py", "orchestrator/serving/spec.py"}
+LOADING = {"agents/model.py", "agents/protocol.py", "agents/providers.py", "orchestrator/serving/spec.py"}
 MAZES = str(ROOT / "tests" / "orchestrator" / "mazes")
 
 
@@ -47,6 +47,7 @@ def sweep(**entry) -> dict:
 AT_LOAD = {
     ("agents/builtin.py", "make_builtin"): ({"model": "builtin/wizard"}, "models[0].model"),
     ("agents/llm.py", "__init__"): ({"model": "hosted_vllm/q", "client": "openai"}, "models[0].client"),
+    # (the agent's other rule there, a protocol its provider cannot honour: the cases below)
 }
 # checked before a run starts (they depend on the machine, not the file): see the test below
 AT_START = {
@@ -75,8 +76,15 @@ def test_loading_refuses_what_an_actor_would(site):
     ({"model": "openai/x", "params": {"retries": "many"}}, "models[0].params.retries"),
     ({"model": "openai/x", "price": {"input": 1e-6}}, "models[0].price.output"),
     ({"model": "openai/x", "client": "httpx"}, "models[0].client"),
-    ({"model": "anthropic/claude-opus-4-8", "thinking": {"mode": "adaptive"}}, "models[0].thinking.effort"),
-    ({"model": "openai/gpt-5", "thinking": {"mode": "adaptive", "effort": "high"}}, "models[0].thinking.mode"),
+    # a setting the provider cannot honour: refused at load, never sent and recorded as applied
+    ({"model": "anthropic/claude-opus-4-8", "protocol": {"thinking_budget": 8000}}, "models[0].protocol.thinking_budget"),
+    ({"model": "anthropic/claude-opus-4-8", "protocol": {"temperature": 0.5}}, "models[0].protocol.temperature"),
+    ({"model": "anthropic/claude-opus-4-8", "params": {"top_k": 5}}, "models[0].params.top_k"),
+    ({"model": "moonshot/kimi-k2.6", "protocol": {"effort": "high"}}, "models[0].protocol.effort"),
+    ({"model": "openai/o3", "protocol": {"thinking": False}}, "models[0].protocol.thinking"),
+    ({"model": "hosted_vllm/q", "protocol": {"thinking_budget": 4096}}, "models[0].protocol.thinking_budget"),
+    ({"model": "openai/x", "params": {"max_tokens": 5}}, "models[0].params.max_tokens"),
+    ({"model": "openai/x", "thinking": {"mode": "adaptive"}}, "models[0].thinking"),
     ({"model": "anthropic/c", "serve": {"engine": "llama_cpp"}}, "models[0].model"),
     ({"model": "builtin/oracle", "price": {"input": 0, "output": 0}}, "models[0].price"),
     ({"model": "openai/x", "max_cost": 0}, "models[0].max_cost"),
@@ -85,6 +93,21 @@ def test_rules_an_agent_relied_on_are_load_errors(entry, field):
     with pytest.raises(BadInput) as err:
         parse_sweep(sweep(**entry), "t.yaml")
     assert err.value.field == field
+
+
+def test_a_provider_refusal_names_the_field_where_the_setting_comes_from():
+    """From a condition, the sweep's protocol or the model's own fields: the line names that one,
+    and the model entry and condition."""
+    data = {"name": "t", "mazes": MAZES, "protocol": {"thinking_budget": 4096},
+            "models": [{"name": "kimi", "model": "moonshot/kimi-k2.6"}]}
+    with pytest.raises(BadInput) as err:
+        parse_sweep(data, "t.yaml")
+    assert err.value.field == "protocol.thinking_budget" and "kimi (moonshot/kimi-k2.6)" in err.value.message
+    data = {"name": "t", "mazes": MAZES, "models": [{"name": "gpt", "model": "openai/gpt-5"}],
+            "conditions": [{"name": "baseline"}, {"name": "off", "thinking": False}]}
+    with pytest.raises(BadInput) as err:
+        parse_sweep(data, "t.yaml")
+    assert err.value.field == "conditions[1].thinking" and "condition 'off'" in err.value.message
 
 
 def test_a_missing_key_stops_the_run_before_ray_starts(monkeypatch, tmp_path):

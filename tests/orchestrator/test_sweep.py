@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from env.errors import BadInput
-from orchestrator.sweep import SWEEPS_DIR, episode_id, find_sweep, load_sweep, parse_sweep
+from orchestrator.sweep import SWEEPS_DIR, episode_id, find_sweep, load_sweep, model_conditions, parse_sweep
 
 ORACLE = {"name": "oracle", "model": "builtin/oracle"}
 
@@ -18,9 +18,11 @@ BAD = [
     ({"models": [{"name": "x", "model": "nosuchprovider/some-model"}]}, "models[0].model: unknown model prefix 'nosuchprovider'"),
     ({"models": [{"name": "x", "model": "builtin/genius"}]}, "unknown built-in agent 'genius'"),
     ({"models": [{"name": "x", "model": "claude-without-prefix"}]}, "models[0].model: 'claude-without-prefix' has no provider prefix"),
-    ({"conditions": [{"name": "same"}]}, "conditions[0]: condition 'same' changes no protocol field"),
+    ({"conditions": [{"name": "same"}, {"name": "again"}]}, "conditions[1]: conditions 'same' and 'again' both change nothing"),
     ({"conditions": [{"name": "two", "thinking": False, "prompt": "detailed"}]}, "changes 2 fields (prompt, thinking)"),
-    ({"conditions": [{"name": "noop", "prompt": "minimal"}]}, "changes no protocol field"),
+    ({"conditions": [{"name": "base"}, {"name": "noop", "prompt": "minimal"}]}, "'base' and 'noop' both change nothing"),
+    ({"conditions": [{"name": "x", "models": {"nobody": {"thinking": False}}}]}, "conditions[0].models.nobody: no model"),
+    ({"conditions": [{"name": "x", "models": {"oracle": {"promt": "minimal"}}}]}, "conditions[0].models.oracle.promt:"),
     ({"conditions": [{"name": "baseline", "thinking": False}]}, "conditions[0].thinking: `baseline` is the sweep's protocol"),
     ({"conditions": [{"name": "x", "colour": "red"}]}, "conditions[0].colour: unknown protocol field"),
     ({"conditions": [{"name": "x", "prompt": "verbose"}]}, "conditions[0].prompt:"),
@@ -31,7 +33,7 @@ BAD = [
     ({"models": [ORACLE, {**ORACLE}]}, "models[1].name: 'oracle' is used twice"),
     ({"models": [ORACLE, {"name": "o2", "model": "builtin/oracle"}]}, "models[1]: the same model as models[0]"),
     ({"conditions": [{"name": "a", "thinking": False}, {"name": "a", "prompt": "detailed"}]}, "conditions[1].name: 'a' is used twice"),
-    ({"conditions": [{"name": "a", "thinking": False}, {"name": "b", "thinking": False}]}, "condition 'b' is the same protocol as 'a'"),
+    ({"conditions": [{"name": "a", "thinking": False}, {"name": "b", "thinking": False}]}, "condition 'b' is the same as 'a'"),
     ({"colour": "red"}, "t.yaml: colour: unknown key"),
     ({"models": [{**ORACLE, "temperature": 0}]}, "models[0].temperature: unknown key"),
     ({"models": [{"name": "x", "model": "openai/gpt-4o", "params": {"api_key": "sk-abc"}}]}, "models[0].params.api_key: not allowed here"),
@@ -122,24 +124,38 @@ def test_client_auto_is_the_lean_openai_client_for_self_hosted_models_only(maze_
 
 
 def test_shipped_sweeps_resolve_by_name_and_have_the_study_shape(maze_dir):
-    assert {p.stem for p in SWEEPS_DIR.glob("*.yaml")} >= {"main", "ablation", "quickstart"}
+    assert {p.stem for p in SWEEPS_DIR.glob("*.yaml")} >= {
+        "main", "ablation", "ablation-equal-caps", "gridbench-main", "gridbench-ablation", "quickstart"}
     shapes = {}
-    for name in ("main", "ablation", "quickstart"):
+    for name in ("main", "ablation", "gridbench-main", "gridbench-ablation", "quickstart"):
         data = yaml.safe_load((SWEEPS_DIR / f"{name}.yaml").read_text())
-        # the eval and heldout sets ship with the maze pool; the shape does not depend on them
+        # the maze sets ship apart; the shape does not depend on them
         data["mazes"] = str(maze_dir)
         shapes[name] = parse_sweep(data, f"{name}.yaml")
     main, ablation, quick = shapes["main"], shapes["ablation"], shapes["quickstart"]
+    # the study's final cell: its style, minimal prompt, image only, summary and last 3, watchdog 30
     assert len(main.models) == 3 and [c.name for c in main.conditions] == ["default"]
-    assert main.protocol.thinking and main.protocol.prompt == "minimal" and main.protocol.observation == "image"
+    p = main.protocol
+    assert (p.style, p.prompt, p.observation, p.context, p.icl_example, p.stall_window, p.max_output_tokens) == (
+        "study", "minimal", "image", "summary+recent", False, 30, 64000)
     assert {m.model.split("/")[0] for m in main.models} == {"anthropic", "moonshot", "hosted_vllm"}
-    assert [m.serve.engine for m in main.models if m.serve] == ["vllm"]
-    assert len(ablation.conditions) == 12 and ablation.conditions[0].name == "baseline"
-    assert all(c.changed for c in ablation.conditions[1:])
-    assert len({c.changed for c in ablation.conditions[1:]}) == 7
-    # 15 held-out mazes x 3 models x 12 conditions
+    # Qwen served as the study served it: no reasoning parser
+    assert [(m.serve.engine, m.serve.reasoning_parser) for m in main.models if m.serve] == [("vllm", None)]
+    # the study's twelve conditions: the baseline, ten single-field changes, the thinking one
+    assert len(ablation.conditions) == 12 and ablation.conditions[0].is_baseline
+    assert ablation.conditions[0].name == "cond_prompt.standard"
+    one_field = [c for c in ablation.conditions if c.changed]
+    assert len(one_field) == 10 and len({c.changed for c in one_field}) == 7  # the study's seven axes
+    thinking = ablation.conditions[-1]
+    assert thinking.name == "baseline_thinking" and not thinking.changed and set(thinking.models) == {
+        "claude", "kimi", "qwen"}
     assert 15 * len(ablation.models) * len(ablation.conditions) == 540
-    assert ablation.protocol.prompt == "standard" and ablation.protocol.observation == "image+text"
+    assert (ablation.protocol.prompt, ablation.protocol.observation, ablation.protocol.max_output_tokens) == (
+        "standard", "image+text", 4096)
+    # gridbench's own ablation keeps its twelve one-field conditions
+    own = shapes["gridbench-ablation"]
+    assert len(own.conditions) == 12 and own.conditions[0].name == "baseline" and own.protocol.style == "gridbench"
+    assert len({c.changed for c in own.conditions[1:]}) == 7
     # the built-in agents plus the bundled local model served by llama.cpp (tests/serving covers it)
     assert {m.model for m in quick.models} >= {"builtin/oracle", "builtin/random", "builtin/explorer"}
     assert [m.serve.engine for m in quick.models if m.serve] == ["llama_cpp"]
@@ -148,8 +164,27 @@ def test_shipped_sweeps_resolve_by_name_and_have_the_study_shape(maze_dir):
     assert find_sweep("ablation") == SWEEPS_DIR / "ablation.yaml"  # names resolve without a path
 
 
+def test_the_ablation_gives_each_model_the_studys_settings_per_condition():
+    ablation = load_sweep("ablation")
+    settings = {(m.name, c.name): (c.protocol.thinking, c.protocol.effort, c.protocol.max_output_tokens)
+                for m in ablation.models for c in model_conditions(m, ablation.conditions)}
+    for cond in ablation.conditions[:-1]:
+        assert settings[("claude", cond.name)] == (True, "low", 4096)
+        assert settings[("kimi", cond.name)] == (False, None, 4096)
+        assert settings[("qwen", cond.name)] == (False, None, 4096)
+    # baseline_thinking: thinking on, with the study's unequal caps
+    assert settings[("claude", "baseline_thinking")] == (True, "xhigh", 8192)
+    assert settings[("kimi", "baseline_thinking")] == (True, None, 16384)
+    assert settings[("qwen", "baseline_thinking")] == (True, None, 4096)
+    equal = load_sweep("ablation-equal-caps")
+    caps = {m.name: c.protocol.max_output_tokens for m in equal.models for c in model_conditions(m, equal.conditions)}
+    assert set(caps.values()) == {16384} and len(equal.episodes()) == 45
+
+
 def test_shipped_main_and_ablation_are_150_and_540_episodes_on_the_shipped_sets():
     main, ablation = load_sweep("main"), load_sweep("ablation")
     assert len(main.mazes) == 50 and len(main.episodes()) == 150
     assert len(ablation.mazes) == 15 and len(ablation.episodes()) == 540
+    # the study's own mazes, under its rules
+    assert {m.ruleset for m in (*main.mazes, *ablation.mazes)} == {"multinet-r1"}
     assert len({e.episode_id for e in ablation.episodes()}) == 540

@@ -36,7 +36,7 @@ def run_dir(tmp_path_factory, maze_dir):
     """A run of three built-in agents on the test mazes, written episode by episode."""
     out = tmp_path_factory.mktemp("run")
     mazes = resolve_mazes(str(maze_dir))
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     for m in mazes:
         for name in ("oracle", "random", "explorer"):
             agent = build_agent(f"builtin/{name}", protocol, seed=1)

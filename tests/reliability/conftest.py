@@ -28,7 +28,7 @@ def finished_run(tmp_path_factory) -> Path:
 
     run_dir = tmp_path_factory.mktemp("runs") / "done"
     mazes = [load_maze(MAZES / "scale-8.json"), load_maze(MAZES / "keydoor-8.json")]
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
 
     async def go() -> None:
         for i, maze in enumerate(mazes):

@@ -89,7 +89,7 @@ def write_episodes(uri: str, n_mazes: int = 3) -> None:
     from orchestrator.traces import write_episode, write_manifest
 
     mazes = resolve_mazes(str(MAZES))[:n_mazes]
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
     for m in mazes:
         for model in ("oracle", "random"):
             identity = EpisodeIdentity(run="r", episode_id=f"{model}-{m.id}", model_name=model,

@@ -10,19 +10,20 @@ from orchestrator.serving.spec import ServeSpec, parse_serve
 def test_vllm_defaults_are_derived_from_the_sweep():
     spec = parse_serve({"engine": "vllm", "tensor_parallel_size": 2, "replicas": 2})
     assert spec.limit_mm_per_prompt is None and spec.max_num_seqs is None
-    done = spec.resolved(history_frames=3, max_concurrency=32)
-    assert done.limit_mm_per_prompt == {"image": 4, "video": 0}
+    done = spec.resolved(images=12, max_model_len=70656, max_concurrency=32)
+    assert done.limit_mm_per_prompt == {"image": 12, "video": 0} and done.max_model_len == 70656
     assert done.max_num_seqs == 16
     # an explicit value is never overridden
-    fixed = parse_serve({"engine": "vllm", "max_num_seqs": 5, "limit_mm_per_prompt": {"image": 9}})
-    assert fixed.resolved(history_frames=0, max_concurrency=100).max_num_seqs == 5
-    assert fixed.resolved(history_frames=0, max_concurrency=100).limit_mm_per_prompt == {"image": 9}
+    fixed = parse_serve({"engine": "vllm", "max_num_seqs": 5, "limit_mm_per_prompt": {"image": 9},
+                         "max_model_len": 4096})
+    done = fixed.resolved(images=1, max_model_len=99999, max_concurrency=100)
+    assert (done.max_num_seqs, done.limit_mm_per_prompt, done.max_model_len) == (5, {"image": 9}, 4096)
 
 
 def test_llama_cpp_defaults_to_the_bundled_model_on_loopback():
     spec = parse_serve({"engine": "llama_cpp"})
     assert spec.model is None and spec.host == "127.0.0.1" and spec.replicas == 1
-    assert spec.resolved(history_frames=3, max_concurrency=4) == spec
+    assert spec.resolved(images=4, max_concurrency=4) == spec
 
 
 def test_spec_is_frozen_and_hashable():

@@ -20,14 +20,15 @@ def test_vllm_command_carries_every_setting():
         "engine": "vllm", "tensor_parallel_size": 2, "replicas": 2, "max_model_len": 32768,
         "reasoning_parser": "deepseek_r1", "seed": 7, "gpu_memory_utilization": 0.85,
         "extra_args": ["--dtype", "bfloat16"],
-    }).resolved(history_frames=3, max_concurrency=32)
+    }).resolved(images=12, max_model_len=99999, max_concurrency=32)
     cmd = vllm_command("hosted_vllm/Qwen/Qwen2.5-VL-72B-Instruct", spec, host="10.0.0.5", port=8401)
     assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen2.5-VL-72B-Instruct"]
     assert flag(cmd, "--served-model-name") == "Qwen/Qwen2.5-VL-72B-Instruct"
     assert flag(cmd, "--tensor-parallel-size") == "2"
     assert flag(cmd, "--distributed-executor-backend") == "mp"
     assert flag(cmd, "--max-model-len") == "32768"
-    assert json.loads(flag(cmd, "--limit-mm-per-prompt")) == {"image": 4, "video": 0}
+    assert json.loads(flag(cmd, "--limit-mm-per-prompt")) == {"image": 12, "video": 0}
+    assert "--enable-prompt-tokens-details" in cmd  # else vLLM reports no cached tokens
     assert flag(cmd, "--reasoning-parser") == "deepseek_r1"
     assert "--enable-prefix-caching" in cmd and "--no-enable-prefix-caching" not in cmd
     assert flag(cmd, "--max-num-seqs") == "16"  # 32 episodes over 2 replicas
@@ -40,7 +41,7 @@ def test_vllm_command_carries_every_setting():
 
 
 def test_vllm_command_leaves_out_what_is_unset_and_can_turn_caching_off():
-    spec = parse_serve({"engine": "vllm", "enable_prefix_caching": False}).resolved(history_frames=0, max_concurrency=3)
+    spec = parse_serve({"engine": "vllm", "enable_prefix_caching": False}).resolved(images=1, max_concurrency=3)
     cmd = vllm_command("hosted_vllm/small", spec, host="127.0.0.1", port=8400)
     assert "--max-model-len" not in cmd and "--reasoning-parser" not in cmd
     assert "--distributed-executor-backend" not in cmd  # one GPU: vLLM's single-process default

@@ -50,7 +50,7 @@ def test_a_model_runs_only_its_own_mazes_and_the_cli_maze_override_wins():
     [
         ({"protocol": {"colour": 1}}, "models[0].protocol.colour"),
         ({"protocol": {"observation": "smell"}}, "models[0].protocol.observation"),
-        ({"protocol": {"preset": "baseline"}}, "models[0].protocol"),
+        ({"protocol": {"preset": "gridbench-baseline"}}, "models[0].protocol"),
         ({"mazes": ["no-such-maze"]}, "models[0].mazes"),
         ({"serve": {"engine": "llama_cpp", "n_ctx": 1}}, "models[0].serve.n_ctx"),
     ],
@@ -80,3 +80,47 @@ def test_a_llama_cpp_model_must_take_the_text_observation():
     assert str(err.value).startswith("t.yaml: models[0].protocol.observation:")
     data["models"][0]["protocol"] = {"observation": "text"}
     assert parse_sweep(data, "t.yaml").episodes()[0].condition.protocol.observation == "text"
+
+
+def test_vllm_limits_come_from_the_largest_request_the_sweep_renders():
+    """The image limit counts the worked example's frames, the history and the current frame (the
+    study's issue: a final turn holds 12 images, not history_frames + 1 = 4); max_model_len holds
+    the longest prompt and the output cap."""
+    from agents.prompt import icl_episode
+    from orchestrator.sweep import load_sweep
+
+    example_frames = len(icl_episode()[1])
+    sweep = load_sweep("gridbench-main", mazes="example")
+    qwen = next(m for m in sweep.models if m.serve is not None)
+    spec = sweep.serve_spec(qwen)
+    assert spec.limit_mm_per_prompt == {"image": example_frames + 3 + 1, "video": 0} == {"image": 12, "video": 0}
+    assert spec.max_model_len is not None and spec.max_model_len > 64000 and spec.max_model_len % 1024 == 0
+    data = yaml.safe_load((SWEEPS_DIR / "gridbench-main.yaml").read_text())
+    data["mazes"] = ["example"]
+    data["models"][2]["serve"]["limit_mm_per_prompt"] = {"image": 4}
+    with pytest.raises(BadInput) as err:
+        parse_sweep(data, "sweeps/main.yaml")
+    assert err.value.field == "models[2].serve.limit_mm_per_prompt"
+    assert "condition 'default' sends 12 images in one request, more than the 4 allowed" in err.value.message
+    data["models"][2]["serve"] = {"engine": "vllm", "max_model_len": 32768}
+    with pytest.raises(BadInput) as err:
+        parse_sweep(data, "sweeps/main.yaml")
+    assert err.value.field == "models[2].serve.max_model_len" and "output cap of 64000" in err.value.message
+    # no images without the image observation, and a multi-turn conversation keeps history_frames of them
+    data["models"][2]["serve"] = {"engine": "vllm"}
+    data["conditions"] = [{"name": "baseline"}, {"name": "text", "observation": "text"},
+                          {"name": "history-0", "history_frames": 0}]
+    from orchestrator.serving.limits import images_per_request
+
+    s = parse_sweep(data, "sweeps/main.yaml")
+    assert [images_per_request(s.mazes[0], c.protocol) for c in s.conditions] == [12, 0, example_frames + 1]
+    multi = s.conditions[0].protocol.model_copy(update={"conversation": "multi"})
+    assert images_per_request(s.mazes[0], multi) == 12
+    # the study's cells: its final one sends the last 3 frames and the current one; its ablation
+    # adds the one-shot example's picture, and its multi-turn chat keeps 3 past queries' frames
+    study = load_sweep("main", mazes="example")
+    assert {images_per_request(study.mazes[0], c.protocol) for c in study.conditions} == {4}
+    ablation = load_sweep("ablation", mazes="example")
+    counts = {c.name: images_per_request(ablation.mazes[0], c.protocol) for c in ablation.conditions}
+    assert counts["cond_prompt.standard"] == counts["hist_multiturn"] == 5
+    assert counts["ctx_current"] == counts["ctx_text_summary"] == 2 and counts["icl_zero_shot"] == 4

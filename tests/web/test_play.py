@@ -60,9 +60,14 @@ def _foreign_host(url: str) -> int:
     return status
 
 
-def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_path, corridor_file):
-    """Plays the corridor, then stops during the example: the finished game alone is kept."""
-    corridor, example = load_maze(corridor_file), resolve_maze("example")
+@pytest.mark.parametrize("first,protocol", [
+    (None, Protocol.preset("gridbench-final")),
+    ("study/r1_M1_8x8_corridor_kr_0", Protocol(switch_frames="study")),  # the study's game and frames
+])
+def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_path, corridor_file, first, protocol):
+    """Plays the corridor (or a study maze), then stops during the example: the finished game
+    alone is kept."""
+    corridor, example = load_maze(corridor_file) if first is None else resolve_maze(first), resolve_maze("example")
     plan = solve(corridor).plan_names
     run_dir = tmp_path / "run"
     ready: asyncio.Queue = asyncio.Queue()
@@ -76,7 +81,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
         version = 0
         for i, action in enumerate(plan):
             status, view = await asyncio.to_thread(_call, f"{url}api/state?after={version}", token)
-            assert status == 200 and view["phase"] == "turn" and view["maze_id"] == "corridor"
+            assert status == 200 and view["phase"] == "turn" and view["maze_id"] == corridor.id
             version = view["version"]
             if i == 0:  # the page is given the model's own messages for this turn
                 turn = Turn(corridor, protocol, 1, initial_state(corridor), (), view.get("step_cap", 6))
@@ -94,7 +99,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
         assert view["maze_id"] == "example" and view["finished"][0]["termination"] == "solved"
         await asyncio.to_thread(_call, url + "api/stop", token, {})
 
-    protocol = Protocol.preset("final")
+    protocol = Protocol.preset("gridbench-final")
 
     async def main():
         game = asyncio.create_task(play([corridor, example], name="tester", protocol=protocol, run_dir=run_dir,
@@ -107,7 +112,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
     episodes, steps = read_run(run_dir)
     assert len(episodes) == 1
     ep = episodes.iloc[0]
-    assert ep.model == "human/tester" and ep.model_name == "tester" and ep.maze_id == "corridor"
+    assert ep.model == "human/tester" and ep.model_name == "tester" and ep.maze_id == corridor.id
     assert ep.solved and ep.termination == "solved"
     assert ep.steps == ep.optimal_actions == len(plan) and ep.progress_action == 1.0
     assert steps.sort_values("step").action.tolist() == plan
@@ -231,7 +236,7 @@ def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, 
             await asyncio.to_thread(_call, url + "api/act", token, {"action": action, "version": version})
 
     async def main():
-        game = asyncio.create_task(play([corridor], name="ada", protocol=Protocol.preset("final"), run_dir=run_dir,
+        game = asyncio.create_task(play([corridor], name="ada", protocol=Protocol.preset("gridbench-final"), run_dir=run_dir,
                                         on_ready=ready.put_nowait, linger_s=0.1))
         await player()
         return await game

@@ -89,9 +89,30 @@ def steps_of(record: dict, index: dict) -> list[dict]:
     return [{name: cols[name][i] for name in cols} for i in range(n)]
 
 
+# what only multinet-r1 has, drawn the study's way: a key walked onto, a gate drawn as a grey door,
+# a white switch, a teleporter, a hazard, a block, a kill cell, a frozen tile
+R1_EVERY_KIND = {
+    "format": "gridbench.maze/1", "id": "r1-every-kind", "ruleset": "multinet-r1", "rules": {"freeze_steps": 2},
+    "grid": ["##########", "#...#..#.#", "#......#.#", "#...#....#", "##########"],
+    "start": {"pos": [1, 1], "dir": "east"}, "goal": [8, 3],
+    "objects": [
+        {"id": "k", "kind": "key", "color": "red", "pos": [2, 1]},
+        {"id": "d", "kind": "door", "color": "red", "pos": [4, 2], "state": "locked"},
+        {"id": "s", "kind": "switch", "color": "white", "pos": [1, 3], "controls": ["g"]},
+        {"id": "g", "kind": "gate", "color": "grey", "pos": [7, 3]},
+        {"id": "t", "kind": "teleporter", "color": "purple", "pos": [6, 1], "to": [6, 3]},
+        {"id": "h", "kind": "hazard", "pos": [6, 2]},
+        {"id": "b", "kind": "block", "color": "blue", "pos": [5, 3]},
+        {"id": "x", "kind": "kill", "pos": [3, 3]},
+        {"id": "f", "kind": "frozen", "pos": [3, 2]},
+    ],
+}
+
+
 def every_kind_run(folder: Path, example_maze) -> Path:
-    """The every-kind maze played through every state at tile sizes 32 and 16, and the example
-    maze by the oracle (32) and a random walk (20)."""
+    """The every-kind maze played through every state at tile sizes 32 and 16, the example maze by
+    the oracle (32) and a random walk (20), and a multinet-r1 maze with every kind by the oracle with
+    the study's switch frames and by a random walk (16)."""
     maze = maze_from_dict(EVERY_KIND)
     long_enough = {"step_cap_factor": 20.0, "stall_window": 200}
     make_run(folder, [(maze, "script", "t32", 0)], Protocol(**long_enough), prefix="a", scripts={0: EVERY_STATE})
@@ -99,6 +120,9 @@ def every_kind_run(folder: Path, example_maze) -> Path:
              scripts={0: EVERY_STATE})
     make_run(folder, [(example_maze, "builtin/oracle", "t32", 0)], prefix="c")
     make_run(folder, [(example_maze, "builtin/random", "t20", 3)], Protocol(tile_size=20), prefix="d")
+    r1 = maze_from_dict(R1_EVERY_KIND)
+    make_run(folder, [(r1, "builtin/oracle", "study", 0)], Protocol(tile_size=16, switch_frames="study"), prefix="e")
+    make_run(folder, [(r1, "builtin/random", "t16", 2)], Protocol(tile_size=16, step_cap_factor=1.0), prefix="f")
     return folder
 
 
@@ -111,7 +135,7 @@ def run_with_a_crash_and_no_mazes(folder: Path, example_maze) -> Path:
     run = make_run(folder, [(example_maze, "builtin/oracle", "baseline", 0)])
     identity = EpisodeIdentity(run="run", episode_id="crashed", model_name="m", model="builtin/random",
                                condition="baseline", repeat=0, maze_id=example_maze.id)
-    write_episode(run, failed_episode(identity, example_maze, Protocol.preset("final"), "ActorDied", "node lost", 3))
+    write_episode(run, failed_episode(identity, example_maze, Protocol.preset("gridbench-final"), "ActorDied", "node lost", 3))
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["mazes"] = {}
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -276,8 +300,9 @@ def _canvas(page) -> np.ndarray:
 
 @pytest.mark.slow
 def test_frames_drawn_in_the_browser_are_the_frames_the_model_saw(drawn_view, drawn_run, page):
-    """Every frame of four episodes (every object kind and state, every direction, a carried and a
-    moved key, tile sizes 32, 20 and 16), drawn on the canvas, against render_state's PNGs."""
+    """Every frame of six episodes (every object kind and state of both rulesets, every direction, a
+    carried, a moved and a used-up key, the study's switch frames, tile sizes 32, 20 and 16), drawn
+    on the canvas, against render_state's PNGs."""
     index = index_of(drawn_view)
     compared, sizes = 0, set()
     for i, rec in enumerate(records(drawn_view)):
@@ -291,8 +316,8 @@ def test_frames_drawn_in_the_browser_are_the_frames_the_model_saw(drawn_view, dr
             if s:
                 page.keyboard.press("ArrowRight")
             assert page.inner_text("#step-label") == f"step {s} / {len(replayed.states) - 1}"
-            expected = np.asarray(Image.open(io.BytesIO(png_bytes(render_state(replayed.maze, state,
-                                                                               protocol["tile_size"])))))
+            expected = np.asarray(Image.open(io.BytesIO(png_bytes(render_state(
+                replayed.maze, state, protocol["tile_size"], protocol.get("switch_frames", "distinct"))))))
             drawn = _canvas(page)
             assert drawn.shape == expected.shape and np.array_equal(drawn, expected), (eid, s)
             compared += 1

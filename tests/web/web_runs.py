@@ -80,7 +80,7 @@ def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol
     ``model``: ``builtin/<agent>``, ``hostile``, or ``script`` (episode ``i`` plays ``scripts[i]``).
     A run can be made by several calls with different protocols and prefixes.
     """
-    protocol = protocol or Protocol.preset("final")
+    protocol = protocol or Protocol.preset("gridbench-final")
 
     def agent_for(i: int, model: str, repeat: int):
         if model == "hostile":

@@ -10,7 +10,7 @@ window.gridbench = window.gridbench || {};
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
   const DIRS = ["east", "south", "west", "north"];
-  const MOVES = ["moved", "turned", "bump", "noop"];
+  const MOVES = ["moved", "turned", "bump", "noop", "teleported", "frozen"];
   const fmt = (v) => v === null || v === undefined || v === "" ? "–" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v);
 
   function facts(dl, pairs) {
@@ -203,7 +203,7 @@ window.gridbench = window.gridbench || {};
       cur = s;
       slider.value = String(s);
       $("step-label").textContent = "step " + s + " / " + n;
-      if (drawn) gb.frames.draw(canvas, maze, stateAt(s), sheet);
+      if (drawn) gb.frames.draw(canvas, maze, stateAt(s), sheet, protocol.switch_frames);
       marker.setAttribute("x1", X(s)); marker.setAttribute("x2", X(s));
       if (s === 0) {
         $("step-title").textContent = "Start";

@@ -6,6 +6,9 @@
 //
 // A state is what env.mechanism_info says of it: {pos: [x, y], dir, keys: {id: [x, y] | null},
 // doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}.
+// Under the multinet-r1 ruleset objects look as the MultiNet study drew them (switches as discs,
+// gates as grey doors), and switchFrames (the protocol's switch_frames) "study" draws every switch
+// the same on and off, as env.minigrid_env.build_grid does.
 window.gridbench = window.gridbench || {};
 window.gridbench.frames = (function () {
   const sheets = {};
@@ -22,16 +25,30 @@ window.gridbench.frames = (function () {
 
   // The tile name of every cell, row by row; named as env.tiles.tile_name names them. Keys come
   // last, as in env.minigrid_env.build_grid.
-  function cells(maze, state) {
+  const CELL_TILES = { hazard: "hazard", kill: "kill", frozen: "frozen" };
+
+  function cells(maze, state, switchFrames) {
     const W = maze.grid[0].length, H = maze.grid.length;
+    const r1 = maze.ruleset === "multinet-r1";
+    const study = switchFrames === "study";
     const names = new Array(W * H);
     for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) names[y * W + x] = maze.grid[y][x] === "#" ? "wall" : "floor";
     names[maze.goal[1] * W + maze.goal[0]] = "goal";
     const at = (pos, name) => { names[pos[1] * W + pos[0]] = name; };
+    const onOff = (on) => (on ? "on" : "off");
     for (const o of maze.objects) {
       if (o.kind === "door") at(o.pos, "door-" + o.color + "-" + state.doors[o.id]);
-      else if (o.kind === "switch") at(o.pos, "switch-" + o.color + "-" + (state.switches[o.id] ? "on" : "off"));
-      else if (o.kind === "gate") at(o.pos, "gate-" + o.color + "-" + (state.gates[o.id] ? "open" : "closed"));
+      else if (o.kind === "switch") {
+        const on = state.switches[o.id];
+        at(o.pos, "switch-" + o.color + (study ? "-disc" : r1 ? "-disc-" + onOff(on) : "-" + onOff(on)));
+      } else if (o.kind === "gate") {
+        const open = state.gates[o.id] ? "open" : "closed";
+        at(o.pos, r1 ? "door-grey-" + open : "gate-" + o.color + "-" + open);
+      } else if (o.kind === "teleporter") {
+        at(o.pos, "teleporter-" + o.color);
+        at(o.to, "teleporter-" + o.color);
+      } else if (o.kind === "block") at(o.pos, "block-" + o.color);
+      else if (CELL_TILES[o.kind]) at(o.pos, CELL_TILES[o.kind]);
     }
     for (const o of maze.objects) {
       if (o.kind === "key" && state.keys[o.id]) at(state.keys[o.id], "key-" + o.color);
@@ -40,13 +57,13 @@ window.gridbench.frames = (function () {
   }
 
   // draw `state` of `maze` on `canvas` with a decoded sheet (from `sheet`)
-  function draw(canvas, maze, state, tiles) {
+  function draw(canvas, maze, state, tiles, switchFrames) {
     const W = maze.grid[0].length, H = maze.grid.length, T = tiles.size;
     if (canvas.width !== W * T) canvas.width = W * T;
     if (canvas.height !== H * T) canvas.height = H * T;
     const ctx = canvas.getContext("2d");
     ctx.imageSmoothingEnabled = false;
-    const names = cells(maze, state);
+    const names = cells(maze, state, switchFrames);
     for (let y = 0; y < H; y++) {
       for (let x = 0; x < W; x++) {
         const name = names[y * W + x];

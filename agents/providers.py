@@ -1,0 +1,350 @@
+"""Provider families, declared once: what each real provider takes in a request and gives back.
+
+A model's family (``family_for``) follows from its litellm model string, the engine that serves
+it and the model entry's optional ``provider:``. The protocol says what is intended (``thinking``
+on or off, an ``effort`` level, a ``thinking_budget``, ``max_output_tokens``, ``temperature``);
+the family says how that reaches the provider (``ProviderFamily.request_fields``) and refuses
+what the provider cannot honour (``ProviderFamily.refusal``), so a request is never sent, and
+recorded, as if a setting had been applied that the provider drops, rewrites or rejects. Every
+fact here is listed with its source in docs/providers.md; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from env.errors import BadInput
+
+if TYPE_CHECKING:
+    from agents.protocol import Protocol
+    from agents.usage import Budget
+
+# request fields the protocol and the family control: a model entry's params may not set them
+CONTROLLED_PARAMS = {
+    "max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens",
+    "temperature": "temperature", "thinking": "thinking", "reasoning_effort": "effort",
+    "output_config": "effort", "thinking_token_budget": "thinking_budget", "seed": "seed",
+}
+# chat_template_kwargs may carry other switches of a template, but not the thinking switch
+CONTROLLED_TEMPLATE_KWARGS = {"enable_thinking": "thinking"}
+
+
+@dataclass(frozen=True)
+class Switch:
+    """How thinking is turned on and off: the request fields for each (``{}``: nothing to send).
+    ``off`` is None when thinking cannot be turned off."""
+
+    on: Mapping[str, Any]
+    off: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Control:
+    """A request field that takes a value: an effort level or a token budget.
+
+    ``path``: where the value goes (``("output_config", "effort")``); ``levels``: the effort
+    levels the provider takes; ``minimum``: the smallest token budget; ``with_thinking``: the
+    field goes into the request only while thinking is on."""
+
+    path: tuple[str, ...]
+    levels: tuple[str, ...] = ()
+    minimum: int = 0
+    with_thinking: bool = False
+
+
+@dataclass(frozen=True)
+class ProviderFamily:
+    """The facts the request builder and the usage reader need for one family of providers."""
+
+    name: str
+    title: str
+    switch: Switch | None  # None: no thinking switch at all: nothing is sent, the step records null
+    effort: Control | None = None  # None: no effort control
+    budget: Control | None = None  # None: no thinking-token budget
+    budget_required: bool = False  # thinking on needs a budget (it thinks only within one)
+    budget_below_cap: bool = False  # the budget must stay below the output cap
+    output_cap: str = "max_tokens"  # the request field that caps output tokens, thinking included
+    # sampling parameters the provider rejects or fixes: never sent; a protocol or params value is
+    # refused. ``unsampled_with_thinking``: the same, only while thinking is on.
+    fixed_sampling: tuple[str, ...] = ()
+    unsampled_with_thinking: tuple[str, ...] = ()
+    fixed_why: str = ""
+    seed: bool = True  # the provider takes a sampling seed
+    marks_cache: bool = False  # it caches only prompt prefixes the request marks (Anthropic's cache_control)
+    # top-level request fields litellm refuses for this provider unless they travel in extra_body
+    litellm_extra_body: tuple[str, ...] = ()
+    # where the answer's parts come back (for docs/providers.md and the usage reader)
+    reasoning_text: str = ""
+    reasoning_tokens: str = ""
+    cached_tokens: str = ""
+
+    # ---- intent -> request ------------------------------------------------------------------
+    def refusal(self, protocol: Protocol, params: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
+        """(field, why) for the first setting this family cannot honour; None when it can honour all.
+
+        ``field`` is a protocol field, or ``params.<key>`` for the model entry's own params."""
+        p = protocol
+        if not p.thinking and self.switch is not None and self.switch.off is None:
+            return "thinking", f"{self.title} always thinks: thinking cannot be turned off"
+        if p.effort is not None:
+            if self.effort is None:
+                return "effort", f"{self.title} has no effort control (got {p.effort!r})"
+            if p.effort not in self.effort.levels:
+                return "effort", f"{self.title} takes the effort levels {', '.join(self.effort.levels)} (got {p.effort!r})"
+        if p.thinking and self.budget_required and p.thinking_budget is None:
+            return "thinking_budget", (f"{self.title} thinks only within a token budget: set thinking_budget "
+                                       "(or thinking: false)")
+        if p.thinking_budget is not None:
+            if self.budget is None:
+                return "thinking_budget", f"{self.title} takes no thinking-token budget (got {p.thinking_budget})"
+            if p.thinking_budget < self.budget.minimum:
+                return "thinking_budget", f"{self.title} takes a budget of at least {self.budget.minimum}"
+            if p.thinking and self.budget_below_cap and p.thinking_budget >= p.max_output_tokens:
+                return "thinking_budget", (f"{self.title} needs the budget ({p.thinking_budget}) below "
+                                           f"max_output_tokens ({p.max_output_tokens})")
+        if p.temperature is not None and "temperature" in self.unsent(p.thinking):
+            return "temperature", f"{self.title} takes no temperature{self._why()}: leave temperature unset"
+        for key in sorted(set(params or {}) & self.unsent(p.thinking)):
+            return f"params.{key}", f"{self.title} takes no {key}{self._why()}"
+        return None
+
+    def refusal_of_params(self, params: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(field, why) for a model entry's param that this family never takes, or that would set
+        what the protocol controls; checked once per entry (with thinking either way: ``refusal``)."""
+        for key in sorted(set(params) & set(self.fixed_sampling)):
+            return f"params.{key}", f"{self.title} takes no {key}{self._why()}"
+        return controlled_param(params)
+
+    def unsent(self, thinking: bool) -> set[str]:
+        """Sampling parameters never sent to this family (with thinking on or off)."""
+        return set(self.fixed_sampling) | (set(self.unsampled_with_thinking) if thinking else set())
+
+    def _why(self) -> str:
+        return f" ({self.fixed_why})" if self.fixed_why else ""
+
+    def request_fields(self, protocol: Protocol, seed: int) -> tuple[dict[str, Any], Budget]:
+        """The request fields (in the provider's own JSON shape) that carry the protocol's
+        intent, and the ``Budget`` they amount to. The protocol must have passed ``refusal``."""
+        from agents.usage import Budget
+
+        p = protocol
+        fields: dict[str, Any] = {self.output_cap: p.max_output_tokens}
+        thinking: bool | None = None
+        if self.switch is not None:
+            switch = self.switch.on if p.thinking else self.switch.off
+            merge_fields(fields, dict(switch or {}))
+            thinking = p.thinking
+        effort = budget = None
+        if p.effort is not None and self.effort is not None and (p.thinking or not self.effort.with_thinking):
+            merge_fields(fields, _nested(self.effort.path, p.effort))
+            effort = p.effort
+        if p.thinking_budget is not None and self.budget is not None and p.thinking:
+            merge_fields(fields, _nested(self.budget.path, p.thinking_budget))
+            budget = p.thinking_budget
+        if p.temperature is not None:
+            fields["temperature"] = p.temperature
+        if self.seed:
+            fields["seed"] = seed
+        return fields, Budget(thinking=thinking, thinking_budget=budget, reasoning_effort=effort,
+                              max_output_tokens=p.max_output_tokens)
+
+
+def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for key in reversed(path):
+        out = {key: out}
+    return out
+
+
+def merge_fields(into: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``into`` with ``extra`` laid over it, mappings merged key by key (``into`` is changed)."""
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            merge_fields(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+    return into
+
+
+def controlled_param(params: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, why) for a model entry's param that would set what the protocol controls."""
+    for where, mapping in (("params", params), ("params.extra_body", params.get("extra_body"))):
+        if not isinstance(mapping, Mapping):
+            continue
+        for key, value in mapping.items():
+            if key in CONTROLLED_PARAMS:
+                return f"{where}.{key}", f"set through the protocol's {CONTROLLED_PARAMS[key]} instead"
+            if key == "chat_template_kwargs" and isinstance(value, Mapping):
+                for inner in set(value) & set(CONTROLLED_TEMPLATE_KWARGS):
+                    return (f"{where}.chat_template_kwargs.{inner}",
+                            f"set through the protocol's {CONTROLLED_TEMPLATE_KWARGS[inner]} instead")
+    return None
+
+
+# ---- the table -------------------------------------------------------------------------------
+CLAUDE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+OPENAI_EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
+TEMPLATE_ON = {"chat_template_kwargs": {"enable_thinking": True}}
+TEMPLATE_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+VLLM_CACHED = "usage.prompt_tokens_details.cached_tokens, only when served with --enable-prompt-tokens-details"
+
+FAMILIES: tuple[ProviderFamily, ...] = (
+    ProviderFamily(
+        name="anthropic-adaptive", title="Claude 4.7 and later (Anthropic)",
+        switch=Switch(on={"thinking": {"type": "adaptive", "display": "summarized"}}, off={}),
+        effort=Control(("output_config", "effort"), levels=CLAUDE_EFFORTS),
+        fixed_sampling=("temperature", "top_p", "top_k"),
+        fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
+        seed=False, marks_cache=True,
+        reasoning_text="thinking blocks, with text only under display: summarized",
+        reasoning_tokens="usage.output_tokens_details.thinking_tokens",
+        cached_tokens="usage.cache_read_input_tokens",
+    ),
+    ProviderFamily(
+        name="anthropic-budget", title="Claude before 4.7 (Anthropic)",
+        switch=Switch(on={"thinking": {"type": "enabled"}}, off={}),
+        budget=Control(("thinking", "budget_tokens"), minimum=1024, with_thinking=True),
+        budget_required=True, budget_below_cap=True,
+        unsampled_with_thinking=("temperature", "top_k"),
+        fixed_why="Anthropic's extended thinking does not take sampling changes",
+        seed=False, marks_cache=True,
+        reasoning_text="thinking blocks",
+        reasoning_tokens="usage.output_tokens_details.thinking_tokens where reported, else counted from the text",
+        cached_tokens="usage.cache_read_input_tokens",
+    ),
+    ProviderFamily(
+        name="moonshot-kimi-k2", title="Kimi K2.5 / K2.6 (Moonshot)",
+        switch=Switch(on={"thinking": {"type": "enabled"}}, off={"thinking": {"type": "disabled"}}),
+        fixed_sampling=("temperature", "top_p", "n", "presence_penalty", "frequency_penalty"),
+        fixed_why="Moonshot fixes them for kimi-k2.6: temperature 1.0 with thinking, 0.6 without",
+        seed=False, litellm_extra_body=("thinking",),
+        reasoning_text="message.reasoning_content",
+        reasoning_tokens="not reported: counted from the reasoning text",
+        cached_tokens="usage.cached_tokens (top level), or usage.prompt_tokens_details.cached_tokens",
+    ),
+    ProviderFamily(
+        name="openai-reasoning", title="OpenAI reasoning models (o-series, GPT-5)",
+        switch=Switch(on={}, off=None),
+        effort=Control(("reasoning_effort",), levels=OPENAI_EFFORTS),
+        output_cap="max_completion_tokens",
+        fixed_sampling=("temperature", "top_p"),
+        fixed_why="OpenAI's reasoning models take only the default sampling",
+        reasoning_text="not returned by the Chat Completions API",
+        reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
+        cached_tokens="usage.prompt_tokens_details.cached_tokens",
+    ),
+    ProviderFamily(
+        name="vllm-reasoning", title="vLLM with a reasoning parser",
+        switch=Switch(on=TEMPLATE_ON, off=TEMPLATE_OFF),
+        budget=Control(("thinking_token_budget",), minimum=1, with_thinking=True),
+        output_cap="max_completion_tokens",
+        litellm_extra_body=("chat_template_kwargs", "thinking_token_budget"),
+        reasoning_text="message.reasoning (message.reasoning_content before vLLM 0.16)",
+        reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
+        cached_tokens=VLLM_CACHED,
+    ),
+    ProviderFamily(
+        name="vllm", title="vLLM without a reasoning parser",
+        switch=Switch(on=TEMPLATE_ON, off=TEMPLATE_OFF),
+        output_cap="max_completion_tokens",
+        litellm_extra_body=("chat_template_kwargs",),
+        reasoning_text="inline in message.content (<think> ... </think>); the reply parser skips it",
+        reasoning_tokens="not reported: counted as output",
+        cached_tokens=VLLM_CACHED,
+    ),
+    ProviderFamily(
+        name="llama-cpp", title="llama.cpp (llama-cpp-python's server)",
+        switch=None,
+        reasoning_text="none",
+        reasoning_tokens="not reported",
+        cached_tokens="not reported",
+    ),
+    ProviderFamily(
+        name="generic", title="another provider (no thinking controls known)",
+        switch=None,
+        reasoning_text="message.reasoning_content or message.reasoning, where the provider sends one",
+        reasoning_tokens="usage.completion_tokens_details.reasoning_tokens, where reported",
+        cached_tokens="usage.prompt_tokens_details.cached_tokens, where reported",
+    ),
+)
+BY_NAME: dict[str, ProviderFamily] = {f.name: f for f in FAMILIES}
+
+_CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
+_OPENAI_REASONING = re.compile(r"^(o\d+|gpt-5)")
+_KIMI_K2 = re.compile(r"kimi-k2\.[56]\b")
+
+
+def family_for(model: str, *, provider: str | None = None, engine: str | None = None,
+               reasoning_parser: str | None = None) -> ProviderFamily:
+    """The family of a litellm model string. ``provider``: the model entry's own choice, which
+    wins; ``engine``/``reasoning_parser``: how the sweep serves it, when it does."""
+    if provider is not None:
+        return BY_NAME[provider]
+    if engine == "vllm":
+        return BY_NAME["vllm-reasoning" if reasoning_parser else "vllm"]
+    if engine == "llama_cpp":
+        return BY_NAME["llama-cpp"]
+    prefix, _, name = model.partition("/")
+    if prefix == "hosted_vllm":
+        return BY_NAME["vllm"]
+    if prefix == "anthropic" or (prefix in ("bedrock", "vertex_ai") and "claude" in name):
+        return BY_NAME["anthropic-adaptive" if claude_version(name) >= (4, 7) else "anthropic-budget"]
+    if prefix == "moonshot" and _KIMI_K2.search(name):
+        return BY_NAME["moonshot-kimi-k2"]
+    if prefix in ("openai", "azure") and _OPENAI_REASONING.match(name.rsplit("/", 1)[-1]):
+        return BY_NAME["openai-reasoning"]
+    return BY_NAME["generic"]
+
+
+def claude_version(name: str) -> tuple[int, int]:
+    """(major, minor) of a Claude model name (``claude-opus-4-8`` is (4, 8)); (0, 0) when the name
+    has the older ``claude-3-7-sonnet`` shape or none."""
+    m = _CLAUDE_VERSION.search(name)
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
+
+
+def check_provider(source: str, where: str, value: Any) -> str | None:
+    """A model entry's ``provider:``: one of the families' names, or left out."""
+    if value is None:
+        return None
+    if value not in BY_NAME:
+        raise BadInput(source, where, f"unknown provider family {value!r} (known: {', '.join(BY_NAME)})")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class StudyPrior:
+    """What one model of the study's final run spent (docs/providers.md, *Realised usage*)."""
+
+    model: str
+    name: str  # the study's short name for the model (its sweeps' model entry names)
+    queries: int
+    episodes: int
+    mean_output_tokens: int
+    median_output_tokens: int
+
+    @property
+    def queries_per_episode(self) -> float:
+        return self.queries / self.episodes
+
+
+# per family: the study's model of that family, its queries and output tokens per query (mean, median)
+STUDY_PRIORS: dict[str, StudyPrior] = {
+    "anthropic-adaptive": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
+    "moonshot-kimi-k2": StudyPrior("Kimi K2.6", "kimi", 3207, 50, 20714, 20112),
+    "vllm-reasoning": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
+    "vllm": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
+}
+# the study's Qwen run: 48.0M output tokens on ~165 A100-hours, all counted against its final phase
+STUDY_OUTPUT_TOKENS_PER_GPU_HOUR = 48.0e6 / 165
+
+
+__all__ = [
+    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS",
+    "Control", "ProviderFamily", "StudyPrior", "Switch", "check_provider", "claude_version",
+    "controlled_param", "family_for", "merge_fields",
+]

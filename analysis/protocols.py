@@ -1,0 +1,115 @@
+"""Which protocol each arm ran, and which comparisons set arms side by side whose protocols differ
+in more than the thing compared.
+
+An arm's protocol is the resolved protocol its episodes carry (the ``protocol`` column, one JSON
+per arm; an arm with several is shown with each). Two comparisons are checked:
+
+- **models**: arms of one run and condition, compared model against model. Their protocols
+  should be the same; a difference (the study's ablation gives each model its own thinking
+  settings, for instance) is a confound, and each differing field is named.
+- **conditions**: a condition against its run's baseline for the same model (the *Ablations*
+  table). It should differ in the condition's own field only; any other field is named.
+
+The baseline of a run is the condition that changes nothing (``changed`` null in the run's
+manifest), else the one named ``baseline``.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+
+import pandas as pd
+
+from analysis.load import Traces, manifest
+
+# the fields the arms table shows, in this order; every other field is compared too
+SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_example", "conversation",
+         "action_space", "querying", "invalid_output", "feedback", "stall_window", "step_cap_factor", "thinking",
+         "effort", "thinking_budget", "max_output_tokens", "temperature")
+BASELINE_NAME = "baseline"
+
+
+def protocol_of(text: object) -> dict:
+    try:
+        value = json.loads(str(text))
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def arm_protocols(traces: Traces) -> pd.DataFrame:
+    """One row per arm and protocol: the shown fields, the protocol hash and the serving."""
+    eps = traces.episodes
+    if eps.empty or "protocol" not in eps:
+        return pd.DataFrame(columns=["arm", *SHOWN, "protocol_hash", "serving", "episodes"])
+    serving = eps["serving"] if "serving" in eps else pd.Series([None] * len(eps), index=eps.index)
+    rows = []
+    for (arm, hash_, text), g in eps.assign(serving=serving).groupby(["arm", "protocol_hash", "protocol"],
+                                                                   sort=False, dropna=False):
+        p = protocol_of(text)
+        rows.append({"arm": arm, **{f: p.get(f) for f in SHOWN}, "protocol_hash": hash_,
+                     "serving": g["serving"].dropna().iloc[0] if g["serving"].notna().any() else None,
+                     "episodes": len(g)})
+    out = pd.DataFrame(rows)
+    order = {a: i for i, a in enumerate(traces.arms)}
+    return out.sort_values("arm", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+def baselines(traces: Traces) -> dict[str, str]:
+    """Each run's baseline condition."""
+    declared = {}
+    for d in traces.run_dirs:
+        m = manifest(d)
+        for c in (m.get("sweep") or {}).get("conditions") or []:
+            if c.get("changed") is None and not c.get("models"):
+                declared[str(m.get("run"))] = str(c.get("name"))
+    return {str(run): declared.get(str(run), BASELINE_NAME) for run in traces.episodes["run"].unique()}
+
+
+def differing(a: dict, b: dict) -> list[str]:
+    """The fields in which two protocols differ (the seed aside: repeats vary it)."""
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k != "seed"]
+
+
+def comparison_flags(traces: Traces) -> pd.DataFrame:
+    """Every compared pair of arms whose protocols differ beyond what is compared."""
+    eps = traces.episodes
+    if eps.empty:
+        return pd.DataFrame(columns=["comparison", "arm", "against", "differs_in"])
+    proto = {k: protocol_of(g["protocol"].iloc[0])
+             for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
+    arm = {k: g["arm"].iloc[0] for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
+    rows = []
+    for (run, condition), g in eps.groupby(["run", "condition"], sort=False):
+        for m1, m2 in combinations(sorted(g["model_name"].unique()), 2):
+            fields = differing(proto[(run, m1, condition)], proto[(run, m2, condition)])
+            if fields:
+                rows.append({"comparison": "models", "arm": arm[(run, m1, condition)],
+                             "against": arm[(run, m2, condition)], "differs_in": ", ".join(fields)})
+    base = baselines(traces)
+    for (run, model, condition), p in proto.items():  # one field is the condition's own
+        b = base.get(str(run))
+        if condition == b or (run, model, b) not in proto:
+            continue
+        fields = differing(p, proto[(run, model, b)])
+        if len(fields) > 1:
+            rows.append({"comparison": "conditions", "arm": arm[(run, model, condition)],
+                         "against": arm[(run, model, b)], "differs_in": ", ".join(fields)})
+    return pd.DataFrame(rows, columns=["comparison", "arm", "against", "differs_in"])
+
+
+def flag_warnings(flags: pd.DataFrame) -> list[str]:
+    """One sentence per kind of confounded comparison, for the report's summary."""
+    out = []
+    models = flags[flags["comparison"] == "models"] if not flags.empty else flags
+    if not models.empty:
+        fields = sorted({f for v in models["differs_in"] for f in v.split(", ")})
+        out.append(f"{len(models)} model comparison(s) set arms side by side whose protocols differ "
+                   f"(in {', '.join(fields)}): see the protocols section; model differences there are "
+                   "not the model's alone.")
+    conds = flags[flags["comparison"] == "conditions"] if not flags.empty else flags
+    if not conds.empty:
+        out.append(f"{len(conds)} condition(s) differ from their baseline in more than one field: "
+                   + "; ".join(f"{a} ({d})" for a, d in zip(conds["arm"], conds["differs_in"], strict=True)) + ".")
+    return out

@@ -1,0 +1,61 @@
+"""The provider table: which family a model gets, that docs/providers.md covers every family, and
+that usage is read from every shape the providers give it."""
+
+from pathlib import Path
+
+import pytest
+
+from agents.openai_compat import usage_of
+from agents.providers import FAMILIES, family_for
+from agents.usage import Usage
+
+
+@pytest.mark.parametrize("model, served, family", [
+    ("anthropic/claude-opus-4-8", {}, "anthropic-adaptive"),
+    ("anthropic/claude-opus-4-7-20260416", {}, "anthropic-adaptive"),
+    ("anthropic/claude-sonnet-5", {}, "anthropic-adaptive"),
+    ("bedrock/anthropic.claude-opus-4-8-v1:0", {}, "anthropic-adaptive"),
+    ("anthropic/claude-opus-4-1-20250805", {}, "anthropic-budget"),
+    ("anthropic/claude-opus-4-6", {}, "anthropic-budget"),
+    ("anthropic/claude-3-7-sonnet-20250219", {}, "anthropic-budget"),
+    ("moonshot/kimi-k2.6", {}, "moonshot-kimi-k2"),
+    ("moonshot/kimi-k2.5-preview", {}, "moonshot-kimi-k2"),
+    ("moonshot/moonshot-v1-8k", {}, "generic"),
+    ("openai/gpt-5", {}, "openai-reasoning"),
+    ("openai/o3-mini", {}, "openai-reasoning"),
+    ("openai/gpt-4o", {}, "generic"),
+    ("hosted_vllm/Qwen/Qwen3.6-27B", {}, "vllm"),
+    ("hosted_vllm/Qwen/Qwen3.6-27B", {"engine": "vllm", "reasoning_parser": "qwen3"}, "vllm-reasoning"),
+    ("openai/gemma-3-270m", {"engine": "llama_cpp"}, "llama-cpp"),
+    ("openai/gpt-5", {"provider": "vllm-reasoning"}, "vllm-reasoning"),
+])
+def test_a_model_gets_its_family(model, served, family):
+    assert family_for(model, **served).name == family
+
+
+def test_docs_list_every_family_with_its_facts():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "providers.md").read_text()
+    for f in FAMILIES:
+        assert f"`{f.name}`" in doc, f.name
+        assert f"`{f.output_cap}`" in doc
+    assert "1,097" in doc and "20,714" in doc and "15,769" in doc and "165 A100-hours" in doc
+
+
+@pytest.mark.parametrize("usage, expected", [
+    # OpenAI, and vLLM with a reasoning parser and --enable-prompt-tokens-details
+    ({"prompt_tokens": 100, "completion_tokens": 40, "completion_tokens_details": {"reasoning_tokens": 30},
+      "prompt_tokens_details": {"cached_tokens": 64}}, Usage(tokens_in=100, tokens_out=40, tokens_reasoning=30,
+                                                            tokens_cached=64)),
+    # Moonshot: cached tokens at the top level, no reasoning count
+    ({"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140, "cached_tokens": 50},
+     Usage(tokens_in=100, tokens_out=40, tokens_cached=50)),
+    # Anthropic's own shape: cache reads and writes apart from input_tokens, thinking tokens apart
+    ({"input_tokens": 10, "cache_read_input_tokens": 80, "cache_creation_input_tokens": 5, "output_tokens": 40,
+      "output_tokens_details": {"thinking_tokens": 25}},
+     Usage(tokens_in=95, tokens_out=40, tokens_reasoning=25, tokens_cached=80)),
+    # llama.cpp: the counts and nothing more
+    ({"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}, Usage(tokens_in=7, tokens_out=3)),
+    (None, Usage()),
+])
+def test_usage_is_read_from_every_shape(usage, expected):
+    assert usage_of(usage) == expected
