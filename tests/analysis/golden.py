@@ -58,7 +58,7 @@ def builtin_runs(root: Path) -> list[Path]:
 def hand_runs(root: Path) -> list[Path]:
     """The hand-built episodes of test_failure.py (every verb, a live switch, wall bumps,
     quarters), and one that only turns and sends an invalid reply."""
-    import env
+    import env.oracle
 
     maze = env.resolve_maze("example")
     episodes, steps = [], []
