@@ -12,8 +12,6 @@ import html
 import io
 import json
 import math
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from analysis import compute, failure, figures, metrics, protocols, study
 from analysis import steps as steps_mod
 from analysis.load import GROUP, Traces, load_runs
 from env.errors import BadInput
+from env.files import atomic_folder
 
 FORMAT = "gridbench.report/1"
 
@@ -482,54 +481,50 @@ def write_report(traces: Traces, out_dir: str | Path,
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     secs, head, findings = sections(traces)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
     try:
-        md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
-        warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
-        warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
-        md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
-        md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
-        body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "
-                f"Arms: {html.escape(', '.join(head['arms']))}.</p>"]
-        body += [f"<p class='warn'>{_md_inline(w)}</p>" for w in warnings]
-        body += ["<ul>"] + [f"<li>{_md_inline(line)}</li>" for line in _summary_lines(head, secs)]
-        body += ["</ul>", "<p>Sections: " + " &middot; ".join(
-            f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in secs) + "</p>"]
-        tables_json: dict[str, list] = {}
-        figure_files: list[str] = []
-        for s in secs:
-            md += [f"## {s.title}", "", s.text, ""]
-            body += [f"<h2 id='{s.key}'>{html.escape(s.title)}</h2>", _md_html(s.text)]
-            for name, fig in s.figures.items():
-                if progress:
-                    progress(f"figure {name}")
-                png = _png(fig)
-                (tmp / f"{name}.png").write_bytes(png)
-                figure_files.append(f"{name}.png")
-                md += [f"![{name}]({name}.png)", ""]
-                b64 = base64.b64encode(png).decode()
-                body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{b64}"></figure>')
-            for name, df in s.tables.items():
-                df.to_csv(tmp / f"{name}.csv", index=False)
-                tables_json[name] = _records(df)
-                md += [f"**{name}** ([CSV]({name}.csv))", "", _md_table(df), ""]
-                body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>",
-                         _html_table(df)]
-        metrics_json = _clean({
-            "format": FORMAT, "headline": head, "study_findings": findings,
-            "definitions": {s.key: s.text for s in secs},
-            "figures": figure_files, "tables": tables_json,
-        })
-        (tmp / "metrics.json").write_text(json.dumps(metrics_json, indent=1, allow_nan=False))
-        (tmp / "report.md").write_text("\n".join(md))
-        (tmp / "report.html").write_text(
-            "<!doctype html><html><head><meta charset='utf-8'><title>gridbench report</title>"
-            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
+        with atomic_folder(out_dir) as tmp:
+            md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
+            warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
+            warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
+            md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
+            md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
+            body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "
+                    f"Arms: {html.escape(', '.join(head['arms']))}.</p>"]
+            body += [f"<p class='warn'>{_md_inline(w)}</p>" for w in warnings]
+            body += ["<ul>"] + [f"<li>{_md_inline(line)}</li>" for line in _summary_lines(head, secs)]
+            body += ["</ul>", "<p>Sections: " + " &middot; ".join(
+                f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in secs) + "</p>"]
+            tables_json: dict[str, list] = {}
+            figure_files: list[str] = []
+            for s in secs:
+                md += [f"## {s.title}", "", s.text, ""]
+                body += [f"<h2 id='{s.key}'>{html.escape(s.title)}</h2>", _md_html(s.text)]
+                for name, fig in s.figures.items():
+                    if progress:
+                        progress(f"figure {name}")
+                    png = _png(fig)
+                    (tmp / f"{name}.png").write_bytes(png)
+                    figure_files.append(f"{name}.png")
+                    md += [f"![{name}]({name}.png)", ""]
+                    b64 = base64.b64encode(png).decode()
+                    body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{b64}"></figure>')
+                for name, df in s.tables.items():
+                    df.to_csv(tmp / f"{name}.csv", index=False)
+                    tables_json[name] = _records(df)
+                    md += [f"**{name}** ([CSV]({name}.csv))", "", _md_table(df), ""]
+                    body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>",
+                             _html_table(df)]
+            metrics_json = _clean({
+                "format": FORMAT, "headline": head, "study_findings": findings,
+                "definitions": {s.key: s.text for s in secs},
+                "figures": figure_files, "tables": tables_json,
+            })
+            (tmp / "metrics.json").write_text(json.dumps(metrics_json, indent=1, allow_nan=False))
+            (tmp / "report.md").write_text("\n".join(md))
+            (tmp / "report.html").write_text(
+                "<!doctype html><html><head><meta charset='utf-8'><title>gridbench report</title>"
+                f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
         plt.close("all")
         raise
     return metrics_json

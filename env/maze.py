@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
+from env.files import atomic_write
 
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
@@ -525,13 +526,5 @@ def load_maze(path: str | os.PathLike) -> Maze:
 
 
 def save_maze(maze: Maze, path: str | os.PathLike) -> Path:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(maze.to_json(), encoding="utf-8")
-        os.replace(tmp, p)
-    finally:
-        tmp.unlink(missing_ok=True)  # only still there when the write or the rename failed
-    return p
+    """Write the canonical text atomically (``env.files.atomic_write``)."""
+    return atomic_write(path, maze.to_json())

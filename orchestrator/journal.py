@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from env.files import atomic_write
 from orchestrator.records import StepRecord, json_default
 
 JOURNAL_DIR = "partial"
@@ -142,13 +143,7 @@ class JournalWriter:
         if not kept.rows:
             path.unlink(missing_ok=True)  # nothing to continue from: the episode starts afresh
             return kept
-        lines = [*kept.lines, resume_line(attempt, len(kept.rows))]
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(lines)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, "".join([*kept.lines, resume_line(attempt, len(kept.rows))]))
         return kept
 
     def append(self, episode_id: str, attempt: int, lines: list[str], sync: bool) -> bool:

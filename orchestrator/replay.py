@@ -18,6 +18,7 @@ import numpy as np
 
 from env import Maze, maze_from_dict
 from env.errors import BadInput
+from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
 from env.render import render_state
 from env.state import ACTIONS, MazeState, initial_state, step
@@ -137,16 +138,11 @@ def _plain(v: Any) -> Any:
 
 
 def write_gif(result: ReplayResult, out: str | os.PathLike, tile_size: int = 32, fps: float = 4.0) -> Path:
-    """Animate the replayed states; written to a temporary name and renamed."""
+    """Animate the replayed states (written atomically: ``env.files``)."""
     import imageio.v3 as iio
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     frames = result.frames(tile_size)
-    try:
+    with atomic_path(out) as tmp:
         iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

@@ -7,9 +7,9 @@ way the providers' SDKs do (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``~
 ``AWS_ENDPOINT_URL``; ``GOOGLE_APPLICATION_CREDENTIALS``, ...). A URI that carries credentials
 itself is refused: it would end up in the manifest, in logs and in shell history.
 
-Atomicity: a local file is written under a hidden temporary name in its final folder, flushed,
-fsynced and renamed, so no reader ever sees half a file; an object store makes an object
-visible only once its upload completes, so the final key is written directly.
+Atomicity: a local file is written by ``env.files.atomic_write`` (a hidden temporary name in its
+final folder, fsynced and renamed), so no reader ever sees half a file; an object store makes an
+object visible only once its upload completes, so the final key is written directly.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pyarrow.fs as pafs
 
 from env.errors import BadInput
+from env.files import atomic_write, fsync_dir
 
 OBJECT_SCHEMES = ("s3", "gs", "gcs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -178,39 +179,6 @@ class RunStore:
         return hash((type(self).__name__, self.location))
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, write) -> None:
-    """Write through ``write(file)`` to a hidden temporary name, fsync, and rename onto ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # a disk turned read-only cannot take the temporary file back: the original error counts
-        if isinstance(err, OSError) and not err.filename:
-            err.filename = str(path)  # a full disk fails a write(), which names no file: name the one written
-        raise
-    _fsync_dir(path.parent)
-
-
 class LocalStore(RunStore):
     local = True
 
@@ -262,10 +230,7 @@ class LocalStore(RunStore):
             return []
 
     def put(self, rel: str, data: bytes) -> Path:
-        path = self.file(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: f.write(data))
-        return path
+        return atomic_write(self.file(rel), data)
 
     def read_bytes(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
@@ -296,7 +261,7 @@ class LocalStore(RunStore):
 
     def move(self, src: str, dst: str) -> None:
         os.replace(self.root / src, self.root / dst)
-        _fsync_dir((self.root / dst).parent)
+        fsync_dir((self.root / dst).parent)
 
     def stat(self, rel: str) -> Entry | None:
         try:

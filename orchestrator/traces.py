@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from env.files import is_temp
 from orchestrator.compaction import dataset_of, roll_forward, table_files
 from orchestrator.records import EpisodeRecord, HoldsEpisode, StepRecord
 from orchestrator.schema import (
@@ -185,7 +186,7 @@ def clean_partial(run_dir: Run) -> list[PurePath]:
     removed: list[PurePath] = []
     for table in TABLES:
         for e in store.list(table):
-            if e.name.startswith(".") and e.name.endswith(".tmp") and store.delete(f"{table}/{e.name}"):
+            if is_temp(e.name) and store.delete(f"{table}/{e.name}"):
                 removed.append(store.file(f"{table}/{e.name}"))
     episodes = {e.name for e in table_files(store, EPISODES_DIR).per_episode}
     for e in table_files(store, STEPS_DIR).per_episode:

@@ -29,7 +29,6 @@ import base64
 import html
 import json
 import math
-import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.prompt import activity_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
+from env.files import atomic_write
 from env.oracle import solve
 from env.tiles import AGENT_DIRS, tile_atlas
 from orchestrator.episode import recorded_state
@@ -259,23 +259,9 @@ def json_text(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _atomic(path: Path, write: Callable[[TextIO], object]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            write(f)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    _atomic(path, lambda f: f.write(text))
-
-
 def write_data(path: Path, name: str, payload: str) -> Path:
     """A data file: a script that hands ``payload`` (JavaScript: a string, or an array of strings) to the page."""
-    _atomic_text(path, f"gridbench.put({js_string(name)},{payload});\n")
+    atomic_write(path, f"gridbench.put({js_string(name)},{payload});\n")
     return path
 
 
@@ -376,7 +362,7 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
             advance(g1 - g0)
         f.write("]);\n")
 
-    _atomic(path, write)
+    atomic_write(path, write, text=True)
 
 
 def tile_sheets(tile_sizes: list[int]) -> dict[str, Any]:
@@ -405,7 +391,7 @@ def copy_static(out_dir: Path) -> list[Path]:
     written = []
     for name in STATIC_FILES:
         data = resources.files("orchestrator.web").joinpath("static", name).read_text(encoding="utf-8")
-        _atomic_text(static / name, data)
+        atomic_write(static / name, data)
         written.append(static / name)
     return written
 
@@ -469,7 +455,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
     # the page last: a bundle with an index.html is complete
     page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"))
-    _atomic_text(out_dir / "index.html", page)
+    atomic_write(out_dir / "index.html", page)
     summary.files.append(out_dir / "index.html")
     return summary
 
