@@ -16,6 +16,7 @@ from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
 from env.files import atomic_write
+from env.names import NAME_RULE, is_name
 
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
@@ -28,7 +29,6 @@ RULESETS = (MINIGRID, MULTINET_R1)
 R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
 KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SIDE = 64
 
 Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
@@ -317,8 +317,8 @@ def _check_rules(m: Maze) -> None:
     def bad(field: str, msg: str) -> BadInput:
         return BadInput("", field, msg)
 
-    if not ID_PATTERN.match(m.id) or ".." in m.id:
-        raise bad("id", f"{m.id!r} is not a safe file name (letters, digits, '_', '-', '.'; at most 64)")
+    if not is_name(m.id):
+        raise bad("id", f"{m.id!r} is not a safe file name ({NAME_RULE})")
     if len(m.grid) < 3:
         raise bad("grid", f"needs at least 3 rows, has {len(m.grid)}")
     width = len(m.grid[0])
@@ -372,8 +372,8 @@ def _check_rules(m: Maze) -> None:
 
     for i, o in enumerate(m.objects):
         f = f"objects[{i}]"
-        if not ID_PATTERN.match(o.id):
-            raise bad(f"{f}.id", f"{o.id!r} is not a valid id (letters, digits, '_', '-', '.')")
+        if not is_name(o.id):
+            raise bad(f"{f}.id", f"{o.id!r} is not a valid id ({NAME_RULE})")
         if o.id in seen_ids:
             raise bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
         seen_ids[o.id] = i

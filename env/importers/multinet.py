@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import COLORS, FORMAT, ID_PATTERN, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
+from env.maze import COLORS, FORMAT, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
+from env.names import is_name
 
 Cell = tuple[int, int]
 TELEPORTER_COLOR = "purple"  # the study's teleporter colour
@@ -90,7 +91,7 @@ def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str 
 def _maze_id(doc: Any, path: Path) -> str:
     for key in ("id", "task_id", "name"):
         v = doc.get(key) if isinstance(doc, dict) else None
-        if isinstance(v, str) and ID_PATTERN.match(v) and ".." not in v:
+        if is_name(v):
             return v
     return _safe_id(path.stem)
 

@@ -288,20 +288,13 @@ def run_command(
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
     from orchestrator.store import ObjectStore, open_store
-    from orchestrator.sweep import NAME_PATTERN, load_sweep
+    from orchestrator.sweep import load_sweep
     from orchestrator.traces import completed_ids
 
     if json_out and not dry_run:
         raise BadInput("--json", "", "goes with --dry-run")
-    s = load_sweep(sweep, mazes=mazes).select(model)
-    for m in s.models:
-        if m.model.startswith("human/"):
-            raise BadInput(s.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
-    run_name = name or s.name
-    if not NAME_PATTERN.match(run_name):
-        raise BadInput("--name", "", f"{run_name!r} is not a valid run name (letters, digits, '_', '-', '.')")
-    if max_cost is not None and not max_cost > 0:
-        raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
+    s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
+    run_name = s.run_name
     store = open_store(out, "--out").child(run_name)
     if isinstance(store, ObjectStore):
         store.check_bucket()  # before any server or actor starts

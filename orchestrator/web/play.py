@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import html
 import json
-import re
 import secrets
 import sys
 import threading
@@ -40,6 +39,7 @@ from agents.protocol import Protocol
 from agents.types import Decision, Turn
 from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
+from env.names import check_name
 from orchestrator.episode import EpisodeResult, run_episode
 from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import ModelEntry, episode_id
@@ -47,7 +47,6 @@ from orchestrator.traces import completed_ids, read_manifest, write_episode, wri
 from orchestrator.web.viewer import script_json, template
 
 HOST = "127.0.0.1"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 # the keys a player presses, shown on the page: arrows, or the action's first letter
 KEYS = {
     "left": ["ArrowLeft", "l"], "right": ["ArrowRight", "r"], "forward": ["ArrowUp", "f"],
@@ -273,12 +272,6 @@ class PlayResult:
     stopped: bool = False
 
 
-def check_name(name: str) -> str:
-    if not NAME_PATTERN.match(name):
-        raise BadInput("--name", "", f"{name!r}: a player name is 1-40 letters, digits, '.', '_' or '-'")
-    return name
-
-
 def default_run_name(name: str) -> str:
     return f"play-{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
@@ -286,7 +279,7 @@ def default_run_name(name: str) -> str:
 async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Path, port: int = 0,
                on_ready: Callable[[str], None] | None = None, linger_s: float = 1.5) -> PlayResult:
     """Serve the game on 127.0.0.1 and play ``mazes`` in a row; each finished one is written at once."""
-    check_name(name)
+    check_name("--name", "", name, "player name")
     earlier = read_manifest(run_dir) or {}
     run = earlier.get("run", run_dir.name)
     model = ModelEntry(config=ModelConfig.for_model(f"human/{name}", name=name))
