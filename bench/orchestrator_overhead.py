@@ -46,7 +46,7 @@ from env.sets import set_dir  # noqa: E402
 from orchestrator.driver import Driver, Reporter, connect  # noqa: E402
 from orchestrator.episode import run_episode  # noqa: E402
 from orchestrator.sweep import parse_sweep  # noqa: E402
-from orchestrator.traces import write_episode  # noqa: E402
+from traces import write_episode  # noqa: E402
 
 console = Console(stderr=True)
 BUILTINS = [{"name": n, "model": f"builtin/{n}"} for n in ("oracle", "random", "explorer")]

@@ -34,9 +34,9 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import track
 
-from orchestrator.compaction import ROW_GROUP_ROWS
-from orchestrator.schema import EPISODES_DIR, PER_EPISODE_COMPRESSION, SCHEMAS, STEPS_DIR, parquet_bytes
-from orchestrator.traces import read_manifest, trace_dataset, write_manifest
+from traces import EPISODES_DIR, STEPS_DIR, read_manifest, trace_dataset, write_manifest
+from traces._compaction import ROW_GROUP_ROWS
+from traces._schema import PER_EPISODE_COMPRESSION, SCHEMAS, parquet_bytes
 
 AGENTS = ("oracle", "random", "explorer")
 MODELS, CONDITIONS = 6, 12
@@ -49,8 +49,7 @@ def play_base(out: Path, mazes: Iterable, repeats: int, *, condition: str = "bas
     holding the mazes (the report and the viewer draw from them)."""
     from agents import Protocol, build_agent
     from orchestrator.episode import run_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode
+    from traces import EpisodeIdentity, write_episode
 
     mazes = list(mazes)
     protocol = Protocol.preset("gridbench-final")

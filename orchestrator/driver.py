@@ -42,31 +42,26 @@ from ray import exceptions as rex
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from orchestrator.budget import Concurrency, Ledger
-from orchestrator.compaction import extract
 from orchestrator.episode import failed_episode
-from orchestrator.journal import (
-    JournalWriter,
-    journal_dir,
-    journaled_ids,
-    read_journal,
-    remove_journal,
-    step_line,
-)
-from orchestrator.records import EpisodeRecord, StepRecord
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
-from orchestrator.store import LocalStore, RunStore, open_store
 from orchestrator.sweep import EpisodeSpec, Sweep
-from orchestrator.traces import (
+from traces import (
     EncodedEpisode,
+    EpisodeRecord,
+    RunStore,
+    StepRecord,
     clean_partial,
     completed_ids,
     encode_episode,
     episodes_frame,
+    extract,
+    open_store,
     read_episodes,
-    write_encoded,
+    write_episode,
     write_manifest,
 )
+from traces._journal import JournalWriter, journal_dir, journaled_ids, read_journal, remove_journal, step_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -448,7 +443,7 @@ class Driver:
     ):
         self.sweep = sweep
         self.store = open_store(run_dir)
-        self.run_dir: Path | str = self.store.root if isinstance(self.store, LocalStore) else self.store.location
+        self.run_dir: Path | str = self.store.where
         self.run = run or self.store.name
         self.retry_errors = retry_errors
         self.reporter = reporter or Reporter()
@@ -668,7 +663,7 @@ class Driver:
         self._drain_writes(WRITE_BACKLOG)
 
     def _write_now(self, result: EncodedEpisode) -> None:
-        write_encoded(self.store, result)
+        write_episode(self.store, result)
         # an error episode keeps its journal, so that --retry-errors continues it (unless its
         # journal is what failed to replay)
         keep = result.termination == "error" and result.episode.error_class != "ResumeMismatch"

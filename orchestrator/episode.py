@@ -16,7 +16,6 @@ turn to rebuild what it remembers (``Agent.resume``), and play goes on with the 
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +27,11 @@ from agents.protocol import Protocol
 from agents.secrets import scrub
 from agents.types import Agent, Decision, InfraError, PastStep, ResumeMismatch, Turn
 from agents.usage import Usage
-from env import ENV_VERSION, Maze, MazeEnv, MazeState, mechanism_info
-from env.maze import DOOR_STATES
+from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.state import ACTIONS, initial_state
-from orchestrator.records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
 from orchestrator.termination import Termination, gridbench_signature, step_cap_for, study_signature
+from traces import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord, mechanisms_json
 
 # Error messages travel into traces and onto the terminal; cap them so a provider's HTML error
 # page cannot bloat a run.
@@ -60,33 +58,6 @@ def gridbench_version() -> str:
         return version("gridbench")
     except PackageNotFoundError:
         return "unknown"
-
-
-def mechanisms_json(maze: Maze, state: MazeState) -> str:
-    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
-    tiles), as compact JSON (the ``mechanisms`` column)."""
-    info = mechanism_info(maze, state)
-    return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
-        sort_keys=True, separators=(",", ":"),
-    )
-
-
-def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
-                   mechanisms: dict[str, Any]) -> MazeState:
-    """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
-    ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
-    maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
-    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
-    return MazeState(
-        pos=(x, y),
-        dir=direction,
-        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
-        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
-        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
-        switches=tuple(bool(switches[s.id]) for s in maze.switches),
-        frozen=int(mechanisms.get("frozen", 0)),
-    )
 
 
 def progress(d_start: int | None, d_end: int | None, solved: bool) -> float:

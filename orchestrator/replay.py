@@ -22,9 +22,7 @@ from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
 from env.render import render_state
 from env.state import ACTIONS, MazeState, initial_state, step
-from orchestrator.episode import mechanisms_json
-from orchestrator.store import open_store
-from orchestrator.traces import MANIFEST, read_episode, read_manifest
+from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
 
 # Checked per step, in this order; the first mismatch of each step is reported.
 CHECKED = ("event", "x", "y", "dir", "carrying", "mechanisms", "novel", "action_distance", "tile_distance")

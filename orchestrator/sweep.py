@@ -29,8 +29,8 @@ from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
-from orchestrator.records import EpisodeIdentity
 from orchestrator.serving.spec import ServeSpec, parse_serve
+from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")

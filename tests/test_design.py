@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "docs" / "design.md"
 
 # docs/design.md §1: each package may import itself and the packages before it, never one after it
-LAYERS = ("env", "agents", "orchestrator", "analysis")
+LAYERS = ("env", "agents", "traces", "orchestrator", "analysis")
 RAY_HOME = "orchestrator"  # the one package that may import Ray
 CLI = ("orchestrator/cli.py", "orchestrator/commands/")
 # (where the importing modules are, the package they import) -> why the direction may be broken there
@@ -50,7 +50,7 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
 
 
 def package_modules() -> list[tuple[str, str, str]]:
-    """(path from the repository root, package, source) of every module of the four packages."""
+    """(path from the repository root, package, source) of every module of the five packages."""
     out = []
     for layer in LAYERS:
         for path in sorted((ROOT / layer).rglob("*.py")):

@@ -31,9 +31,8 @@ from orchestrator.reporter import Reporter
 if TYPE_CHECKING:
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
-    from orchestrator.records import EpisodeRecord
-    from orchestrator.store import RunStore
     from orchestrator.sweep import EpisodeSpec, Sweep
+    from traces import EpisodeRecord, RunStore
 
 
 def _fmt_tokens(n: float) -> str:
@@ -170,7 +169,7 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
 def _observed(run_dir: RunStore) -> dict[str, Observed]:
     """Per model, what this run's finished episodes spent (the typical figure's first source)."""
     from orchestrator.estimate import Observed
-    from orchestrator.traces import read_episodes
+    from traces import read_episodes
 
     finished = read_episodes(run_dir)
     out: dict[str, Observed] = {}
@@ -287,17 +286,15 @@ def run_command(
                                   "lines as one JSON document"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
-    from orchestrator.store import ObjectStore, open_store
     from orchestrator.sweep import load_sweep
-    from orchestrator.traces import completed_ids
+    from traces import completed_ids, open_store
 
     if json_out and not dry_run:
         raise BadInput("--json", "", "goes with --dry-run")
     s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
     run_name = s.run_name
     store = open_store(out, "--out").child(run_name)
-    if isinstance(store, ObjectStore):
-        store.check_bucket()  # before any server or actor starts
+    store.check_location()  # before any server or actor starts
     run_dir = store.display()
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
@@ -336,7 +333,6 @@ def run_command(
     from orchestrator.driver import Driver, connect
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
-    from orchestrator.store import upload_folder
 
     started = connect(address)
     pool = None
@@ -365,7 +361,7 @@ def run_command(
         if pool is not None:
             pool.stop()
             if not store.local:
-                upload_folder(store.local_dir() / "servers", store.child("servers"))
+                store.child("servers").put_folder(store.local_dir() / "servers")
         if started:
             import ray
 

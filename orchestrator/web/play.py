@@ -41,10 +41,9 @@ from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
 from env.names import check_name
 from orchestrator.episode import EpisodeResult, run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import ModelEntry, episode_id
-from orchestrator.traces import completed_ids, read_manifest, write_episode, write_manifest
 from orchestrator.web.viewer import script_json, template
+from traces import EpisodeIdentity, completed_ids, read_manifest, write_episode, write_manifest
 
 HOST = "127.0.0.1"
 # the keys a player presses, shown on the page: arrows, or the action's first letter

@@ -48,10 +48,18 @@ from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanis
 from env.files import atomic_write
 from env.oracle import solve
 from env.tiles import AGENT_DIRS, tile_atlas
-from orchestrator.episode import recorded_state
-from orchestrator.schema import STEPS
-from orchestrator.store import is_uri, open_store
-from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, read_table, trace_dataset
+from traces import (
+    EPISODES_DIR,
+    MANIFEST,
+    STEPS_DIR,
+    StepRecord,
+    is_uri,
+    open_store,
+    read_manifest,
+    read_table,
+    recorded_state,
+    trace_dataset,
+)
 
 FORMAT = "gridbench.view/1"
 # the columns of the index table, in display order
@@ -278,7 +286,7 @@ def step_file_starts(steps_per_episode: np.ndarray) -> list[int]:
     return sorted({0, *(int(s) for s in starts if s < len(steps_per_episode))})
 
 
-SPOOL_SCHEMA = pa.schema([("ordinal", pa.int32()), *(STEPS.field(c) for c in (*STEP_COLUMNS, "mechanisms"))])
+SPOOL_SCHEMA = pa.schema([("ordinal", pa.int32()), *(StepRecord.schema().field(c) for c in (*STEP_COLUMNS, "mechanisms"))])
 
 
 def spool_steps(run_dir: str | Path, ids: pa.Array, starts: list[int], spool: Path,

@@ -1,7 +1,7 @@
 """`gridbench report` end to end on real runs of the built-in agents.
 
 The fast run plays episodes with ``orchestrator.episode.run_episode`` and writes them with
-``orchestrator.traces.write_episode`` (no Ray); the slow test runs a sweep through
+``traces.write_episode`` (no Ray); the slow test runs a sweep through
 ``gridbench run`` on a real local Ray and reports it.
 """
 
@@ -23,7 +23,7 @@ from tracefab import episode_row, write_run
 
 from agents import build_agent
 from orchestrator.episode import run_episode
-from orchestrator.traces import write_episode, write_manifest
+from traces import write_episode, write_manifest
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -21,22 +21,24 @@ import pytest
 
 from agents import Protocol, build_agent
 from env import resolve_mazes
-from orchestrator import compaction
-from orchestrator.compaction import compact, extract, table_files
 from orchestrator.episode import failed_episode, run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.replay import replay
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.store import LocalStore
-from orchestrator.traces import (
+from traces import (
+    EpisodeIdentity,
     clean_partial,
+    compact,
     completed_ids,
+    extract,
     read_episode,
     read_run,
     trace_dataset,
     write_episode,
     write_manifest,
 )
+from traces import _compaction as compaction
+from traces._compaction import table_files
+from traces._schema import EPISODES, STEPS
+from traces._store import LocalStore
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_STORE = Path(__file__).with_name("kill_store.py")

@@ -17,10 +17,10 @@ import yaml
 
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
-from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, step_line
 from orchestrator.replay import replay
 from orchestrator.sweep import parse_sweep
-from orchestrator.traces import read_manifest
+from traces import read_manifest
+from traces._journal import JournalWriter, journal_dir, journaled_ids, step_line
 
 pytestmark = pytest.mark.slow
 
@@ -141,9 +141,9 @@ def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster,
 def test_a_compacted_run_resumes_and_retries_its_errors(ray_cluster, maze_dir, sweep_dict, tmp_path):
     """Resuming a compacted run runs exactly the missing episodes; --retry-errors reruns an error
     episode that compaction had packed, which then appears once, finished."""
-    from orchestrator.compaction import compact, table_files
     from orchestrator.episode import failed_episode
-    from orchestrator.traces import read_run, write_episode
+    from traces import compact, read_run, write_episode
+    from traces._compaction import table_files
 
     one = parse_sweep(sweep_dict(maze_dir, models=[{"name": "oracle", "model": "builtin/oracle"}]), "t.yaml")
     run = tmp_path / "resumed"

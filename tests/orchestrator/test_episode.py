@@ -16,9 +16,9 @@ from agents.usage import Budget, Usage
 from env import initial_state, resolve_maze, step
 from env.oracle import distance_table
 from orchestrator.episode import episode_record, failed_episode, progress, run_episode
-from orchestrator.records import EpisodeIdentity, EpisodeRecord, StepRecord
-from orchestrator.schema import EPISODES, STEPS
 from orchestrator.termination import Termination, step_cap_for
+from traces import EpisodeIdentity, EpisodeRecord, StepRecord
+from traces._schema import EPISODES, STEPS
 
 IDENTITY = EpisodeIdentity(run="r", episode_id="e", model_name="m", model="builtin/x", condition="c", repeat=0,
                            maze_id="example")
@@ -211,7 +211,7 @@ def test_episode_record_counts_from_the_steps_it_was_given():
 
 def test_recorded_state_is_the_state_each_step_reached():
     from env import ACTIONS, initial_state, step
-    from orchestrator.episode import recorded_state
+    from traces import recorded_state
 
     maze = resolve_maze("example")
     rows = play(maze, build_agent("builtin/oracle", Protocol.preset("gridbench-final"))).steps

@@ -13,9 +13,9 @@ from env import resolve_maze
 from orchestrator.budget import Concurrency, Ledger
 from orchestrator.episode import run_episode
 from orchestrator.estimate import TYPICAL_TURNS, Observed, estimate
-from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
-from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import load_sweep, parse_sweep
+from traces import EpisodeIdentity
+from traces._journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ import pytest
 from agents import build_agent
 from agents.scripted_server import ScriptedServer
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.serving.commands import vllm_command
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
+from traces import EpisodeIdentity
 
 TINY = Path(__file__).resolve().parent / "tiny"
 ENTRIES = [(sweep, m.name) for sweep in shipped_sweeps() for m in load_sweep(sweep).models if not m.builtin]

@@ -44,7 +44,7 @@ from agents.scripted_server import ScriptedServer
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
 from orchestrator.sweep import load_sweep
-from orchestrator.traces import read_manifest
+from traces import read_manifest
 
 pytestmark = pytest.mark.slow
 KILL_DRIVER = Path(__file__).with_name("kill_driver.py")

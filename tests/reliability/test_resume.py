@@ -29,9 +29,9 @@ from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 from agents.scripted_server import ScriptedServer, _walls_from_text
 from env.sets import read_manifest
 from orchestrator.driver import Driver
-from orchestrator.journal import journal_dir, journaled_ids
 from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
+from traces._journal import journal_dir, journaled_ids
 
 pytestmark = pytest.mark.slow
 # text maps (the scripted oracle reads the state from them), no thinking, a long step budget

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from env.files import atomic_write
-from orchestrator.records import StepRecord, json_default
+from traces._records import StepRecord, json_default
 
 JOURNAL_DIR = "partial"
 SUFFIX = ".jsonl"

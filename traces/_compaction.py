@@ -59,7 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from orchestrator.schema import (
+from traces._schema import (
     EPISODES_DIR,
     PER_EPISODE_COMPRESSION,
     SCHEMAS,
@@ -67,7 +67,7 @@ from orchestrator.schema import (
     TABLES,
     parquet_bytes,
 )
-from orchestrator.store import Entry, RunStore, open_store
+from traces._store import Entry, RunStore, open_store
 
 COMPACTION_DIR = "compaction"
 STAGING_DIR = f"{COMPACTION_DIR}/staging"

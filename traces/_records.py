@@ -2,8 +2,8 @@
 
 Each record is a frozen dataclass whose fields are the Parquet columns; every field carries its
 Arrow type and its documentation in its metadata. From them come the fixed schemas
-(``orchestrator.schema``), the rows written to Parquet and read back for resume, and the column
-tables of docs/traces.md (``python -m orchestrator.records`` prints them; a test compares).
+(``traces._schema``), the rows written to Parquet and read back for resume, and the column
+tables of docs/traces.md (``python -m traces`` prints them; a test compares).
 Nested records (``EpisodeIdentity``, ``MazeSummary``, ``agents.usage.Usage`` and ``Budget``) are
 flattened into columns, so a usage field added once appears in steps and episodes alike.
 
@@ -289,10 +289,3 @@ def json_default(value: Any) -> Any:
 
 def row_json(record: Record) -> str:
     return json.dumps(record.row(), default=json_default, separators=(",", ":"))
-
-
-if __name__ == "__main__":
-    print("## episodes\n")
-    print(markdown_table(EpisodeRecord))
-    print("## steps\n")
-    print(markdown_table(StepRecord))
