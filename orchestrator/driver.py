@@ -49,6 +49,7 @@ from orchestrator.sweep import EpisodeSpec, Sweep
 from traces import (
     EncodedEpisode,
     EpisodeRecord,
+    Journals,
     RunStore,
     StepRecord,
     clean_partial,
@@ -61,7 +62,6 @@ from traces import (
     write_episode,
     write_manifest,
 )
-from traces._journal import JournalWriter, journal_dir, journaled_ids, read_journal, remove_journal, step_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -248,7 +248,7 @@ class StepSender:
         if self.paid or time.monotonic() - self.last >= self.FREE_FLUSH_S:
             if not self.opened:
                 await self._open()
-            lines = [step_line(r.row()) for r in self.pending]
+            lines = [Journals.step_line(r.row()) for r in self.pending]
             cost = sum(r.usage.cost_usd for r in self.pending)
             self.pending, self.last = [], time.monotonic()
             self.stop, self.gated = await self.journal.append.remote(self.episode_id, self.attempt, lines,
@@ -287,7 +287,7 @@ class JournalActor:
     SYNC_S = 0.25  # how often journals written since are fsynced
 
     def __init__(self, folder: str, ledger: Ledger, slots: dict[str, int]):
-        self.writer = JournalWriter(Path(folder))
+        self.writer = Journals(Path(folder))
         self.ledger = ledger
         self.rate_limits: dict[str, list[float | None]] = {}
         self.successes: dict[str, int] = {}
@@ -348,7 +348,7 @@ class JournalActor:
 
     async def finish(self, episode_id: str, model: str, cost: float, keep_journal: bool = False) -> None:
         if not keep_journal:
-            self.writer.discard(episode_id)
+            self.writer.remove(episode_id)
         self.ledger.finish(model, episode_id, cost)
 
     async def rate_limited(self, model: str, retry_after: float | None) -> None:
@@ -465,7 +465,7 @@ class Driver:
         self.writer = ThreadPoolExecutor(1, thread_name_prefix="gridbench-writer")
         self.writes: deque[Future] = deque()
         self.max_cost = max_cost
-        self.journal_folder = journal_dir(self.run_dir)
+        self.journals = Journals.of_run(self.store)
         self.journal: Any = None
         self.concurrency = {m.name: Concurrency(m.max_concurrency) for m in sweep.models
                             if not m.builtin and m.max_concurrency}
@@ -548,12 +548,12 @@ class Driver:
             finished[name] = finished.get(name, 0.0) + float(cost)
         ledger = Ledger(limits={m.name: m.max_cost for m in self.sweep.models if m.max_cost is not None},
                         total_limit=self.max_cost, finished=finished)
-        for eid in journaled_ids(self.journal_folder) & todo_ids:
-            ledger.set_running(by_id[eid].model.name, eid, read_journal(self.journal_folder, eid).cost_usd)
+        for eid in self.journals.ids() & todo_ids:
+            ledger.set_running(by_id[eid].model.name, eid, self.journals.read(eid).cost_usd)
         here = ray.get_runtime_context().get_node_id()
         self.journal = JournalActor.options(  # type: ignore[attr-defined]  # a Ray actor class
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        ).remote(str(self.journal_folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
+        ).remote(str(self.journals.folder), ledger, {name: c.limit for name, c in self.concurrency.items()})
         # the ledger it starts from is known here: episodes are dispatched while the actor starts
         self._apply(ledger_status(ledger))
 
@@ -671,7 +671,7 @@ class Driver:
             self.journal.finish.remote(result.episode_id, result.episode.identity.model_name,
                                        result.episode.usage.cost_usd, keep)
         elif not keep:
-            remove_journal(self.journal_folder, result.episode_id)
+            self.journals.remove(result.episode_id)
         self.rows[result.episode_id] = result.episode
         self.ran += 1
         self.reporter.episode_done(result.episode)
@@ -820,7 +820,7 @@ class Driver:
 
     def _resume(self, spec: EpisodeSpec) -> Resume:
         """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""
-        journal = read_journal(self.journal_folder, spec.episode_id)
+        journal = self.journals.read(spec.episode_id)
         return Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
 
     def _finish_task(self, ref: ObjectRef, task: Task) -> None:

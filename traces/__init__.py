@@ -15,7 +15,8 @@ Public API::
 - reading: ``trace_dataset``, ``read_table``, ``read_run``, ``read_episodes``, ``read_episode``,
   ``completed_ids``;
 - keeping a run exact: ``clean_partial``, ``compact`` (a ``CompactionResult``), ``extract``;
-- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``.
+- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``;
+- durable steps: ``Journals``, the journal files of a run's unfinished episodes.
 
 Every module behind this face is private. Names load on first use, and reading a run imports
 pyarrow and the records only: never Ray, gymnasium, Minigrid, litellm or the oracle
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from traces._codec import mechanisms_json, recorded_state
     from traces._compaction import CompactionResult, compact, extract
+    from traces._journal import Journals
     from traces._manifest import MANIFEST, read_manifest, write_manifest
     from traces._records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
     from traces._schema import EPISODES_DIR, STEPS_DIR
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(("mechanisms_json", "recorded_state"), "traces._codec"),
     **dict.fromkeys(("CompactionResult", "compact", "extract"), "traces._compaction"),
+    "Journals": "traces._journal",
     **dict.fromkeys(("MANIFEST", "read_manifest", "write_manifest"), "traces._manifest"),
     **dict.fromkeys(("EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary", "StepRecord"),
                     "traces._records"),
@@ -70,7 +73,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
-    "EpisodeRecord", "HoldsEpisode", "MazeSummary", "RunStore", "StepRecord",
+    "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
     "clean_partial", "compact", "completed_ids", "encode_episode", "episodes_frame", "extract", "is_uri",
     "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",
     "recorded_state", "trace_dataset", "write_episode", "write_manifest",

@@ -19,8 +19,7 @@ from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
 from orchestrator.replay import replay
 from orchestrator.sweep import parse_sweep
-from traces import read_manifest
-from traces._journal import JournalWriter, journal_dir, journaled_ids, step_line
+from traces import Journals, read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -86,8 +85,8 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
     sweep = parse_sweep(sweep_dict(maze_dir, models=[{"name": "explorer", "model": "builtin/explorer"}]), "t.yaml")
     run = tmp_path / "t"
     assert Watched(sweep, run).execute().ran == 6
-    journals = journal_dir(run)
-    assert not journaled_ids(journals) and Watched.journal_actors == 0
+    journals = Journals.of_run(run)
+    assert not journals.ids() and Watched.journal_actors == 0
     # an episode whose files are gone and whose first steps a journal holds (an earlier run with
     # a called model, killed mid-episode): the rerun continues it from there and removes the journal
     episodes = pd.read_parquet(run / "episodes")
@@ -96,14 +95,14 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
     rows = pq.read_table(run / "steps" / f"{eid}.parquet").sort_by("step").to_pylist()[:5]
     for table in ("episodes", "steps"):
         (run / table / f"{eid}.parquet").unlink()
-    JournalWriter(journals).append(eid, 1, [step_line(r) for r in rows], sync=True)
+    journals.append(eid, 1, [Journals.step_line(r) for r in rows], sync=True)
     outcome = Watched(sweep, run).execute()
     assert outcome.ran == 1 and outcome.skipped == 5 and Watched.journal_actors == 0
     row = pd.read_parquet(run / "episodes" / f"{eid}.parquet").iloc[0]
     assert row["resumed"] == 1 and row["steps"] == len(before)
     after = pd.read_parquet(run / "steps" / f"{eid}.parquet").sort_values("step")
     assert after["action"].tolist() == before["action"].tolist()
-    assert not journaled_ids(journals)
+    assert not journals.ids()
 
 
 def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster, maze_dir, sweep_dict, tmp_path):

@@ -31,7 +31,7 @@ from env.sets import read_manifest
 from orchestrator.driver import Driver
 from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
-from traces._journal import journal_dir, journaled_ids
+from traces import Journals
 
 pytestmark = pytest.mark.slow
 # text maps (the scripted oracle reads the state from them), no thinking, a long step budget
@@ -90,7 +90,7 @@ def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_with_k
         assert_paid_once(srv, episodes)
         assert sum(1 for r in srv.chat_requests if r.step == k) == 2  # the dropped call and its one retry
     assert replay(tmp_path / "run", row["episode_id"]).ok
-    assert journaled_ids(journal_dir(tmp_path / "run")) == set()  # finished: its journal is gone
+    assert Journals.of_run(tmp_path / "run").ids() == set()  # finished: its journal is gone
     steps = pd.read_parquet(tmp_path / "run" / "steps")
     assert steps["cost_usd"].sum() == pytest.approx(row["cost_usd"])  # the recorded steps are in the totals
 
@@ -121,7 +121,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_wit
         proc.wait(timeout=300)
         assert state.get("killed") and proc.returncode == -signal.SIGKILL
         run_dir = out / "driver"
-        assert journaled_ids(journal_dir(run_dir)), "the unfinished episode left its journal"
+        assert Journals.of_run(run_dir).ids(), "the unfinished episode left its journal"
         again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr[-2000:]
         sweep = load_sweep(path)
@@ -140,7 +140,7 @@ def test_budget_stops_within_one_turn_per_running_episode_and_a_larger_one_finis
         first = Driver(sweep, tmp_path / "run", max_cost=limit).execute()
         spent = sum(v["spent"] for v in first.ledger.values())
         assert first.unfinished and first.exit_code == 1 and first.suspended >= 1
-        assert journaled_ids(journal_dir(tmp_path / "run"))
+        assert Journals.of_run(tmp_path / "run").ids()
         second = Driver(sweep, tmp_path / "run", max_cost=100.0).execute()
         assert second.exit_code == 0 and not second.unfinished
         episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in sweep.episodes()})
