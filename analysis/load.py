@@ -26,7 +26,16 @@ from env.errors import BadInput
 from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
-from traces import EPISODES_DIR, STEPS_DIR, is_uri, open_store, read_episodes, read_manifest, trace_dataset
+from traces import (
+    EPISODES_DIR,
+    ERROR,
+    STEPS_DIR,
+    is_uri,
+    open_store,
+    read_episodes,
+    read_manifest,
+    trace_dataset,
+)
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
@@ -166,8 +175,8 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool =
     dup = episodes.duplicated(["run", "episode_id"], keep="last")
     episodes = episodes[~dup]
 
-    errors = episodes[episodes["termination"] == "error"].reset_index(drop=True)
-    ok = episodes[episodes["termination"] != "error"].copy().reset_index(drop=True)
+    errors = episodes[episodes["termination"] == ERROR].reset_index(drop=True)
+    ok = episodes[episodes["termination"] != ERROR].copy().reset_index(drop=True)
     ok["arm"] = _arm_labels(ok) if not ok.empty else pd.Series(dtype="object")
     ok["content"] = mechanism_content(ok)
     ok["band"] = path_band(ok["optimal_actions"])

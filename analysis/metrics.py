@@ -12,10 +12,9 @@ import pandas as pd
 
 from analysis.load import BANDS, GROUP, Traces
 from analysis.stats import cluster_ratio_ci, property_r2
-from orchestrator.termination import ENDINGS
+from traces import ENDINGS, ERROR
 
 ALL = "all"
-TERMINATIONS = ENDINGS
 PROPERTIES = {
     "optimal_actions": "optimal path (actions)",
     "n_gates": "gates",
@@ -91,10 +90,10 @@ def terminations(traces: Traces) -> pd.DataFrame:
     allep = pd.concat([traces.episodes, traces.errors.assign(arm=_error_arms(traces))], ignore_index=True)
     eps = with_pooled(allep)
     t = pd.crosstab(eps["arm"], eps["termination"])
-    for c in (*TERMINATIONS, "error"):
+    for c in (*ENDINGS, ERROR):
         if c not in t:
             t[c] = 0
-    t = t[[*TERMINATIONS, "error", *[c for c in t if c not in (*TERMINATIONS, "error")]]]
+    t = t[[*ENDINGS, ERROR, *[c for c in t if c not in (*ENDINGS, ERROR)]]]
     t["episodes"] = t.sum(axis=1)
     return order_arms(t.reset_index(), traces)
 

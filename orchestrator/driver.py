@@ -42,11 +42,12 @@ from ray import exceptions as rex
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from orchestrator.budget import Concurrency, Ledger
-from orchestrator.episode import failed_episode
+from orchestrator.episode import EpisodeResult, Suspended, failed_episode
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.sweep import EpisodeSpec, Sweep
 from traces import (
+    ERROR,
     EncodedEpisode,
     EpisodeRecord,
     Journals,
@@ -178,7 +179,7 @@ class EpisodeActor:
             agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint,
                                 on_rate_limit=sender.rate_limited if sender is not None else None)
         except Exception as err:  # a model that cannot even be built costs only its episodes
-            result = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
+            result: EpisodeResult | Suspended = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
                                     str(err), attempts, serving=spec.model.serving)
         else:
             try:
@@ -190,9 +191,7 @@ class EpisodeActor:
                 await agent.aclose()
                 if sender is not None:
                     await sender.close()
-        if result.suspended:
-            return Suspended(spec.episode_id, len(result.steps))
-        return encode_episode(result)
+        return result if isinstance(result, Suspended) else encode_episode(result)
 
 
 @dataclass(frozen=True)
@@ -202,14 +201,6 @@ class Resume:
 
     rows: tuple[dict[str, Any], ...] = ()
     resumed: int = 0
-
-
-@dataclass(frozen=True)
-class Suspended:
-    """An episode that stopped between turns because a budget ran out; its journal stays."""
-
-    episode_id: str
-    steps: int
 
 
 class StepSender:
@@ -517,7 +508,7 @@ class Driver:
                 self._release_actors()
                 self.reporter.finish()
         episodes = self._episodes(specs)
-        errors = int((episodes["termination"] == "error").sum()) if len(episodes) else 0
+        errors = int((episodes["termination"] == ERROR).sum()) if len(episodes) else 0
         history = {name: c.history for name, c in self.concurrency.items()}
         if todo:
             write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(), mazes={},
@@ -666,7 +657,7 @@ class Driver:
         write_episode(self.store, result)
         # an error episode keeps its journal, so that --retry-errors continues it (unless its
         # journal is what failed to replay)
-        keep = result.termination == "error" and result.episode.error_class != "ResumeMismatch"
+        keep = result.termination == ERROR and result.episode.error_class != "ResumeMismatch"
         if self.journal is not None:
             self.journal.finish.remote(result.episode_id, result.episode.identity.model_name,
                                        result.episode.usage.cost_usd, keep)
@@ -871,7 +862,7 @@ class Driver:
                 self.suspended += 1
                 self.reporter.suspended(task.spec, result.steps)
                 return None
-            if (result.termination == "error" and task.lease is not None and task.attempts < self.max_attempts
+            if (result.termination == ERROR and task.lease is not None and task.attempts < self.max_attempts
                     and self._server_lost(task.lease)):
                 self.reporter.retrying(task.spec, task.attempts, "model server restarted")
                 self._requeue(task)

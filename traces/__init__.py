@@ -7,7 +7,9 @@ Public API::
     data = trace_dataset("s3://bucket/results/main", "steps")  # a lazy Arrow dataset, exact at every moment
 
 - records: ``StepRecord``, ``EpisodeRecord`` and their nested parts ``EpisodeIdentity``,
-  ``MazeSummary`` (``HoldsEpisode`` for anything carrying an episode's record);
+  ``MazeSummary`` (``HoldsEpisode`` for anything carrying an episode's record); the outcome
+  vocabulary of the ``termination`` column: ``Ending`` (a model's outcomes, ``ENDINGS``),
+  ``ERROR`` and ``Termination`` (either);
 - tables: ``EPISODES_DIR``, ``STEPS_DIR`` (their schemas: ``EpisodeRecord.schema()``,
   ``StepRecord.schema()``); the column codec ``mechanisms_json`` / ``recorded_state``;
 - storage: ``RunStore`` (a local folder or an ``s3://``/``gs://`` prefix), ``open_store``, ``is_uri``;
@@ -33,7 +35,17 @@ if TYPE_CHECKING:
     from traces._compaction import CompactionResult, compact, extract
     from traces._journal import Journals
     from traces._manifest import MANIFEST, read_manifest, write_manifest
-    from traces._records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
+    from traces._records import (
+        ENDINGS,
+        ERROR,
+        Ending,
+        EpisodeIdentity,
+        EpisodeRecord,
+        HoldsEpisode,
+        MazeSummary,
+        StepRecord,
+        Termination,
+    )
     from traces._schema import EPISODES_DIR, STEPS_DIR
     from traces._store import RunStore, is_uri, open_store
     from traces._tables import (
@@ -55,8 +67,8 @@ _HOMES = {
     **dict.fromkeys(("CompactionResult", "compact", "extract"), "traces._compaction"),
     "Journals": "traces._journal",
     **dict.fromkeys(("MANIFEST", "read_manifest", "write_manifest"), "traces._manifest"),
-    **dict.fromkeys(("EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary", "StepRecord"),
-                    "traces._records"),
+    **dict.fromkeys(("ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
+                     "StepRecord", "Termination"), "traces._records"),
     **dict.fromkeys(("EPISODES_DIR", "STEPS_DIR"), "traces._schema"),
     **dict.fromkeys(("RunStore", "is_uri", "open_store"), "traces._store"),
     **dict.fromkeys(("EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame",
@@ -72,7 +84,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
+    "ENDINGS", "ERROR", "Ending", "Termination", "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
     "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
     "clean_partial", "compact", "completed_ids", "encode_episode", "episodes_frame", "extract", "is_uri",
     "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",

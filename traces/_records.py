@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args, get_type_hints
 
 import pyarrow as pa
 
@@ -124,6 +124,16 @@ def _build(cls: type, row: dict[str, Any], names: dict[tuple[str, ...], str], pr
     return cls(**values)
 
 
+# ---- the outcome vocabulary ------------------------------------------------------------------
+
+# every way an episode can end that is a model's outcome (docs/design.md §5)
+Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
+ENDINGS: tuple[Ending, ...] = get_args(Ending)
+# an infrastructure failure after retries: never a model's outcome, left out of every metric
+ERROR: Final = "error"
+Termination: TypeAlias = Ending | Literal["error"]  # what the `termination` column holds
+
+
 # ---- the nested parts ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -219,7 +229,7 @@ class EpisodeRecord(Record):
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "
                                                "episode never started")
     step_cap: int | None = col("int32", "`ceil(step_cap_factor x optimal_actions)`")
-    termination: str = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
+    termination: Termination = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
                                      "row gave no action), `exhausted` (a trajectory's actions ran out) or `error` "
                                      "(infrastructure failure: leave it out of metrics)")
     solved: bool = col("bool", "the agent entered the goal")
@@ -267,7 +277,7 @@ class HoldsEpisode:
         return self.episode.identity.episode_id
 
     @property
-    def termination(self) -> str:
+    def termination(self) -> Termination:
         return self.episode.termination
 
 

@@ -30,7 +30,7 @@ import pyarrow.dataset as ds
 
 from env.files import is_temp
 from traces._compaction import dataset_of, roll_forward, table_files
-from traces._records import EpisodeRecord, HoldsEpisode, StepRecord
+from traces._records import ERROR, EpisodeRecord, HoldsEpisode, StepRecord
 from traces._schema import (
     EPISODES,
     EPISODES_DIR,
@@ -155,7 +155,7 @@ def completed_ids(run_dir: Run, *, include_errors: bool = True) -> set[str]:
     """Ids of the episodes whose files are complete; ``include_errors=False`` leaves out ``error``."""
     table = read_table(run_dir, EPISODES_DIR, ["episode_id", "termination"])
     ids, terms = table.column("episode_id").to_pylist(), table.column("termination").to_pylist()
-    return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != "error"}
+    return {i for i, t in zip(ids, terms, strict=True) if include_errors or t != ERROR}
 
 
 def clean_partial(run_dir: Run) -> list[PurePath]:

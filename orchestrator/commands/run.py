@@ -141,6 +141,8 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
 
 
 def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
+    from traces import ERROR
+
     df = outcome.episodes
     table = Table(title=f"{outcome.run_dir}  ({outcome.ran} run now, {outcome.skipped} already complete)")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
@@ -155,9 +157,9 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     groups = sorted(df.groupby(["model_name", "condition"], sort=False),
                     key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
     for (model, cond), g in groups:
-        ok = g[g["termination"] != "error"]
+        ok = g[g["termination"] != ERROR]
         table.add_row(
-            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == "error").sum())),
+            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == ERROR).sum())),
             f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
             f"{ok['steps'].mean():.1f}" if len(ok) else "-",
             f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
@@ -169,11 +171,11 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
 def _observed(run_dir: RunStore) -> dict[str, Observed]:
     """Per model, what this run's finished episodes spent (the typical figure's first source)."""
     from orchestrator.estimate import Observed
-    from traces import read_episodes
+    from traces import ERROR, read_episodes
 
     finished = read_episodes(run_dir)
     out: dict[str, Observed] = {}
-    for name, g in finished[finished["termination"] != "error"].groupby("model_name") if len(finished) else ():
+    for name, g in finished[finished["termination"] != ERROR].groupby("model_name") if len(finished) else ():
         calls = int(g["steps"].sum() + g["reasks"].sum())
         if calls > 0:
             out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))

@@ -315,6 +315,7 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
             identity = EpisodeIdentity(run=run, episode_id=eid, model_name=name, model=model.model,
                                        condition="baseline", repeat=repeat, maze_id=maze.id)
             episode = await run_episode(maze, agent, protocol, identity)
+            assert isinstance(episode, EpisodeResult)  # no should_stop: never suspended
             if board.stopped:
                 result.stopped = True
                 break
