@@ -36,6 +36,7 @@ from rich.progress import track
 
 from traces import EPISODES_DIR, STEPS_DIR, read_manifest, trace_dataset, write_manifest
 from traces._compaction import ROW_GROUP_ROWS
+from traces._names import episode_file
 from traces._schema import PER_EPISODE_COMPRESSION, SCHEMAS, parquet_bytes
 
 AGENTS = ("oracle", "random", "explorer")
@@ -159,7 +160,7 @@ def _write_per_episode(out: Path, eps: pa.Table, steps: pa.Table, lengths: np.nd
     for i, eid in enumerate(eps.column("episode_id").to_pylist()):
         n = int(lengths[i])
         for table, rows in ((STEPS_DIR, steps.slice(offset, n)), (EPISODES_DIR, eps.slice(i, 1))):
-            (out / table / f"{eid}.parquet").write_bytes(parquet_bytes(rows, PER_EPISODE_COMPRESSION[table]))
+            (out / table / episode_file(eid)).write_bytes(parquet_bytes(rows, PER_EPISODE_COMPRESSION[table]))
         offset += n
 
 

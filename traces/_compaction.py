@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from traces._names import COMPACTED, compacted_name, episode_file, episode_of, is_compacted, is_per_episode
 from traces._schema import (
     EPISODES_DIR,
     PER_EPISODE_COMPRESSION,
@@ -73,7 +74,6 @@ COMPACTION_DIR = "compaction"
 STAGING_DIR = f"{COMPACTION_DIR}/staging"
 RECORD_FORMAT = "gridbench.compaction/1"
 REPLACES_SUFFIX = ".replaces.parquet"
-PREFIX = "compacted-"
 # row groups of compacted files: small enough that a lookup by id reads little, large enough
 # that a whole-table scan is not dominated by per-group overhead
 ROW_GROUP_ROWS = {STEPS_DIR: 65_536, EPISODES_DIR: 16_384}
@@ -93,19 +93,6 @@ _replaces: dict[tuple[str, str], dict[str, dict[str, tuple[int, int]]]] = {}
 
 
 # ---- names --------------------------------------------------------------------------------------
-
-def compacted_name(gen: int, token: str, part: int) -> str:
-    return f"{PREFIX}{gen:06d}-{token}-{part:04d}.parquet"
-
-
-def is_compacted(name: str) -> bool:
-    return name.startswith(PREFIX) and name.endswith(".parquet")
-
-
-def is_per_episode(name: str) -> bool:
-    """A per-episode file: ``<episode_id>.parquet``, not hidden, not compacted."""
-    return name.endswith(".parquet") and not name.startswith((".", "_")) and not is_compacted(name)
-
 
 def staged_path(store: RunStore, table: str, name: str) -> str:
     """Where an output is written before it is published."""
@@ -311,7 +298,7 @@ def _finish(store: RunStore, record: Record, older: list[str]) -> set[str]:
             if now is not None and (now.size, now.mtime_ns) == (size, mtime):
                 store.delete(f"{table}/{name}")
             elif now is not None:
-                rewritten.add(name[:-len(".parquet")])
+                rewritten.add(episode_of(name))
     for table in TABLES:
         live = set(record.live.get(table, []))
         for name in record.replaced.get(table, []):
@@ -330,7 +317,7 @@ def _clear_staging(store: RunStore) -> None:
     if store.local:
         for table in TABLES:
             for e in store.list(table):
-                if e.name.startswith(f".{PREFIX}") and e.name.endswith(".tmp"):
+                if e.name.startswith(f".{COMPACTED}") and e.name.endswith(".tmp"):
                     store.delete(f"{table}/{e.name}")
     else:
         store.delete_tree(STAGING_DIR)
@@ -497,7 +484,7 @@ def _per_episode_files(table: str, rows: pa.Table) -> list[tuple[str, bytes]]:
         mine = rows.filter(pc.equal(ids, eid))
         if table == STEPS_DIR:
             mine = mine.sort_by("step")
-        out.append((f"{eid}.parquet", parquet_bytes(mine, PER_EPISODE_COMPRESSION[table])))
+        out.append((episode_file(eid), parquet_bytes(mine, PER_EPISODE_COMPRESSION[table])))
     return out
 
 
@@ -519,7 +506,7 @@ def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_smal
     current = views[EPISODES_DIR].record
     take = sorted(take)
     take_set = set(take)
-    own = {t: {e.name[:-len(".parquet")]: e for e in views[t].per_episode} for t in TABLES}
+    own = {t: {episode_of(e.name): e for e in views[t].per_episode} for t in TABLES}
     # episodes of compacted files that leave them: those moved out, and those whose per-episode
     # files are newer (rerun after the compaction); both tables hold the same episodes
     held = _held(store, EPISODES_DIR, views[EPISODES_DIR].compacted, sorted(take_set | move_out))
@@ -622,8 +609,8 @@ def _replaces_bytes(replaced: list[tuple[str, Entry]]) -> bytes:
 def complete_episodes(store: RunStore) -> list[str]:
     """Ids of the episodes whose two per-episode files are both there (the episodes file is
     written last, so it is listed first: a steps file listed after it is surely whole)."""
-    episodes = {e.name[:-len(".parquet")] for e in table_files(store, EPISODES_DIR).per_episode}
-    steps = {e.name[:-len(".parquet")] for e in table_files(store, STEPS_DIR).per_episode}
+    episodes = {episode_of(e.name) for e in table_files(store, EPISODES_DIR).per_episode}
+    steps = {episode_of(e.name) for e in table_files(store, STEPS_DIR).per_episode}
     return sorted(episodes & steps)
 
 
@@ -649,7 +636,7 @@ def extract(run: str | os.PathLike | RunStore, ids: Iterable[str]) -> int:
     so a rerun replaces their files as in an uncompacted run); returns how many moved."""
     store = open_store(run)
     roll_forward(store)
-    wanted = set(ids) - {e.name[:-len(".parquet")] for e in table_files(store, EPISODES_DIR).per_episode}
+    wanted = set(ids) - {episode_of(e.name) for e in table_files(store, EPISODES_DIR).per_episode}
     if not wanted:
         return 0
     return _rewrite(store, [], wanted, merge_small=False, progress=None).moved

@@ -30,6 +30,7 @@ import pyarrow.dataset as ds
 
 from env.files import is_temp
 from traces._compaction import dataset_of, roll_forward, table_files
+from traces._names import episode_file
 from traces._records import ERROR, EpisodeRecord, HoldsEpisode, StepRecord
 from traces._schema import (
     EPISODES,
@@ -91,8 +92,8 @@ def write_episode(run_dir: Run, episode: HasRecords | EncodedEpisode) -> tuple[P
     encoded = episode if isinstance(episode, EncodedEpisode) else encode_episode(episode)
     store = open_store(run_dir)
     eid = encoded.episode_id
-    st_path = store.put(f"{STEPS_DIR}/{eid}.parquet", encoded.steps_file)
-    ep_path = store.put(f"{EPISODES_DIR}/{eid}.parquet", encoded.episode_file)
+    st_path = store.put(f"{STEPS_DIR}/{episode_file(eid)}", encoded.steps_file)
+    ep_path = store.put(f"{EPISODES_DIR}/{episode_file(eid)}", encoded.episode_file)
     return ep_path, st_path
 
 
@@ -113,7 +114,7 @@ def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) ->
     view = table_files(store, table)
     own = view.per_episode
     if ids is not None:
-        wanted = {f"{i}.parquet" for i in ids}
+        wanted = {episode_file(i) for i in ids}
         own = [e for e in own if e.name in wanted]
     return dataset_of(store, table, [*view.compacted, *own])
 
