@@ -113,7 +113,8 @@ def resolve_mazes(spec: Any) -> list[Maze]:
     return [resolve_maze(spec)]
 
 
-def read_manifest(name: str) -> list[dict[str, Any]]:
+def set_entries(name: str) -> list[dict[str, Any]]:
+    """The entries of a named set's manifest (id, checksum, optimal actions, ...), in its order."""
     path = set_dir(name) / "manifest.json"
     if not path.is_file():
         raise BadInput(str(path), "", "no manifest for this set")

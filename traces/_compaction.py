@@ -88,7 +88,7 @@ VIEW_ATTEMPTS = 20
 Progress = Callable[[str, int, int], None]  # (table, files done, files in all)
 
 _cache_lock = threading.Lock()
-_records: dict[tuple[str, str], Record] = {}  # records never change once written
+_records: dict[tuple[str, str], CompactionRecord] = {}  # records never change once written
 _replaces: dict[tuple[str, str], dict[str, dict[str, tuple[int, int]]]] = {}
 
 
@@ -107,7 +107,7 @@ def _is_record(name: str) -> bool:
 # ---- records ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Record:
+class CompactionRecord:
     """One compaction: what each table is made of once it is in force, and what it replaces."""
 
     gen: int
@@ -140,7 +140,7 @@ class Record:
                            "replaced": self.replaced, "rows": self.rows}, indent=1) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> Record:
+    def from_json(cls, text: str) -> CompactionRecord:
         d = json.loads(text)
         if d.get("format") != RECORD_FORMAT:
             raise ValueError(f"not a {RECORD_FORMAT} record")
@@ -148,13 +148,13 @@ class Record:
                    d.get("rows", {}), d.get("at", ""))
 
 
-def _load_record(store: RunStore, name: str) -> Record | None:
+def _load_record(store: RunStore, name: str) -> CompactionRecord | None:
     key = (store.location, name)
     with _cache_lock:
         if key in _records:
             return _records[key]
     try:
-        record = Record.from_json(store.read_bytes(f"{COMPACTION_DIR}/{name}").decode("utf-8"))
+        record = CompactionRecord.from_json(store.read_bytes(f"{COMPACTION_DIR}/{name}").decode("utf-8"))
     except FileNotFoundError:
         return None
     except (ValueError, KeyError, TypeError) as err:
@@ -164,7 +164,7 @@ def _load_record(store: RunStore, name: str) -> Record | None:
     return record
 
 
-def _load_replaces(store: RunStore, record: Record) -> dict[str, dict[str, tuple[int, int]]] | None:
+def _load_replaces(store: RunStore, record: CompactionRecord) -> dict[str, dict[str, tuple[int, int]]] | None:
     """table -> {per-episode file: (size, mtime_ns)} that ``record`` replaces; None once deleted."""
     key = (store.location, record.replaces_name)
     with _cache_lock:
@@ -199,7 +199,7 @@ class TableFiles:
     table: str
     compacted: list[Entry]
     per_episode: list[Entry]
-    record: Record | None  # the compaction in force
+    record: CompactionRecord | None  # the compaction in force
 
 
 class RunChanging(OSError):
@@ -257,7 +257,7 @@ def dataset_of(store: RunStore, table: str, entries: Iterable[Entry]) -> ds.File
 
 # ---- finishing or taking back a compaction ---------------------------------------------------------
 
-def _publish(store: RunStore, record: Record) -> bool:
+def _publish(store: RunStore, record: CompactionRecord) -> bool:
     """Move every staged output of ``record`` into place (steps first); False when one is missing
     (neither staged nor in place) and the record cannot be finished."""
     for table in TABLES:
@@ -274,7 +274,7 @@ def _publish(store: RunStore, record: Record) -> bool:
     return True
 
 
-def _take_back(store: RunStore, record: Record) -> None:
+def _take_back(store: RunStore, record: CompactionRecord) -> None:
     """Undo a compaction that never came into force: its outputs go, the record last."""
     for table in (EPISODES_DIR, STEPS_DIR):
         for name in record.outputs.get(table, []):
@@ -286,7 +286,7 @@ def _take_back(store: RunStore, record: Record) -> None:
     store.delete(f"{COMPACTION_DIR}/{record.name}")
 
 
-def _finish(store: RunStore, record: Record, older: list[str]) -> set[str]:
+def _finish(store: RunStore, record: CompactionRecord, older: list[str]) -> set[str]:
     """Delete what a compaction in force replaced, then the records before it. Returns the ids of
     the episodes whose own files were written again since the compaction read them: they are
     kept, and until a compaction packs them they stand beside their older compacted rows."""
@@ -323,7 +323,7 @@ def _clear_staging(store: RunStore) -> None:
         store.delete_tree(STAGING_DIR)
 
 
-def roll_forward(run: str | os.PathLike | RunStore) -> Record | None:
+def roll_forward(run: str | os.PathLike | RunStore) -> CompactionRecord | None:
     """Bring a run whose compaction was killed to a clean state: the newest record whose outputs
     are all written (or staged) is finished, a newer one that cannot be is taken back. Returns
     the record in force (None for a run never compacted)."""
@@ -349,7 +349,7 @@ def roll_forward(run: str | os.PathLike | RunStore) -> Record | None:
 
 @dataclass
 class CompactionResult:
-    record: Record | None  # in force afterwards
+    record: CompactionRecord | None  # in force afterwards
     episodes: int = 0  # per-episode files packed
     rewritten: int = 0  # compacted files rewritten (merged, or with episodes moved out)
     moved: int = 0  # episodes moved out of compacted files into per-episode files
@@ -540,7 +540,7 @@ def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_smal
 
     live = {t: sorted({e.name for e in views[t].compacted} - {e.name for e in rewrite[t]} | set(outputs[t]))
             for t in TABLES}
-    record = Record(gen, token, live, outputs, {t: [n for n, _ in moved[t]] for t in TABLES},
+    record = CompactionRecord(gen, token, live, outputs, {t: [n for n, _ in moved[t]] for t in TABLES},
                     {t: [e.name for e in rewrite[t]] for t in TABLES}, rows,
                     datetime.now(UTC).isoformat(timespec="seconds"))
     replaced = []

@@ -13,7 +13,6 @@ environment's dynamics or the oracle.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from functools import cache
@@ -83,7 +82,7 @@ def _field_class(cls: type, name: str) -> type:
     return hint
 
 
-class Record:
+class TraceRecord:
     """Columns, schema and rows of a record class."""
 
     @classmethod
@@ -180,7 +179,7 @@ class MazeSummary:
 # ---- the records -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StepRecord(Record):
+class StepRecord(TraceRecord):
     """One step of an episode. State columns describe the state after the step."""
 
     identity: EpisodeIdentity = nested("as in episodes, for joins and filters")
@@ -219,7 +218,7 @@ class StepRecord(Record):
 
 
 @dataclass(frozen=True)
-class EpisodeRecord(Record):
+class EpisodeRecord(TraceRecord):
     """One episode, finished or failed: the same record either way."""
 
     identity: EpisodeIdentity = nested()
@@ -281,7 +280,7 @@ class HoldsEpisode:
         return self.episode.termination
 
 
-def markdown_table(cls: type[Record]) -> str:
+def markdown_table(cls: type[TraceRecord]) -> str:
     """The column table docs/traces.md shows for a record."""
     lines = ["| column | type | meaning |", "|---|---|---|"]
     for c in cls.columns():
@@ -295,7 +294,3 @@ def json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def row_json(record: Record) -> str:
-    return json.dumps(record.row(), default=json_default, separators=(",", ":"))

@@ -233,7 +233,7 @@ class StepCodes:
         return {c: list(codes) for c, codes in self.codes.items()}
 
 
-def episode_record(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
+def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
                    maze: Maze | None, with_summary: bool, codes: StepCodes) -> dict[str, Any]:
     """What an opened episode shows, apart from its index row: facts, steps, states, summaries."""
     seen: dict[str, int] = {}
@@ -362,7 +362,7 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
             for i in range(g0, g1):
                 a, b = int(row_starts[i]) - r0, int(row_starts[i + 1]) - r0
                 o = first + i
-                record = episode_record(
+                record = episode_view(
                     {c: source.details[c][o] for c in DETAIL_COLUMNS},
                     {c: lists[c][a:b] for c in STEP_COLUMNS}, lists["mechanisms"][a:b],
                     source.mazes[o], source.with_summary[o], source.codes)

@@ -165,9 +165,9 @@ SCRIPTED_KINDS = (
 
 
 def scripted_mazes() -> list[str]:
-    from env.sets import read_manifest
+    from env.sets import set_entries
 
-    entries = read_manifest("eval")
+    entries = set_entries("eval")
     return [next(e["id"] for e in entries if kind(e)) for kind in SCRIPTED_KINDS]
 SECTIONS = ("overview", "study", "solves", "progress", "bands", "difficulty", "failure", "onset", "compute",
             "regret")

@@ -27,7 +27,7 @@ import yaml
 from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
 from agents.scripted_server import ScriptedServer, _walls_from_text
-from env.sets import read_manifest
+from env.sets import set_entries
 from orchestrator.driver import Driver
 from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
@@ -41,7 +41,7 @@ PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_
 
 def long_mazes(n: int, at_least: int = 40) -> list[str]:
     """Eval mazes whose optimal plan takes at least ``at_least`` actions, shortest first."""
-    entries = sorted((e for e in read_manifest("eval") if e["optimal_actions"] >= at_least),
+    entries = sorted((e for e in set_entries("eval") if e["optimal_actions"] >= at_least),
                      key=lambda e: e["optimal_actions"])
     return [f"eval/{e['id']}" for e in entries[:n]]
 
