@@ -11,42 +11,16 @@ per model or condition: the number of files then follows the data's size, not th
 sweep's matrix (a matrix of 40 arms would otherwise make 40 small episodes files), and every part
 is large enough to read at full speed.
 
-The commit protocol. A compaction (generation ``gen``, random ``token``):
-
-1. stages its output files where no reader looks (a hidden ``.name.tmp`` in the table's folder
-   locally; ``compaction/staging/`` in object storage),
-2. writes ``compaction/<gen>-<token>.replaces.parquet`` (the per-episode files it replaces, with
-   their size and modification time) and then the record ``compaction/<gen>-<token>.json``: the
-   compacted files that make up each table once it is done (``live``), its ``outputs`` and the
-   compacted files it ``replaced``,
-3. writes the per-episode files it moves out of compacted files (``extract``: episodes about to be
-   rerun by ``--retry-errors``), then publishes the staged files (steps first, episodes last),
-4. deletes what it replaced: per-episode files (episodes first, each only if unchanged since it was
-   read), replaced compacted files, the replaces list and older records.
-
-A record is *in force* for a table once all of its outputs for that table are visible; the newest
-record in force names the table's compacted files (``table_files``). Per-episode files listed in
-its replaces list, and per-episode outputs of a newer record not yet in force, are left out.
-Whatever step a compaction is killed at, a reader sees every episode once: before the record is
-in force its outputs are ignored and the old files read; after, the outputs are read and the
-replaced files ignored. A writer (``roll_forward``: ``compact``, ``extract`` and the driver's
-``clean_partial``) finishes a record whose outputs are all written (publishes what is staged and
-deletes what it replaced) and takes back one that cannot be finished. Readers never write; they
-only read past the leftovers.
-
-One compaction at a time per run; a driver may keep writing new episodes meanwhile (only complete
-episodes are taken, and a per-episode file is deleted only if it did not change since it was read).
-An episode *rerun* while a compaction runs (``--retry-errors``) is the exception: from the moment
-the compaction finishes until ``compact``'s second pass has packed its newer files, a reader sees
-it twice (and, after a compaction killed in between, until the next ``compact``).
+A compaction is planned (``_plan``: which files it packs and rewrites), staged (``_stage``: its
+parts, where no reader looks) and committed (``_commit``: its record, then published, then what it
+replaced deleted), the commit protocol of ``traces._commit``, which keeps every reader exact.
+``extract`` is the same compaction run the other way: episodes moved out of compacted files.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
-import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
@@ -59,21 +33,23 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from traces._names import COMPACTED, compacted_name, episode_file, episode_of, is_compacted, is_per_episode
-from traces._schema import (
-    EPISODES_DIR,
-    PER_EPISODE_COMPRESSION,
-    SCHEMAS,
-    STEPS_DIR,
-    TABLES,
-    parquet_bytes,
+from traces._commit import (
+    COMPACTION_DIR,
+    CompactionRecord,
+    TableFiles,
+    clear_staging,
+    dataset_of,
+    finish,
+    publish,
+    record_listing,
+    roll_forward,
+    staged_path,
+    table_files,
 )
+from traces._names import compacted_name, episode_file, episode_of
+from traces._schema import EPISODES_DIR, PER_EPISODE_COMPRESSION, SCHEMAS, STEPS_DIR, TABLES, parquet_bytes
 from traces._store import Entry, RunStore, open_store
 
-COMPACTION_DIR = "compaction"
-STAGING_DIR = f"{COMPACTION_DIR}/staging"
-RECORD_FORMAT = "gridbench.compaction/1"
-REPLACES_SUFFIX = ".replaces.parquet"
 # row groups of compacted files: small enough that a lookup by id reads little, large enough
 # that a whole-table scan is not dominated by per-group overhead
 ROW_GROUP_ROWS = {STEPS_DIR: 65_536, EPISODES_DIR: 16_384}
@@ -83,266 +59,8 @@ READ_BATCH_ROWS = 16_384
 PER_EPISODE_READAHEAD = 32  # per-episode files read ahead (small: one episode each)
 PER_EPISODE_CHUNK = 512
 COALESCE_BATCHES = 256
-VIEW_ATTEMPTS = 20
 
 Progress = Callable[[str, int, int], None]  # (table, files done, files in all)
-
-_cache_lock = threading.Lock()
-_records: dict[tuple[str, str], CompactionRecord] = {}  # records never change once written
-_replaces: dict[tuple[str, str], dict[str, dict[str, tuple[int, int]]]] = {}
-
-
-# ---- names --------------------------------------------------------------------------------------
-
-def staged_path(store: RunStore, table: str, name: str) -> str:
-    """Where an output is written before it is published."""
-    return f"{table}/.{name}.tmp" if store.local else f"{STAGING_DIR}/{table}/{name}"
-
-
-def _is_record(name: str) -> bool:
-    stem, _, ext = name.partition(".")
-    return ext == "json" and len(stem) == 15 and stem[6] == "-" and stem[:6].isdigit()
-
-
-# ---- records ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CompactionRecord:
-    """One compaction: what each table is made of once it is in force, and what it replaces."""
-
-    gen: int
-    token: str
-    live: dict[str, list[str]]  # table -> compacted files that make up the table
-    outputs: dict[str, list[str]]  # table -> compacted files this compaction wrote
-    per_episode_outputs: dict[str, list[str]]  # table -> per-episode files it wrote (moved out of compacted ones)
-    replaced: dict[str, list[str]]  # table -> compacted files it replaces
-    rows: dict[str, int] = field(default_factory=dict)
-    at: str = ""
-
-    @property
-    def stem(self) -> str:
-        return f"{self.gen:06d}-{self.token}"
-
-    @property
-    def name(self) -> str:
-        return f"{self.stem}.json"
-
-    @property
-    def replaces_name(self) -> str:
-        return f"{self.stem}{REPLACES_SUFFIX}"
-
-    def written(self, table: str) -> list[str]:
-        return [*self.outputs.get(table, []), *self.per_episode_outputs.get(table, [])]
-
-    def to_json(self) -> str:
-        return json.dumps({"format": RECORD_FORMAT, "gen": self.gen, "token": self.token, "at": self.at,
-                           "live": self.live, "outputs": self.outputs, "per_episode_outputs": self.per_episode_outputs,
-                           "replaced": self.replaced, "rows": self.rows}, indent=1) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str) -> CompactionRecord:
-        d = json.loads(text)
-        if d.get("format") != RECORD_FORMAT:
-            raise ValueError(f"not a {RECORD_FORMAT} record")
-        return cls(int(d["gen"]), str(d["token"]), d["live"], d["outputs"], d["per_episode_outputs"], d["replaced"],
-                   d.get("rows", {}), d.get("at", ""))
-
-
-def _load_record(store: RunStore, name: str) -> CompactionRecord | None:
-    key = (store.location, name)
-    with _cache_lock:
-        if key in _records:
-            return _records[key]
-    try:
-        record = CompactionRecord.from_json(store.read_bytes(f"{COMPACTION_DIR}/{name}").decode("utf-8"))
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError) as err:
-        raise OSError(f"{store.display(f'{COMPACTION_DIR}/{name}')}: unreadable compaction record ({err})") from None
-    with _cache_lock:
-        _records[key] = record
-    return record
-
-
-def _load_replaces(store: RunStore, record: CompactionRecord) -> dict[str, dict[str, tuple[int, int]]] | None:
-    """table -> {per-episode file: (size, mtime_ns)} that ``record`` replaces; None once deleted."""
-    key = (store.location, record.replaces_name)
-    with _cache_lock:
-        if key in _replaces:
-            return _replaces[key]
-    try:
-        data = store.read_bytes(f"{COMPACTION_DIR}/{record.replaces_name}")
-    except FileNotFoundError:
-        return None
-    table = pq.read_table(pa.BufferReader(data))
-    out: dict[str, dict[str, tuple[int, int]]] = {t: {} for t in TABLES}
-    for t, name, size, mtime in zip(*(table.column(c).to_pylist() for c in ("table", "name", "size", "mtime_ns")),
-                                    strict=True):
-        out.setdefault(t, {})[name] = (size, mtime)
-    with _cache_lock:
-        _replaces[key] = out
-    return out
-
-
-def _record_listing(store: RunStore) -> tuple[list[str], set[str]]:
-    """(record names, oldest first; names of the replaces lists present)."""
-    names = [e.name for e in store.list(COMPACTION_DIR)]
-    return sorted(n for n in names if _is_record(n)), {n for n in names if n.endswith(REPLACES_SUFFIX)}
-
-
-# ---- what a table is made of ----------------------------------------------------------------------
-
-@dataclass
-class TableFiles:
-    """The files that make up one table of a run right now, each episode in exactly one of them."""
-
-    table: str
-    compacted: list[Entry]
-    per_episode: list[Entry]
-    record: CompactionRecord | None  # the compaction in force
-
-
-class RunChanging(OSError):
-    """The run's files kept changing under a reader (a compaction publishing, many times over)."""
-
-
-def table_files(run: str | os.PathLike | RunStore, table: str) -> TableFiles:
-    """Which files make up ``table`` (``episodes`` or ``steps``) now: the compacted files of the
-    record in force and the per-episode files, leaving out those a compaction has replaced or is
-    about to publish. The listing is taken again when the records change while it is read."""
-    store = open_store(run)
-    for _ in range(VIEW_ATTEMPTS):
-        names, replaces_present = _record_listing(store)
-        entries = store.list(table, stats=not store.local)
-        present = {e.name for e in entries}
-        loaded = [_load_record(store, n) for n in reversed(names)]
-        records = [r for r in loaded if r is not None]
-        if len(records) < len(loaded):
-            continue  # a record was taken back while we looked
-        in_force, newer = None, []
-        for r in records:
-            if set(r.written(table)) <= present:
-                in_force = r
-                break
-            newer.append(r)
-        hidden: set[str] = set()
-        for r in newer:
-            hidden.update(r.per_episode_outputs.get(table, []))
-        if in_force is not None and in_force.replaces_name in replaces_present:
-            stale = _load_replaces(store, in_force)
-            if stale is None:
-                continue  # finished while we looked: list again
-            hidden.update(stale.get(table, {}))
-        if _record_listing(store)[0] != names:
-            continue
-        # a newer record whose outputs all appeared after the listing would make this view stale
-        if newer and all(store.stat(f"{table}/{n}") is not None for n in newer[0].written(table)):
-            continue
-        live = set(in_force.live.get(table, [])) if in_force is not None else set()
-        compacted = sorted((e for e in entries if e.name in live), key=lambda e: e.name)
-        per_episode = sorted((e for e in entries if is_per_episode(e.name) and e.name not in hidden),
-                             key=lambda e: e.name)
-        return TableFiles(table, compacted, per_episode, in_force)
-    raise RunChanging(f"{store.display(table)}: the run kept changing while it was read; "
-                      "is a compaction running? Try again")
-
-
-def dataset_of(store: RunStore, table: str, entries: Iterable[Entry]) -> ds.FileSystemDataset:
-    """A dataset over some files of a table, with the fixed schema; nothing is read yet."""
-    fmt = ds.ParquetFileFormat()
-    fs = store.filesystem
-    fragments = [fmt.make_fragment(store.path(f"{table}/{e.name}"), fs, file_size=e.size) for e in entries]
-    return ds.FileSystemDataset(fragments, SCHEMAS[table], fmt, fs)
-
-
-# ---- finishing or taking back a compaction ---------------------------------------------------------
-
-def _publish(store: RunStore, record: CompactionRecord) -> bool:
-    """Move every staged output of ``record`` into place (steps first); False when one is missing
-    (neither staged nor in place) and the record cannot be finished."""
-    for table in TABLES:
-        for name in record.per_episode_outputs.get(table, []):
-            if store.stat(f"{table}/{name}") is None:
-                return False
-        for name in record.outputs.get(table, []):
-            if store.stat(f"{table}/{name}") is None and store.stat(staged_path(store, table, name)) is None:
-                return False
-    for table in TABLES:
-        for name in record.outputs.get(table, []):
-            if store.stat(f"{table}/{name}") is None:
-                store.move(staged_path(store, table, name), f"{table}/{name}")
-    return True
-
-
-def _take_back(store: RunStore, record: CompactionRecord) -> None:
-    """Undo a compaction that never came into force: its outputs go, the record last."""
-    for table in (EPISODES_DIR, STEPS_DIR):
-        for name in record.outputs.get(table, []):
-            store.delete(staged_path(store, table, name))
-            store.delete(f"{table}/{name}")
-        for name in record.per_episode_outputs.get(table, []):
-            store.delete(f"{table}/{name}")
-    store.delete(f"{COMPACTION_DIR}/{record.replaces_name}")
-    store.delete(f"{COMPACTION_DIR}/{record.name}")
-
-
-def _finish(store: RunStore, record: CompactionRecord, older: list[str]) -> set[str]:
-    """Delete what a compaction in force replaced, then the records before it. Returns the ids of
-    the episodes whose own files were written again since the compaction read them: they are
-    kept, and until a compaction packs them they stand beside their older compacted rows."""
-    stale = _load_replaces(store, record) or {}
-    rewritten: set[str] = set()
-    for table in (EPISODES_DIR, STEPS_DIR):  # an episodes file alone would claim a complete episode
-        for name, (size, mtime) in sorted(stale.get(table, {}).items()):
-            now = store.stat(f"{table}/{name}")
-            if now is not None and (now.size, now.mtime_ns) == (size, mtime):
-                store.delete(f"{table}/{name}")
-            elif now is not None:
-                rewritten.add(episode_of(name))
-    for table in TABLES:
-        live = set(record.live.get(table, []))
-        for name in record.replaced.get(table, []):
-            store.delete(f"{table}/{name}")
-        for e in store.list(table):  # outputs of compactions taken back or replaced before
-            if is_compacted(e.name) and e.name not in live:
-                store.delete(f"{table}/{e.name}")
-    store.delete(f"{COMPACTION_DIR}/{record.replaces_name}")
-    for name in older:
-        store.delete(f"{COMPACTION_DIR}/{name[:-len('.json')]}{REPLACES_SUFFIX}")
-        store.delete(f"{COMPACTION_DIR}/{name}")
-    return rewritten
-
-
-def _clear_staging(store: RunStore) -> None:
-    if store.local:
-        for table in TABLES:
-            for e in store.list(table):
-                if e.name.startswith(f".{COMPACTED}") and e.name.endswith(".tmp"):
-                    store.delete(f"{table}/{e.name}")
-    else:
-        store.delete_tree(STAGING_DIR)
-
-
-def roll_forward(run: str | os.PathLike | RunStore) -> CompactionRecord | None:
-    """Bring a run whose compaction was killed to a clean state: the newest record whose outputs
-    are all written (or staged) is finished, a newer one that cannot be is taken back. Returns
-    the record in force (None for a run never compacted)."""
-    store = open_store(run)
-    names, _ = _record_listing(store)
-    records = [r for r in (_load_record(store, n) for n in names) if r is not None]
-    in_force = None
-    for r in reversed(records):
-        if in_force is None and _publish(store, r):
-            in_force = r
-        elif in_force is None or r.gen > in_force.gen:
-            _take_back(store, r)
-    if in_force is not None:
-        _finish(store, in_force, [r.name for r in records if r.gen < in_force.gen])
-    names, replaces = _record_listing(store)
-    for name in replaces - {f"{n[:-len('.json')]}{REPLACES_SUFFIX}" for n in names}:
-        store.delete(f"{COMPACTION_DIR}/{name}")  # written by a compaction killed before its record
-    _clear_staging(store)
-    return in_force
 
 
 # ---- compacting -------------------------------------------------------------------------------------
@@ -498,55 +216,81 @@ def _held(store: RunStore, table: str, entries: list[Entry], ids: list[str]) -> 
     return found
 
 
-def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_small: bool,
-             progress: Progress | None) -> CompactionResult:
-    """One compaction: pack the complete per-episode files ``take`` and move the episodes
-    ``move_out`` from compacted files back into per-episode files."""
+@dataclass
+class _Plan:
+    """What one compaction will do, decided before anything is written."""
+
+    views: dict[str, TableFiles]  # each table's files now
+    to_pack: list[str]  # sorted ids of the complete per-episode files to pack
+    per_episode: dict[str, dict[str, Entry]]  # table -> episode id -> its own file
+    leaving: list[str]  # sorted ids whose compacted rows are dropped: moved out, or rerun since packed
+    moved_out: list[str]  # sorted ids written back as per-episode files (of ``leaving``)
+    rewrite: dict[str, list[Entry]]  # table -> its compacted files rewritten (those ``leaving`` ones hold, small ones)
+
+    @property
+    def empty(self) -> bool:
+        return not self.to_pack and not any(self.rewrite.values())
+
+    @property
+    def in_force(self) -> CompactionRecord | None:
+        return self.views[EPISODES_DIR].record
+
+
+def _plan(store: RunStore, to_pack: list[str], move_out: set[str], merge_small: bool) -> _Plan:
+    """Which files a compaction packing ``to_pack`` and moving ``move_out`` out reads and rewrites.
+    Both tables hold the same episodes, so the episodes table decides which ones leave."""
     views = {t: table_files(store, t) for t in TABLES}
-    current = views[EPISODES_DIR].record
-    take = sorted(take)
-    take_set = set(take)
-    own = {t: {episode_of(e.name): e for e in views[t].per_episode} for t in TABLES}
-    # episodes of compacted files that leave them: those moved out, and those whose per-episode
-    # files are newer (rerun after the compaction); both tables hold the same episodes
-    held = _held(store, EPISODES_DIR, views[EPISODES_DIR].compacted, sorted(take_set | move_out))
-    drop = sorted(set().union(*held.values())) if held else []
-    moving = sorted(set(drop) & move_out - take_set)
+    to_pack = sorted(to_pack)
+    per_episode = {t: {episode_of(e.name): e for e in views[t].per_episode} for t in TABLES}
+    holders = _held(store, EPISODES_DIR, views[EPISODES_DIR].compacted, sorted(set(to_pack) | move_out))
+    leaving = sorted(set().union(*holders.values())) if holders else []
+    moved_out = sorted(set(leaving) & move_out - set(to_pack))
     rewrite: dict[str, list[Entry]] = {}
     for t in TABLES:
-        holding = held if t == EPISODES_DIR else _held(store, t, views[t].compacted, drop)
+        holding = holders if t == EPISODES_DIR else _held(store, t, views[t].compacted, leaving)
         chosen = [e for e in views[t].compacted if e.name in holding]
         small = [e for e in views[t].compacted
                  if merge_small and e.name not in holding and _num_rows(store, t, e) < PART_ROWS[t] // 4]
-        if small and (take or chosen or len(small) > 1):
+        if small and (to_pack or chosen or len(small) > 1):
             chosen += small
         rewrite[t] = sorted(chosen, key=lambda e: e.name)
-    if not take and not any(rewrite.values()):
-        return CompactionResult(current, files={t: len(views[t].compacted) for t in TABLES})
+    return _Plan(views, to_pack, per_episode, leaving, moved_out, rewrite)
 
-    gen = (current.gen + 1) if current is not None else 1
-    token = secrets.token_hex(4)
+
+Moved = dict[str, list[tuple[str, bytes]]]  # table -> the per-episode files (name, bytes) moved out
+
+
+def _stage(store: RunStore, plan: _Plan, gen: int, token: str,
+           progress: Progress | None) -> tuple[CompactionRecord, Moved]:
+    """Write a compaction's parts where no reader looks and encode the per-episode files it moves
+    out (an episode without steps has no steps file); its record says what they make up."""
     outputs: dict[str, list[str]] = {}
     rows: dict[str, int] = {}
     for t in TABLES:
-        outputs[t], rows[t] = _write_parts(store, t, gen, token, rewrite[t], drop, [own[t][i] for i in take],
-                                           progress)
-    moved: dict[str, list[tuple[str, bytes]]] = {t: [] for t in TABLES}
-    if moving:
+        outputs[t], rows[t] = _write_parts(store, t, gen, token, plan.rewrite[t], plan.leaving,
+                                           [plan.per_episode[t][i] for i in plan.to_pack], progress)
+    moved: Moved = {t: [] for t in TABLES}
+    if plan.moved_out:
         for t in TABLES:
-            rows_out = dataset_of(store, t, views[t].compacted).to_table(
-                filter=ds.field("episode_id").isin(pa.array(moving, pa.string())))
+            rows_out = dataset_of(store, t, plan.views[t].compacted).to_table(
+                filter=ds.field("episode_id").isin(pa.array(plan.moved_out, pa.string())))
             moved[t] = _per_episode_files(t, rows_out)
-
-    live = {t: sorted({e.name for e in views[t].compacted} - {e.name for e in rewrite[t]} | set(outputs[t]))
+    live = {t: sorted({e.name for e in plan.views[t].compacted} - {e.name for e in plan.rewrite[t]} | set(outputs[t]))
             for t in TABLES}
     record = CompactionRecord(gen, token, live, outputs, {t: [n for n, _ in moved[t]] for t in TABLES},
-                    {t: [e.name for e in rewrite[t]] for t in TABLES}, rows,
-                    datetime.now(UTC).isoformat(timespec="seconds"))
+                              {t: [e.name for e in plan.rewrite[t]] for t in TABLES}, rows,
+                              datetime.now(UTC).isoformat(timespec="seconds"))
+    return record, moved
+
+
+def _commit(store: RunStore, plan: _Plan, record: CompactionRecord, moved: Moved) -> set[str]:
+    """Put a staged compaction in force (``traces._commit``): its replaces list and record, the
+    episodes it moves out, its parts published, then what it replaced deleted. Returns the ids
+    rerun while it ran (see ``finish``)."""
     replaced = []
     for t in TABLES:
-        for i in take:
-            e = own[t][i]
+        for i in plan.to_pack:
+            e = plan.per_episode[t][i]
             # a local listing leaves sizes and times out: look now, before anything is published
             looked = e if e.mtime_ns is not None else store.stat(f"{t}/{e.name}")
             if looked is not None:
@@ -556,15 +300,28 @@ def _rewrite(store: RunStore, take: list[str], move_out: set[str], *, merge_smal
     for t in TABLES:  # steps first, as a driver writes them
         for name, data in moved[t]:
             store.put(f"{t}/{name}", data)
-    if not _publish(store, record):
+    if not publish(store, record):
         raise OSError(f"{store.display(COMPACTION_DIR)}: a staged file of compaction {record.stem} vanished "
                       "(was the run cleaned while it was compacted?)")
-    names, _ = _record_listing(store)
-    meanwhile = _finish(store, record, [n for n in names if n < record.name])
-    _clear_staging(store)
-    return CompactionResult(record, episodes=len(take), rewritten=sum(len(v) for v in rewrite.values()),
-                            moved=len(moving), rows=rows, files={t: len(live[t]) for t in TABLES},
-                            rewritten_meanwhile=meanwhile)
+    names, _ = record_listing(store)
+    meanwhile = finish(store, record, [n for n in names if n < record.name])
+    clear_staging(store)
+    return meanwhile
+
+
+def _rewrite(store: RunStore, to_pack: list[str], move_out: set[str], *, merge_small: bool,
+             progress: Progress | None) -> CompactionResult:
+    """One compaction: pack the complete per-episode files ``to_pack`` and move the episodes
+    ``move_out`` from compacted files back into per-episode files."""
+    plan = _plan(store, to_pack, move_out, merge_small)
+    if plan.empty:
+        return CompactionResult(plan.in_force, files={t: len(plan.views[t].compacted) for t in TABLES})
+    gen = (plan.in_force.gen + 1) if plan.in_force is not None else 1
+    record, moved = _stage(store, plan, gen, secrets.token_hex(4), progress)
+    meanwhile = _commit(store, plan, record, moved)
+    return CompactionResult(record, episodes=len(plan.to_pack), rewritten=sum(len(v) for v in plan.rewrite.values()),
+                            moved=len(plan.moved_out), rows=record.rows,
+                            files={t: len(record.live[t]) for t in TABLES}, rewritten_meanwhile=meanwhile)
 
 
 def _write_parts(store: RunStore, table: str, gen: int, token: str, rewrite: list[Entry], drop: list[str],

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from env.files import is_temp
-from traces._compaction import dataset_of, roll_forward, table_files
+from traces._commit import dataset_of, roll_forward, table_files
 from traces._names import episode_file
 from traces._records import ERROR, EpisodeRecord, HoldsEpisode, StepRecord
 from traces._schema import (
@@ -104,7 +104,7 @@ def episodes_frame(episodes: Iterable[EpisodeRecord]) -> pd.DataFrame:
 
 def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) -> ds.Dataset:
     """One of a run's tables (``episodes`` or ``steps``) as a lazy Arrow dataset with the fixed
-    schema, over the files that hold it now (``traces._compaction.table_files``: compacted
+    schema, over the files that hold it now (``traces._commit.table_files``: compacted
     files and per-episode files, each episode in exactly one, whether the run is compacted,
     not, partly, or in the middle of a compaction), local or in object storage. Nothing is
     read until the dataset is scanned, so DuckDB, pyarrow or pandas can stream it. ``ids``
@@ -161,7 +161,7 @@ def completed_ids(run_dir: Run, *, include_errors: bool = True) -> set[str]:
 
 def clean_partial(run_dir: Run) -> list[PurePath]:
     """Bring a run that a killed driver or compaction left behind to a clean state: finish or
-    take back a compaction (``traces._compaction.roll_forward``), then remove temporary
+    take back a compaction (``traces._commit.roll_forward``), then remove temporary
     files and steps files without their episodes file. Other folders (``partial/``, ``servers/``)
     are left alone."""
     store = open_store(run_dir)

@@ -142,7 +142,7 @@ def test_a_compacted_run_resumes_and_retries_its_errors(ray_cluster, maze_dir, s
     episode that compaction had packed, which then appears once, finished."""
     from orchestrator.episode import failed_episode
     from traces import compact, read_run, write_episode
-    from traces._compaction import table_files
+    from traces._commit import table_files
 
     one = parse_sweep(sweep_dict(maze_dir, models=[{"name": "oracle", "model": "builtin/oracle"}]), "t.yaml")
     run = tmp_path / "resumed"
