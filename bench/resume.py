@@ -38,7 +38,9 @@ from rich.table import Table  # noqa: E402
 
 from agents.scripted_server import ScriptedServer  # noqa: E402
 from env.sets import set_entries  # noqa: E402
-from orchestrator.driver import Driver, Resume, connect  # noqa: E402
+from orchestrator.actors import Resume  # noqa: E402
+from orchestrator.connect import connect  # noqa: E402
+from orchestrator.driver import Driver  # noqa: E402
 from orchestrator.sweep import load_sweep  # noqa: E402
 
 console = Console(stderr=True)

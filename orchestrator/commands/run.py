@@ -332,7 +332,8 @@ def run_command(
 
     s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
     from orchestrator.commands.compact import compact_with_progress, summary_line
-    from orchestrator.driver import Driver, connect
+    from orchestrator.connect import connect
+    from orchestrator.driver import Driver
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
 

@@ -80,7 +80,7 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
 
         def _start_journal(self, specs, todo):
             super()._start_journal(specs, todo)
-            Watched.journal_actors += self.journal is not None
+            Watched.journal_actors += self.spending.journal is not None
 
     sweep = parse_sweep(sweep_dict(maze_dir, models=[{"name": "explorer", "model": "builtin/explorer"}]), "t.yaml")
     run = tmp_path / "t"
