@@ -39,6 +39,7 @@ from traces import (
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
+ALL = "all"  # the arm that pools every arm, in every per-arm table with more than one
 
 # the per-step budget columns (``agents.usage.Budget``): runs written before they were recorded
 # read them as null

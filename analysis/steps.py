@@ -49,8 +49,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from analysis.load import BUDGET_COLUMNS, Traces, unreadable
-from analysis.metrics import ALL
+from analysis.load import ALL, BUDGET_COLUMNS, Traces, unreadable
 from env.maze import DIR_VECTORS, Maze
 from traces import STEPS_DIR
 
