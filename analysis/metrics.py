@@ -7,7 +7,6 @@ Every table has one row per arm (run / model / condition) and group, plus pooled
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from analysis import figures
@@ -242,12 +241,6 @@ def solved_mazes(eps: pd.DataFrame) -> dict[str, int | None]:
         "solves_with_key_door": int(won["content"].isin(["key-door only", "both"]).sum()),
         "solves_with_distractors": int((won["n_distractors"] > 0).sum()),
     }
-
-
-def nan_to_none(x):
-    if isinstance(x, float) and not np.isfinite(x):
-        return None
-    return x
 
 
 # ---- sections ------------------------------------------------------------------------------------
