@@ -224,9 +224,9 @@ class ScriptedProcess:
         import subprocess
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agents.scripted_server", "--port", "0", "--mode", "actions",
+            [sys.executable, "-m", "testing.scripted_server", "--port", "0", "--mode", "actions",
              "--actions", actions, "--latency", str(latency)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
         )
         self.url = self.proc.stdout.readline().strip()
 

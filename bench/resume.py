@@ -36,12 +36,12 @@ from orchestrator_overhead import ScriptedProcess, latency_ratio, latency_sweep 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents.scripted_server import ScriptedServer  # noqa: E402
 from env.sets import set_entries  # noqa: E402
 from orchestrator.actors import Resume  # noqa: E402
 from orchestrator.connect import connect  # noqa: E402
 from orchestrator.driver import Driver  # noqa: E402
 from orchestrator.sweep import load_sweep  # noqa: E402
+from testing.scripted_server import ScriptedServer  # noqa: E402
 
 console = Console(stderr=True)
 

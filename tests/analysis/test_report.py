@@ -195,9 +195,9 @@ def scripted_main_run(tmp_path_factory):
     without Ray."""
     import yaml
 
-    from agents.scripted_server import ScriptedServer
     from env.sets import set_dir
     from orchestrator.sweep import SWEEPS_DIR, load_sweep
+    from testing.scripted_server import ScriptedServer
 
     root = tmp_path_factory.mktemp("scripted")
     mazes = root / "mazes"

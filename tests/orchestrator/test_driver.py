@@ -185,7 +185,7 @@ def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsy
 
 def test_model_episodes_run_on_model_actors_and_a_failing_model_never_stops_the_sweep(
         ray_cluster, maze_dir, sweep_dict, tmp_path):
-    from agents.scripted_server import ScriptedServer
+    from testing.scripted_server import ScriptedServer
 
     key_env, key = "GRIDBENCH_TEST_SCRIPTED_KEY", os.environ["GRIDBENCH_TEST_SCRIPTED_KEY"]  # set by the fixture
     with ScriptedServer(mode="actions", actions=["forward", "left"]) as good, \

@@ -40,10 +40,10 @@ from sweep_runs import (
     sweep_file,
 )
 
-from agents.scripted_server import ScriptedServer
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
 from orchestrator.sweep import load_sweep
+from testing.scripted_server import ScriptedServer
 from traces import read_manifest
 
 pytestmark = pytest.mark.slow

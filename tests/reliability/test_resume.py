@@ -26,11 +26,12 @@ import pytest
 import yaml
 from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
-from agents.scripted_server import ScriptedServer, _walls_from_text
 from env.sets import set_entries
 from orchestrator.driver import Driver
 from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
+from testing.reading import walls_from_text
+from testing.scripted_server import ScriptedServer
 from traces import Journals
 
 pytestmark = pytest.mark.slow
@@ -57,7 +58,7 @@ def sweep_file(path: Path, url: str, mazes: list[str], **model) -> Path:
 
 def answered(server: ScriptedServer) -> Counter:
     """Answered calls per (maze walls, step): a provider's bill, turn by turn."""
-    return Counter((_walls_from_text(r.body), r.step) for r in server.chat_requests if r.answered)
+    return Counter((walls_from_text(r.body), r.step) for r in server.chat_requests if r.answered)
 
 
 def assert_paid_once(server: ScriptedServer, episodes: pd.DataFrame) -> None:
@@ -102,7 +103,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_wit
 
     def kill_the_driver(request):
         # the second episode, mid-way: the first is finished, the second has journaled steps
-        walls = _walls_from_text(request.body)
+        walls = walls_from_text(request.body)
         state.setdefault("first", walls)
         if walls != state["first"] and request.step == 12 and "killed" not in state:
             state["killed"] = True
