@@ -14,12 +14,20 @@ from typing import Any, TypeGuard
 
 from env.errors import BadInput
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_CHARS = "A-Za-z0-9_.-"  # a regular-expression class: what a name is made of
+MAX_NAME = 64
+NAME_PATTERN = re.compile(rf"^[A-Za-z0-9][{NAME_CHARS}]{{0,{MAX_NAME - 1}}}$")
 NAME_RULE = "letters, digits, '_', '-', '.'; at most 64, starting with a letter or a digit; no '..'"
 
 
 def is_name(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and NAME_PATTERN.match(value) is not None and ".." not in value
+
+
+def name_chars(text: str, fill: str = "-") -> str:
+    """``text`` with every character a name may not hold replaced by ``fill`` (for names made
+    from file names, env ids or a login: cut and trimmed to the rule by their makers)."""
+    return re.sub(f"[^{NAME_CHARS}]", fill, text)
 
 
 def check_name(source: str, field: str, value: Any, what: str = "name") -> str:

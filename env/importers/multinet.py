@@ -27,7 +27,7 @@ from typing import Any
 
 from env.errors import BadInput
 from env.maze import COLORS, FORMAT, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
-from env.names import is_name
+from env.names import MAX_NAME, is_name, name_chars
 
 Cell = tuple[int, int]
 TELEPORTER_COLOR = "purple"  # the study's teleporter colour
@@ -97,7 +97,7 @@ def _maze_id(doc: Any, path: Path) -> str:
 
 
 def _safe_id(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-." else "-" for c in text)[:64].strip("-.") or "multinet"
+    return name_chars(text)[:MAX_NAME].strip("-.") or "multinet"
 
 
 # ---- reading one task file -------------------------------------------------------------------

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import re
 from pathlib import Path
 
 import typer
+
+from env.names import name_chars
 
 
 def _default_name() -> str:
@@ -15,7 +16,8 @@ def _default_name() -> str:
         user = getpass.getuser()
     except (KeyError, OSError):
         return "player"
-    return re.sub(r"[^A-Za-z0-9_.-]", "", user)[:40] or "player"
+    # 40 leaves room for the run name play-<name>-<time>, itself a name
+    return name_chars(user, fill="")[:40] or "player"
 
 
 def play(
