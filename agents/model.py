@@ -17,8 +17,8 @@ from typing import Any
 
 from agents.providers import ProviderFamily, check_provider, family_for
 from env.errors import BadInput
+from env.names import check_name
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 KNOWN_BUILTINS = ("oracle", "random", "explorer")
 CLIENTS = ("auto", "litellm", "openai")
@@ -145,12 +145,6 @@ def litellm_providers() -> frozenset[str]:
 
         _PROVIDERS = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
     return _PROVIDERS
-
-
-def check_name(source: str, where: str, value: Any) -> str:
-    if not isinstance(value, str) or not NAME_PATTERN.match(value):
-        raise BadInput(source, where, f"{value!r} is not a valid name (letters, digits, '_', '-', '.')")
-    return value
 
 
 def _model_string(source: str, where: str, model: Any) -> str:

@@ -2,7 +2,7 @@
 a step and an episode with ``+``; ``Budget`` is what one request allowed the model to spend.
 
 Both are plain frozen dataclasses with no dependencies, so the trace records
-(``orchestrator.records``) flatten them into columns without importing any agent machinery.
+(``traces._records``) flatten them into columns without importing any agent machinery.
 Field metadata ``doc`` is each column's documentation (docs/traces.md is generated from it).
 """
 

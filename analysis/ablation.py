@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import figures
 from analysis.load import Traces
 from analysis.protocols import baselines, differing, protocol_of
+from analysis.sections import Built, Context, Section
 from analysis.stats import mean_ci
 
 
@@ -50,3 +52,23 @@ def ablation(traces: Traces) -> pd.DataFrame:
     if not out.empty and out["run"].nunique() == 1:
         out = out.drop(columns="run")
     return out
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _ablation(ctx: Context) -> Built | None:
+    table = ablation(ctx.traces)
+    if table.empty:
+        return None  # no condition has a baseline to set it beside
+    return Built({"ablation": table}, {"ablation": figures.ablation(table)})
+
+
+ABLATION_SECTION = Section(
+    "ablation", "Ablations",
+    "Each condition against its run's baseline (the condition that changes nothing) for the same "
+    "model, paired by maze: per maze the condition's mean minus the baseline's (repeats averaged), "
+    "then the mean over mazes run under both, with a 95% bootstrap interval resampling mazes. "
+    "`differs_in` names every protocol field in which the model's condition differs from its "
+    "baseline: more than one is a comparison of more than one change.",
+    _ablation,
+)

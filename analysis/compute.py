@@ -9,8 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis import figures
 from analysis.load import BUDGET_COLUMNS, Traces
-from analysis.metrics import order_arms, with_pooled
+from analysis.metrics import order_arms, overview, with_pooled
+from analysis.sections import Built, Context, Section
 from analysis.stats import counted_median
 from analysis.steps import StepTable
 
@@ -213,3 +215,62 @@ def _controls(values: tuple[str, ...]) -> str:
     switch = f"thinking {thinking}" if thinking else "no thinking switch"
     return (f"{switch}, " + (f"effort {effort}" if effort else "no effort level") + ", "
             + (f"a thinking budget of {budget}" if budget else "no thinking budget"))
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _overview(ctx: Context) -> Built:
+    return Built({"overview": overview(ctx.traces), "budgets": budgets(ctx.traces, ctx.steps)})
+
+
+def _compute(ctx: Context) -> Built:
+    tok = tokens(ctx.traces)
+    think, think_q = thinking_after(ctx.traces, ctx.steps), thinking_quarters(ctx.traces, ctx.steps)
+    figs = {"tokens": figures.tokens(tok, ctx.colors)}
+    if not think_q.empty and think_q["reasoning_tokens"].sum() > 0:
+        figs["thinking_quarters"] = figures.thinking_quarters(think_q, ctx.colors)
+    if not think.empty and think["turns"].sum() > 0:
+        figs["thinking_after"] = figures.thinking_after(think, ctx.colors)
+    return Built({"tokens": tok, "queries": queries(ctx.traces, ctx.steps), "thinking_quarters": think_q,
+                  "thinking_after": think}, figs)
+
+
+OVERVIEW_SECTION = Section(
+    "overview", "Overview",
+    "One row per model (arm), pooled as `all` when there are several: episodes, mazes, solves, "
+    "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
+    "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
+    "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
+    "carried, over the steps where it was recorded: `thinking` (on or off by the provider's own "
+    "switch; empty when the provider has none), `thinking_budget` (a thinking-token budget; empty "
+    "when there was none), `reasoning_effort` (the effort level sent; empty for the provider's "
+    "default) and `max_output_tokens` (the output cap), each with the number of steps it is known "
+    "for. Runs recorded before budgets were traced show them empty. The summary warns when the "
+    "arms' thinking was controlled differently (switch, effort level or thinking budget), naming "
+    "each arm's controls, since the study equalised the output cap only; and when the output caps "
+    "differ.",
+    _overview,
+)
+
+
+COMPUTE_SECTION = Section(
+    "compute", "Test-time compute",
+    "Token totals and per-episode means from the episode rows; cost in USD as recorded "
+    "(per solve = total cost / solves, empty without solves). **Thinking per quarter**: the "
+    "reasoning tokens of each turn, grouped by the quarter of its episode the step falls in "
+    "(the quarters of *Failure modes*), median and mean per turn. **Thinking after a step**: "
+    "the reasoning tokens of turn t+1 grouped by what step t did, under two definitions of a "
+    "move that worked, each labelled in the `definition` column. *State*: `worked` when the step "
+    "changed the agent's position, the key it carries or a mechanism (a move, a pickup or swap, "
+    "a door or switch changing), `achieved nothing` otherwise; that group is split into `turned` "
+    "(only the facing changed) and `no change` (a bump, or a pickup, toggle, done or invalid "
+    "reply that changed nothing). A turn counts as achieving nothing because it neither reaches "
+    "a new cell nor operates anything; the split lets a reader count it the other way. "
+    "*Distance*: `progress` when the oracle action distance fell, `no progress` when it stayed "
+    "(`neutral`) or rose (`wasted`). Turns whose reasoning count is unknown are left out. "
+    "**Queries**: model calls per arm beside its steps (a query is not a step: a re-queried reply adds "
+    "calls to the step it led to, a step taken from an earlier query's action list has none), the calls "
+    "whose reply gave no action, and output tokens per query: the mean over every call, the median over "
+    "the steps made by exactly one call (docs/report.md).",
+    _compute,
+)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from analysis import figures
 from analysis.load import Traces
 from analysis.metrics import order_arms, with_pooled
+from analysis.sections import Built, Context, Section, drawn
 from analysis.steps import StepTable
 
 LAST = 30  # the study looks at the last 30 actions of failed episodes
@@ -205,3 +207,79 @@ def onset(traces: Traces, st: StepTable) -> tuple[pd.DataFrame, pd.DataFrame]:
             "novel_onset_first_half": int((u["novel_onset_share"] <= EARLY).sum()),
         })
     return order_arms(per, traces), order_arms(pd.DataFrame(rows), traces)
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _failure(ctx: Context) -> Built:
+    t, st, colors = ctx.traces, ctx.steps, ctx.colors
+    used, live = verbs(t, st), live_switch(t, st)
+    per_last, last = last_actions(t, st)
+    parts = quarters(t, st)
+    return Built({"verbs": used, "live_switch": live, "last_actions": last, "last_actions_episodes": per_last,
+                  "quarters": parts},
+                 drawn(verbs=(used, lambda: figures.verbs(used, colors)),
+                       last_actions=(per_last, lambda: figures.last_bumps(per_last, last, colors, LAST)),
+                       quarters=(parts, lambda: figures.quarters(parts, colors))))
+
+
+def _onset(ctx: Context) -> Built:
+    per, table = onset(ctx.traces, ctx.steps)
+    unsolved = per[~per["solved"]]
+    return Built({"failure_onset": table, "failure_onset_episodes": per},
+                 drawn(failure_onset=(unsolved, lambda: figures.onset(per, ctx.colors))))
+
+
+def _regret(ctx: Context) -> Built:
+    reg, hor = regret(ctx.traces, ctx.steps), horizon(ctx.traces, ctx.steps)
+    return Built({"regret": reg, "horizon": hor},
+                 drawn(regret=(reg, lambda: figures.regret(reg)), horizon=(hor, lambda: figures.horizon(hor, ctx.colors))))
+
+
+FAILURE_SECTION = Section(
+    "failure", "Failure modes",
+    "Verbs: `pickup` actions issued vs keys taken (events pickup and swap); `toggle` actions "
+    "issued vs doors opened (door_unlocked, door_opened), doors closed, switches flipped "
+    "(switch_on, switch_off) and nothing (noop). Live switch: among episodes whose maze has a "
+    "switch that controls at least one gate (read from the maze file, matched by id and "
+    "checksum), those in which the agent stood on such a switch after some step. Last actions: "
+    f"the last {LAST} steps of each unsolved episode (fewer if it was shorter); "
+    "`wall_bump_share` counts forwards blocked by a wall, `bump_share` every blocked forward "
+    "(walls, keys, closed doors and gates); shares pool the windows. Quarters: each episode's "
+    "steps split into four equal parts by step index; a revisit is a move onto a cell stood on "
+    "before, an unseen step a move onto a cell never stood on (the start counts as seen), a "
+    "turn a left/right action; shares are of all steps in that quarter, pooled over episodes.",
+    _failure,
+)
+
+
+ONSET_SECTION = Section(
+    "onset", "Failure onset",
+    "When an episode stopped making progress. **Definition used:** the failure onset is the last "
+    "step that reached a new minimum of the oracle action distance, lower than the start "
+    "distance and than every distance before it (`onset_step`, 0 when no step did); "
+    "`onset_share = onset_step / steps` is the share of the episode after which it made no "
+    "further progress toward the goal. A second reading is given beside it: the last step that "
+    "reached a never-seen (position, carried key, mechanism state) combination (`novel_onset_step`, "
+    "`novel_onset_share`, from the trace's `novel` column). The novelty reading counts wandering into "
+    "new cells as progress, and in an episode the stall watchdog ended its last "
+    "`stall_window` steps are never novel by construction, so it mostly measures the watchdog; the "
+    "distance reading is the one the summary and the study comparison use. The per-arm table "
+    "counts unsolved episodes only (a solve's onset is its last step): medians and means of the "
+    "share, how many had their onset in the first half (`onset_first_half`, share <= 0.5) or "
+    "first quarter, and how many never got closer than at the start (`never_progressed`). "
+    "The figure shows, per arm, the share of unsolved episodes whose onset came at or before "
+    "each point of the episode (an empirical CDF): a curve that rises early means early failures.",
+    _onset,
+)
+
+
+REGRET_SECTION = Section(
+    "regret", "Per-step oracle regret and horizon",
+    "Each step is `progress` if it lowered the oracle action distance, `neutral` if it left "
+    "it unchanged, `wasted` if it raised it (making the goal unreachable counts as wasted, "
+    "staying unreachable as neutral). The horizon plot shows the mean remaining action "
+    "distance as a share of the start distance at each step; an ended episode keeps its final "
+    "value (0 when solved); steps with the goal unreachable count as 1.",
+    _regret,
+)

@@ -16,8 +16,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from analysis.load import BANDS  # noqa: E402
-from analysis.metrics import ALL  # noqa: E402
+from analysis.load import ALL, BANDS  # noqa: E402
 
 DPI = 110
 WIDTH = 8.0

@@ -1,7 +1,7 @@
 """Read one or more runs and attach what every analysis needs.
 
 A run is a folder written by ``gridbench run`` (docs/design.md §7): an ``episodes`` and a
-``steps`` table with the fixed schemas of ``orchestrator.schema``, however their Parquet files
+``steps`` table with the fixed schemas of the records (``traces``), however their Parquet files
 are laid out. The episodes of several runs are read into one pandas table (one row per
 episode: small); the ``run`` column tells them apart. The steps are not read here: each run's
 steps table stays a lazy Arrow dataset that ``analysis.steps.annotate`` streams through DuckDB
@@ -26,11 +26,20 @@ from env.errors import BadInput
 from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
-from orchestrator.store import is_uri, open_store
-from orchestrator.traces import EPISODES_DIR, STEPS_DIR, read_episodes, read_manifest, trace_dataset
+from traces import (
+    EPISODES_DIR,
+    ERROR,
+    STEPS_DIR,
+    is_uri,
+    open_store,
+    read_episodes,
+    read_manifest,
+    trace_dataset,
+)
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
+ALL = "all"  # the arm that pools every arm, in every per-arm table with more than one
 
 # the per-step budget columns (``agents.usage.Budget``): runs written before they were recorded
 # read them as null
@@ -42,7 +51,7 @@ class RunSteps:
     """One run's steps table, not yet read."""
 
     folder: Path | str  # the run folder (or URI): named in errors
-    dataset: ds.Dataset  # ``orchestrator.traces.trace_dataset(folder, "steps")``
+    dataset: ds.Dataset  # ``traces.trace_dataset(folder, "steps")``
 
     @property
     def name(self) -> str:
@@ -167,8 +176,8 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool =
     dup = episodes.duplicated(["run", "episode_id"], keep="last")
     episodes = episodes[~dup]
 
-    errors = episodes[episodes["termination"] == "error"].reset_index(drop=True)
-    ok = episodes[episodes["termination"] != "error"].copy().reset_index(drop=True)
+    errors = episodes[episodes["termination"] == ERROR].reset_index(drop=True)
+    ok = episodes[episodes["termination"] != ERROR].copy().reset_index(drop=True)
     ok["arm"] = _arm_labels(ok) if not ok.empty else pd.Series(dtype="object")
     ok["content"] = mechanism_content(ok)
     ok["band"] = path_band(ok["optimal_actions"])

@@ -7,15 +7,14 @@ Every table has one row per arm (run / model / condition) and group, plus pooled
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from analysis.load import BANDS, GROUP, Traces
+from analysis import figures
+from analysis.load import ALL, BANDS, GROUP, Traces
+from analysis.sections import Built, Context, Section, drawn
 from analysis.stats import cluster_ratio_ci, property_r2
-from orchestrator.termination import ENDINGS
+from traces import ENDINGS, ERROR
 
-ALL = "all"
-TERMINATIONS = ENDINGS
 PROPERTIES = {
     "optimal_actions": "optimal path (actions)",
     "n_gates": "gates",
@@ -91,10 +90,10 @@ def terminations(traces: Traces) -> pd.DataFrame:
     allep = pd.concat([traces.episodes, traces.errors.assign(arm=_error_arms(traces))], ignore_index=True)
     eps = with_pooled(allep)
     t = pd.crosstab(eps["arm"], eps["termination"])
-    for c in (*TERMINATIONS, "error"):
+    for c in (*ENDINGS, ERROR):
         if c not in t:
             t[c] = 0
-    t = t[[*TERMINATIONS, "error", *[c for c in t if c not in (*TERMINATIONS, "error")]]]
+    t = t[[*ENDINGS, ERROR, *[c for c in t if c not in (*ENDINGS, ERROR)]]]
     t["episodes"] = t.sum(axis=1)
     return order_arms(t.reset_index(), traces)
 
@@ -244,7 +243,81 @@ def solved_mazes(eps: pd.DataFrame) -> dict[str, int | None]:
     }
 
 
-def nan_to_none(x):
-    if isinstance(x, float) and not np.isfinite(x):
-        return None
-    return x
+# ---- sections ------------------------------------------------------------------------------------
+
+def _solves(ctx: Context) -> Built:
+    t, colors = ctx.traces, ctx.colors
+    by = {col: solves(t, col) for col in ("grid", "category", "content")}
+    all_solves, terms = solves(t), terminations(t)
+    return Built({"solves": all_solves, "solves_by_grid": by["grid"], "solves_by_category": by["category"],
+                  "solves_by_content": by["content"], "terminations": terms},
+                 {"solves": figures.solves_per_arm(all_solves, colors), "solves_by_maze": figures.solves_by(by, colors),
+                  "terminations": figures.terminations(terms)})
+
+
+def _progress(ctx: Context) -> Built:
+    t, colors = ctx.traces, ctx.colors
+    prog, closest, near = progress(t), closest_approach(t), near_goal(t)
+    return Built({"progress": prog, "closest_approach": closest, "near_goal": near},
+                 {"progress": figures.progress(prog, colors), "closest_approach": figures.closest(closest, colors, NEAR),
+                  **drawn(near_goal=(near[near["unsolved"] > 0] if not near.empty else near,
+                                     lambda: figures.near_goal(t.episodes, colors, NEAR)))})
+
+
+def _bands(ctx: Context) -> Built:
+    table = bands(ctx.traces)
+    return Built({"bands": table}, {"bands": figures.bands(table, ctx.colors)} if not table.empty else {})
+
+
+def _difficulty(ctx: Context) -> Built:
+    axes = difficulty_axes(ctx.traces)
+    return Built({"difficulty_axes": axes}, {"difficulty_axes": figures.difficulty(axes)})
+
+
+SOLVES_SECTION = Section(
+    "solves", "Solves",
+    "An episode is solved when the agent enters the goal cell. Rows per model (arm) and, "
+    "with several arms, pooled as `all`. `content` groups mazes by mechanisms: key-door "
+    "(at least one key and one door), switch-gate (at least one switch and one gate), both, none. "
+    "Episodes that ended in an infrastructure `error` are excluded from every metric and "
+    "counted only in the terminations table.",
+    _solves,
+)
+
+
+PROGRESS_SECTION = Section(
+    "progress", "Progress and closest approach",
+    "`progress_action = clip(1 - d_end / d_start, 0, 1)` over oracle action distances (barriers "
+    "count), `progress_tile` the same over tile distances (barriers ignored); solved episodes "
+    "score 1. Closest approach is the least action distance reached during the episode; "
+    f"`near_unsolved` counts unsolved episodes that came within {NEAR} actions of the goal. "
+    f"`near_goal` tells two things apart among unsolved episodes: `came_within_{NEAR}`, "
+    f"those that **came** within {NEAR} actions of the goal at some step (closest approach, "
+    f"the same count as `near_unsolved`), and `ended_within_{NEAR}`, those that **ended** "
+    f"within {NEAR} actions of it (`d_end_action`, the distance after the last step); with "
+    "the median closest and final distances of unsolved episodes.",
+    _progress,
+)
+
+
+BANDS_SECTION = Section(
+    "bands", "Progress by optimal path length",
+    "Episodes grouped by the maze's optimal number of actions (<=30, 31-45, 46-60, >=61). "
+    "Intervals are 95% percentile bootstrap intervals (9,999 replicates, fixed seed) that "
+    "resample mazes, keeping all episodes of a drawn maze (scipy.stats.bootstrap over per-maze "
+    "sums and counts). No interval is given with fewer than two mazes.",
+    _bands,
+)
+
+
+DIFFICULTY_SECTION = Section(
+    "difficulty", "Difficulty axes",
+    "For each maze property one OLS regression `progress_action ~ property + C(model)` (the "
+    "model fixed effect is the arm; dropped when there is one arm). `r2` is the full model's "
+    "R^2 = 1 - SS_res / SS_tot: the share of the variance in action progress explained by the "
+    "property and the model together (the study's definition). `r2_model_only` is the R^2 of "
+    "the model term alone and `r2_increment = r2 - r2_model_only` the property's own share. "
+    "A property that is constant in the subset adds nothing (increment 0, no slope). "
+    "`grid_side` is the larger grid dimension in cells.",
+    _difficulty,
+)

@@ -22,6 +22,7 @@ from itertools import combinations
 import pandas as pd
 
 from analysis.load import Traces, manifest
+from analysis.sections import Built, Context, Section
 
 # the fields the arms table shows, in this order; every other field is compared too
 SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_example", "conversation",
@@ -113,3 +114,22 @@ def flag_warnings(flags: pd.DataFrame) -> list[str]:
         out.append(f"{len(conds)} condition(s) differ from their baseline in more than one field: "
                    + "; ".join(f"{a} ({d})" for a, d in zip(conds["arm"], conds["differs_in"], strict=True)) + ".")
     return out
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _protocols(ctx: Context) -> Built:
+    return Built({"protocols": arm_protocols(ctx.traces), "comparison_flags": comparison_flags(ctx.traces)})
+
+
+PROTOCOLS_SECTION = Section(
+    "protocols", "Protocols",
+    "The protocol each arm ran (`protocols`: its main fields, the protocol hash of docs/protocol.md, and "
+    "`serving`, how a served model was served; the full protocol is each episode's `protocol` column), "
+    "and the comparisons that set arms side by side whose protocols differ in more than what is "
+    "compared (`comparison_flags`): `models`, arms of one run and condition that differ in any field "
+    "(a model comparison should differ in the model only; the study's ablation gave each model its own "
+    "thinking settings), and `conditions`, a condition that differs from its run's baseline in more "
+    "than its own field (the baseline is the condition that changes nothing). The summary names both.",
+    _protocols,
+)

@@ -12,10 +12,7 @@ import html
 import io
 import json
 import math
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +21,14 @@ import numpy as np
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from analysis import ablation as ablation_mod
-from analysis import compute, failure, figures, metrics, protocols, study
+from analysis import ablation, compute, failure, figures, metrics, protocols, study
 from analysis import steps as steps_mod
-from analysis.load import GROUP, Traces, load_runs
+from analysis.load import ALL, GROUP, Traces, load_runs
+from analysis.sections import Built, Context, Section
 from env.errors import BadInput
+from env.files import atomic_folder
 
 FORMAT = "gridbench.report/1"
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    text: str
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    figures: dict[str, plt.Figure] = field(default_factory=dict)
 
 
 def _clean(x):
@@ -143,269 +132,53 @@ def _html_table(df: pd.DataFrame, max_rows: int = 60) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
 
 
-def _figures(**specs: tuple[pd.DataFrame, Callable[[], plt.Figure]]) -> dict[str, plt.Figure]:
-    """Draw each figure whose table has rows; an empty table gets no empty figure."""
-    return {name: make() for name, (table, make) in specs.items() if not table.empty}
+# the report's sections in the order it shows them, each declared beside its analysis
+SECTIONS: tuple[Section, ...] = (
+    compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, metrics.SOLVES_SECTION,
+    metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
+    failure.ONSET_SECTION, compute.COMPUTE_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
+)
 
 
-def sections(traces: Traces) -> tuple[list[Section], dict, dict]:
-    """Compute every table and figure; the headline numbers and the study's findings beside this
-    run's, for metrics.json."""
+def sections(traces: Traces) -> tuple[list[tuple[Section, Built]], dict]:
+    """Build every section (``SECTIONS``): those built ``last`` after the others and the headline.
+    Returns the sections shown, in order, and the headline figures for metrics.json."""
     if traces.episodes.empty:
         where = ", ".join(str(d) for d in traces.run_dirs) or "runs"
         raise BadInput(where, "episodes", f"all {len(traces.errors)} episodes ended in error: nothing to report "
                                           "(rerun them with `gridbench run --retry-errors`)")
-    colors = figures.arm_colors(traces.arms)
-    st = steps_mod.annotate(traces)
+    ctx = Context(traces, steps_mod.annotate(traces), figures.arm_colors(traces.arms))
     try:
-        return _sections(traces, st, colors)
+        built: dict[str, Built | None] = {}
+        for last in (False, True):
+            if last:
+                ctx.headline = headline(ctx)
+            for s in SECTIONS:
+                if s.last == last:
+                    part = built[s.key] = s.build(ctx)
+                    ctx.tables.update(part.tables if part is not None else {})
     finally:
-        st.close()
+        ctx.steps.close()
+    return [(s, b) for s in SECTIONS if (b := built[s.key]) is not None], ctx.headline
 
 
-def _sections(traces: Traces, st: steps_mod.StepTable, colors: dict[str, str]) -> tuple[list[Section], dict, dict]:
-    out: list[Section] = []
-
-    budgets = compute.budgets(traces, st)
-    out.append(Section(
-        "overview", "Overview",
-        "One row per model (arm), pooled as `all` when there are several: episodes, mazes, solves, "
-        "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
-        "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
-        "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
-        "carried, over the steps where it was recorded: `thinking` (on or off by the provider's own "
-        "switch; empty when the provider has none), `thinking_budget` (a thinking-token budget; empty "
-        "when there was none), `reasoning_effort` (the effort level sent; empty for the provider's "
-        "default) and `max_output_tokens` (the output cap), each with the number of steps it is known "
-        "for. Runs recorded before budgets were traced show them empty. The summary warns when the "
-        "arms' thinking was controlled differently (switch, effort level or thinking budget), naming "
-        "each arm's controls, since the study equalised the output cap only; and when the output caps "
-        "differ.",
-        {"overview": metrics.overview(traces), "budgets": budgets},
-    ))
-
-    arm_protocols = protocols.arm_protocols(traces)
-    flags = protocols.comparison_flags(traces)
-    out.append(Section(
-        "protocols", "Protocols",
-        "The protocol each arm ran (`protocols`: its main fields, the protocol hash of docs/protocol.md, and "
-        "`serving`, how a served model was served; the full protocol is each episode's `protocol` column), "
-        "and the comparisons that set arms side by side whose protocols differ in more than what is "
-        "compared (`comparison_flags`): `models`, arms of one run and condition that differ in any field "
-        "(a model comparison should differ in the model only; the study's ablation gave each model its own "
-        "thinking settings), and `conditions`, a condition that differs from its run's baseline in more "
-        "than its own field (the baseline is the condition that changes nothing). The summary names both.",
-        {"protocols": arm_protocols, "comparison_flags": flags},
-    ))
-
-    solves = metrics.solves(traces)
-    by = {col: metrics.solves(traces, col) for col in ("grid", "category", "content")}
-    terms = metrics.terminations(traces)
-    out.append(Section(
-        "solves", "Solves",
-        "An episode is solved when the agent enters the goal cell. Rows per model (arm) and, "
-        "with several arms, pooled as `all`. `content` groups mazes by mechanisms: key-door "
-        "(at least one key and one door), switch-gate (at least one switch and one gate), both, none. "
-        "Episodes that ended in an infrastructure `error` are excluded from every metric and "
-        "counted only in the terminations table.",
-        {"solves": solves, "solves_by_grid": by["grid"], "solves_by_category": by["category"],
-         "solves_by_content": by["content"], "terminations": terms},
-        {"solves": figures.solves_per_arm(solves, colors), "solves_by_maze": figures.solves_by(by, colors),
-         "terminations": figures.terminations(terms)},
-    ))
-
-    prog = metrics.progress(traces)
-    closest = metrics.closest_approach(traces)
-    near = metrics.near_goal(traces)
-    out.append(Section(
-        "progress", "Progress and closest approach",
-        "`progress_action = clip(1 - d_end / d_start, 0, 1)` over oracle action distances (barriers "
-        "count), `progress_tile` the same over tile distances (barriers ignored); solved episodes "
-        "score 1. Closest approach is the least action distance reached during the episode; "
-        f"`near_unsolved` counts unsolved episodes that came within {metrics.NEAR} actions of the goal. "
-        f"`near_goal` tells two things apart among unsolved episodes: `came_within_{metrics.NEAR}`, "
-        f"those that **came** within {metrics.NEAR} actions of the goal at some step (closest approach, "
-        f"the same count as `near_unsolved`), and `ended_within_{metrics.NEAR}`, those that **ended** "
-        f"within {metrics.NEAR} actions of it (`d_end_action`, the distance after the last step); with "
-        "the median closest and final distances of unsolved episodes.",
-        {"progress": prog, "closest_approach": closest, "near_goal": near},
-        {"progress": figures.progress(prog, colors),
-         "closest_approach": figures.closest(closest, colors, metrics.NEAR),
-         **_figures(near_goal=(near[near["unsolved"] > 0] if not near.empty else near,
-                               lambda: figures.near_goal(traces.episodes, colors, metrics.NEAR)))},
-    ))
-
-    bands = metrics.bands(traces)
-    out.append(Section(
-        "bands", "Progress by optimal path length",
-        "Episodes grouped by the maze's optimal number of actions (<=30, 31-45, 46-60, >=61). "
-        "Intervals are 95% percentile bootstrap intervals (9,999 replicates, fixed seed) that "
-        "resample mazes, keeping all episodes of a drawn maze (scipy.stats.bootstrap over per-maze "
-        "sums and counts). No interval is given with fewer than two mazes.",
-        {"bands": bands}, {"bands": figures.bands(bands, colors)} if not bands.empty else {},
-    ))
-
-    axes = metrics.difficulty_axes(traces)
-    out.append(Section(
-        "difficulty", "Difficulty axes",
-        "For each maze property one OLS regression `progress_action ~ property + C(model)` (the "
-        "model fixed effect is the arm; dropped when there is one arm). `r2` is the full model's "
-        "R^2 = 1 - SS_res / SS_tot: the share of the variance in action progress explained by the "
-        "property and the model together (the study's definition). `r2_model_only` is the R^2 of "
-        "the model term alone and `r2_increment = r2 - r2_model_only` the property's own share. "
-        "A property that is constant in the subset adds nothing (increment 0, no slope). "
-        "`grid_side` is the larger grid dimension in cells.",
-        {"difficulty_axes": axes}, {"difficulty_axes": figures.difficulty(axes)},
-    ))
-
-    verbs = failure.verbs(traces, st)
-    live = failure.live_switch(traces, st)
-    per_last, last = failure.last_actions(traces, st)
-    quarters = failure.quarters(traces, st)
-    figs = _figures(verbs=(verbs, lambda: figures.verbs(verbs, colors)),
-                    last_actions=(per_last, lambda: figures.last_bumps(per_last, last, colors, failure.LAST)),
-                    quarters=(quarters, lambda: figures.quarters(quarters, colors)))
-    out.append(Section(
-        "failure", "Failure modes",
-        "Verbs: `pickup` actions issued vs keys taken (events pickup and swap); `toggle` actions "
-        "issued vs doors opened (door_unlocked, door_opened), doors closed, switches flipped "
-        "(switch_on, switch_off) and nothing (noop). Live switch: among episodes whose maze has a "
-        "switch that controls at least one gate (read from the maze file, matched by id and "
-        "checksum), those in which the agent stood on such a switch after some step. Last actions: "
-        f"the last {failure.LAST} steps of each unsolved episode (fewer if it was shorter); "
-        "`wall_bump_share` counts forwards blocked by a wall, `bump_share` every blocked forward "
-        "(walls, keys, closed doors and gates); shares pool the windows. Quarters: each episode's "
-        "steps split into four equal parts by step index; a revisit is a move onto a cell stood on "
-        "before, an unseen step a move onto a cell never stood on (the start counts as seen), a "
-        "turn a left/right action; shares are of all steps in that quarter, pooled over episodes.",
-        {"verbs": verbs, "live_switch": live, "last_actions": last, "last_actions_episodes": per_last,
-         "quarters": quarters},
-        figs,
-    ))
-
-    onset_per, onset = failure.onset(traces, st)
-    unsolved = onset_per[~onset_per["solved"]]
-    out.append(Section(
-        "onset", "Failure onset",
-        "When an episode stopped making progress. **Definition used:** the failure onset is the last "
-        "step that reached a new minimum of the oracle action distance, lower than the start "
-        "distance and than every distance before it (`onset_step`, 0 when no step did); "
-        "`onset_share = onset_step / steps` is the share of the episode after which it made no "
-        "further progress toward the goal. A second reading is given beside it: the last step that "
-        "reached a never-seen (position, carried key, mechanism state) combination (`novel_onset_step`, "
-        "`novel_onset_share`, from the trace's `novel` column). The novelty reading counts wandering into "
-        "new cells as progress, and in an episode the stall watchdog ended its last "
-        "`stall_window` steps are never novel by construction, so it mostly measures the watchdog; the "
-        "distance reading is the one the summary and the study comparison use. The per-arm table "
-        "counts unsolved episodes only (a solve's onset is its last step): medians and means of the "
-        "share, how many had their onset in the first half (`onset_first_half`, share <= 0.5) or "
-        "first quarter, and how many never got closer than at the start (`never_progressed`). "
-        "The figure shows, per arm, the share of unsolved episodes whose onset came at or before "
-        "each point of the episode (an empirical CDF): a curve that rises early means early failures.",
-        {"failure_onset": onset, "failure_onset_episodes": onset_per},
-        _figures(failure_onset=(unsolved, lambda: figures.onset(onset_per, colors))),
-    ))
-
-    tok = compute.tokens(traces)
-    queries = compute.queries(traces, st)
-    think = compute.thinking_after(traces, st)
-    think_q = compute.thinking_quarters(traces, st)
-    figs = {"tokens": figures.tokens(tok, colors)}
-    if not think_q.empty and think_q["reasoning_tokens"].sum() > 0:
-        figs["thinking_quarters"] = figures.thinking_quarters(think_q, colors)
-    if not think.empty and think["turns"].sum() > 0:
-        figs["thinking_after"] = figures.thinking_after(think, colors)
-    out.append(Section(
-        "compute", "Test-time compute",
-        "Token totals and per-episode means from the episode rows; cost in USD as recorded "
-        "(per solve = total cost / solves, empty without solves). **Thinking per quarter**: the "
-        "reasoning tokens of each turn, grouped by the quarter of its episode the step falls in "
-        "(the quarters of *Failure modes*), median and mean per turn. **Thinking after a step**: "
-        "the reasoning tokens of turn t+1 grouped by what step t did, under two definitions of a "
-        "move that worked, each labelled in the `definition` column. *State*: `worked` when the step "
-        "changed the agent's position, the key it carries or a mechanism (a move, a pickup or swap, "
-        "a door or switch changing), `achieved nothing` otherwise; that group is split into `turned` "
-        "(only the facing changed) and `no change` (a bump, or a pickup, toggle, done or invalid "
-        "reply that changed nothing). A turn counts as achieving nothing because it neither reaches "
-        "a new cell nor operates anything; the split lets a reader count it the other way. "
-        "*Distance*: `progress` when the oracle action distance fell, `no progress` when it stayed "
-        "(`neutral`) or rose (`wasted`). Turns whose reasoning count is unknown are left out. "
-        "**Queries**: model calls per arm beside its steps (a query is not a step: a re-queried reply adds "
-        "calls to the step it led to, a step taken from an earlier query's action list has none), the calls "
-        "whose reply gave no action, and output tokens per query: the mean over every call, the median over "
-        "the steps made by exactly one call (docs/report.md).",
-        {"tokens": tok, "queries": queries, "thinking_quarters": think_q, "thinking_after": think}, figs,
-    ))
-
-    reg = failure.regret(traces, st)
-    hor = failure.horizon(traces, st)
-    figs = _figures(regret=(reg, lambda: figures.regret(reg)), horizon=(hor, lambda: figures.horizon(hor, colors)))
-    out.append(Section(
-        "regret", "Per-step oracle regret and horizon",
-        "Each step is `progress` if it lowered the oracle action distance, `neutral` if it left "
-        "it unchanged, `wasted` if it raised it (making the goal unreachable counts as wasted, "
-        "staying unreachable as neutral). The horizon plot shows the mean remaining action "
-        "distance as a share of the start distance at each step; an ended episode keeps its final "
-        "value (0 when solved); steps with the goal unreachable count as 1.",
-        {"regret": reg, "horizon": hor}, figs,
-    ))
-
-    abl = ablation_mod.ablation(traces)
-    if not abl.empty:
-        out.append(Section(
-            "ablation", "Ablations",
-            "Each condition against its run's baseline (the condition that changes nothing) for the same "
-            "model, paired by maze: per maze the condition's mean minus the baseline's (repeats averaged), "
-            "then the mean over mazes run under both, with a 95% bootstrap interval resampling mazes. "
-            "`differs_in` names every protocol field in which the model's condition differs from its "
-            "baseline: more than one is a comparison of more than one change.",
-            {"ablation": abl}, {"ablation": figures.ablation(abl)},
-        ))
-
-    head: dict[str, Any] = dict(metrics.headline(traces))  # the headline figures, then what the findings cite
+def headline(ctx: Context) -> dict[str, Any]:
+    """The headline figures, then what the summary and the study's findings cite."""
+    traces = ctx.traces
+    head: dict[str, Any] = dict(metrics.headline(traces))
     head["arms"] = traces.arms
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
-    unreproduced = unreproduced_study_mazes(traces)
+    unreproduced = study.unreproduced_mazes(traces)
     if unreproduced:  # only then: a run without them reports exactly what it reported before
         head["study_mazes_unreproduced"] = unreproduced
-    head["budget_warnings"] = compute.budget_warnings(budgets)
-    head["protocol_warnings"] = protocols.flag_warnings(flags)
-    tables = {k: v for s in out for k, v in s.tables.items()}
-    recomputed, findings = study.findings(tables, head)
-    study_tables = {"study_findings": recomputed,
-                    "study_ablation": study.ablation_table(metrics.solves_by_condition(traces)),
-                    "study_usage": study.usage_table(queries)}
-    out.insert(1, Section(
-        "study", "The study's findings, recomputed",
-        "Each headline figure of the study beside the same quantity computed from these runs, with "
-        "the table and columns that hold it (docs/study.md lists every quantitative statement of the "
-        "study and how to recompute it). The study ran three models (Claude, Kimi, Qwen) on 50 "
-        "evaluation mazes, one episode each (150 episodes); where it gives a figure for one of its "
-        "models, this run's figure is given for every arm. A run of other models, mazes or "
-        "protocols need not agree with the study. `study_ablation`: the study's ablation solve rates "
-        "(its twelve conditions, 15 mazes per model) beside this run's, for the conditions and models "
-        "(named claude, kimi, qwen) the run has; `study_usage`: its final run's queries and output tokens "
-        "per query beside this run's arms of those names.",
-        {k: v for k, v in study_tables.items() if not v.empty or k == "study_findings"},
-    ))
-    return out, head, findings
+    head["budget_warnings"] = compute.budget_warnings(ctx.tables["budgets"])
+    head["protocol_warnings"] = protocols.flag_warnings(ctx.tables["comparison_flags"])
+    return head
 
 
-def unreproduced_study_mazes(traces: Traces) -> list[dict]:
-    """The study's mazes in the run whose stored optimal count no published file reproduces
-    (``meta.study.reproduced`` false, docs/generator.md#the-studys-sets)."""
-    out = []
-    for maze_id, maze in sorted(traces.mazes.items()):
-        study = (getattr(maze.meta, "study", None) or {}) if maze is not None and maze.meta else {}
-        if study.get("reproduced") is False:
-            out.append({"maze_id": maze_id, "set": study.get("set"), "stored_optimal": study.get("stored_optimal"),
-                        "optimal": study.get("optimal")})
-    return out
-
-
-def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
-    t = {k: v for s in secs for k, v in s.tables.items()}
+def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
+    t = {k: v for _, b in shown for k, v in b.tables.items()}
     lines = [
         f"{head['episodes']} episodes ({head['error_episodes']} more ended in infrastructure errors and "
         f"are excluded) over {head['mazes']} mazes; {head['solves']} solved; "
@@ -428,7 +201,7 @@ def _summary_lines(head: dict, secs: list[Section]) -> list[str]:
                      f"term, increment {top['r2_increment']:.3f}).")
     onset = t.get("failure_onset")
     if onset is not None and not onset.empty:
-        arms = onset[onset["arm"] != metrics.ALL] if (onset["arm"] != metrics.ALL).any() else onset
+        arms = onset[onset["arm"] != ALL] if (onset["arm"] != ALL).any() else onset
         arms = arms[arms["unsolved_episodes"] > 0]
         if not arms.empty:
             lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
@@ -475,61 +248,75 @@ def _check_replaceable(out_dir: Path) -> None:
         raise BadInput(str(out_dir), "", "exists and is not a gridbench report; not overwriting it")
 
 
+class _Page:
+    """report.md and report.html, written side by side as the sections are."""
+
+    def __init__(self, head: dict, shown: list[tuple[Section, Built]]):
+        runs, arms = ", ".join(head["runs"]), ", ".join(head["arms"])
+        warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
+        warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
+        summary = _summary_lines(head, shown)
+        self.md = ["# gridbench report", "", f"Runs: {runs}. Arms: {arms}.", ""]
+        self.md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
+        self.md += [f"- {line}" for line in summary] + [""]
+        self.body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(runs)}. Arms: {html.escape(arms)}.</p>"]
+        self.body += [f"<p class='warn'>{_md_inline(w)}</p>" for w in warnings]
+        self.body += ["<ul>"] + [f"<li>{_md_inline(line)}</li>" for line in summary]
+        self.body += ["</ul>", "<p>Sections: " + " &middot; ".join(
+            f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s, _ in shown) + "</p>"]
+
+    def section(self, s: Section) -> None:
+        self.md += [f"## {s.title}", "", s.text, ""]
+        self.body += [f"<h2 id='{s.key}'>{html.escape(s.title)}</h2>", _md_html(s.text)]
+
+    def figure(self, name: str, png: bytes) -> None:
+        self.md += [f"![{name}]({name}.png)", ""]
+        b64 = base64.b64encode(png).decode()
+        self.body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{b64}"></figure>')
+
+    def table(self, name: str, df: pd.DataFrame) -> None:
+        self.md += [f"**{name}** ([CSV]({name}.csv))", "", _md_table(df), ""]
+        self.body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>", _html_table(df)]
+
+    def html(self) -> str:
+        return ("<!doctype html><html><head><meta charset='utf-8'><title>gridbench report</title>"
+                f"<style>{CSS}</style></head><body>{''.join(self.body)}</body></html>")
+
+
 def write_report(traces: Traces, out_dir: str | Path,
                  progress: Callable[[str], None] | None = None) -> dict:
     """Write the report folder; returns metrics.json's content."""
     out_dir = Path(out_dir)
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    secs, head, findings = sections(traces)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
+    shown, head = sections(traces)
     try:
-        md = ["# gridbench report", "", f"Runs: {', '.join(head['runs'])}. Arms: {', '.join(head['arms'])}.", ""]
-        warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
-        warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
-        md += [f"> {w}" for w in warnings] + ([""] if warnings else [])
-        md += [f"- {line}" for line in _summary_lines(head, secs)] + [""]
-        body = [f"<h1>gridbench report</h1><p>Runs: {html.escape(', '.join(head['runs']))}. "
-                f"Arms: {html.escape(', '.join(head['arms']))}.</p>"]
-        body += [f"<p class='warn'>{_md_inline(w)}</p>" for w in warnings]
-        body += ["<ul>"] + [f"<li>{_md_inline(line)}</li>" for line in _summary_lines(head, secs)]
-        body += ["</ul>", "<p>Sections: " + " &middot; ".join(
-            f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in secs) + "</p>"]
-        tables_json: dict[str, list] = {}
-        figure_files: list[str] = []
-        for s in secs:
-            md += [f"## {s.title}", "", s.text, ""]
-            body += [f"<h2 id='{s.key}'>{html.escape(s.title)}</h2>", _md_html(s.text)]
-            for name, fig in s.figures.items():
-                if progress:
-                    progress(f"figure {name}")
-                png = _png(fig)
-                (tmp / f"{name}.png").write_bytes(png)
-                figure_files.append(f"{name}.png")
-                md += [f"![{name}]({name}.png)", ""]
-                b64 = base64.b64encode(png).decode()
-                body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{b64}"></figure>')
-            for name, df in s.tables.items():
-                df.to_csv(tmp / f"{name}.csv", index=False)
-                tables_json[name] = _records(df)
-                md += [f"**{name}** ([CSV]({name}.csv))", "", _md_table(df), ""]
-                body += [f"<h3>{html.escape(name)} <small>(<a href='{name}.csv'>CSV</a>)</small></h3>",
-                         _html_table(df)]
-        metrics_json = _clean({
-            "format": FORMAT, "headline": head, "study_findings": findings,
-            "definitions": {s.key: s.text for s in secs},
-            "figures": figure_files, "tables": tables_json,
-        })
-        (tmp / "metrics.json").write_text(json.dumps(metrics_json, indent=1, allow_nan=False))
-        (tmp / "report.md").write_text("\n".join(md))
-        (tmp / "report.html").write_text(
-            "<!doctype html><html><head><meta charset='utf-8'><title>gridbench report</title>"
-            f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
+        with atomic_folder(out_dir) as tmp:
+            page = _Page(head, shown)
+            tables_json: dict[str, list] = {}
+            figure_files: list[str] = []
+            for section, built in shown:
+                page.section(section)
+                for name, fig in built.figures.items():
+                    if progress:
+                        progress(f"figure {name}")
+                    png = _png(fig)
+                    (tmp / f"{name}.png").write_bytes(png)
+                    figure_files.append(f"{name}.png")
+                    page.figure(name, png)
+                for name, df in built.tables.items():
+                    df.to_csv(tmp / f"{name}.csv", index=False)
+                    tables_json[name] = _records(df)
+                    page.table(name, df)
+            metrics_json = _clean({
+                "format": FORMAT, "headline": head, **{k: v for _, b in shown for k, v in b.json.items()},
+                "definitions": {s.key: s.text for s, _ in shown},
+                "figures": figure_files, "tables": tables_json,
+            })
+            (tmp / "metrics.json").write_text(json.dumps(metrics_json, indent=1, allow_nan=False))
+            (tmp / "report.md").write_text("\n".join(page.md))
+            (tmp / "report.html").write_text(page.html())
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
         plt.close("all")
         raise
     return metrics_json

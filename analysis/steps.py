@@ -49,10 +49,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from analysis.load import BUDGET_COLUMNS, Traces, unreadable
-from analysis.metrics import ALL
+from analysis.load import ALL, BUDGET_COLUMNS, Traces, unreadable
 from env.maze import DIR_VECTORS, Maze
-from orchestrator.traces import STEPS_DIR
+from traces import STEPS_DIR
 
 MOVE_EVENTS = ("moved", "goal")
 FACING_EVENTS = ("turned",)

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from agents.providers import STUDY_PRIORS
-from analysis.load import BANDS
-from analysis.metrics import ALL, NEAR, SHORT_PATH
+from analysis.load import ALL, BANDS, Traces
+from analysis.metrics import NEAR, SHORT_PATH, solves_by_condition
+from analysis.sections import Built, Context, Section
 
 Tables = dict[str, pd.DataFrame]
 
@@ -402,3 +403,41 @@ def findings(tables: Tables, head: dict) -> tuple[pd.DataFrame, dict]:
         rows.append({"key": f.key, "finding": f.finding, "study": f.study, "this_run": text, "source": f.source})
         values[f.key] = {"finding": f.finding, "study": f.study, "this_run": text, "values": nums, "source": f.source}
     return pd.DataFrame(rows), values
+
+
+def unreproduced_mazes(traces: Traces) -> list[dict]:
+    """The study's mazes in the run whose stored optimal count no published file reproduces
+    (``meta.study.reproduced`` false, docs/generator.md#the-studys-sets)."""
+    out = []
+    for maze_id, maze in sorted(traces.mazes.items()):
+        study = (getattr(maze.meta, "study", None) or {}) if maze is not None and maze.meta else {}
+        if study.get("reproduced") is False:
+            out.append({"maze_id": maze_id, "set": study.get("set"), "stored_optimal": study.get("stored_optimal"),
+                        "optimal": study.get("optimal")})
+    return out
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _study(ctx: Context) -> Built:
+    recomputed, found = findings(ctx.tables, ctx.headline)
+    tables = {"study_findings": recomputed,
+              "study_ablation": ablation_table(solves_by_condition(ctx.traces)),
+              "study_usage": usage_table(ctx.tables["queries"])}
+    return Built({k: v for k, v in tables.items() if not v.empty or k == "study_findings"},
+                 json={"study_findings": found})
+
+
+STUDY_SECTION = Section(
+    "study", "The study's findings, recomputed",
+    "Each headline figure of the study beside the same quantity computed from these runs, with "
+    "the table and columns that hold it (docs/study.md lists every quantitative statement of the "
+    "study and how to recompute it). The study ran three models (Claude, Kimi, Qwen) on 50 "
+    "evaluation mazes, one episode each (150 episodes); where it gives a figure for one of its "
+    "models, this run's figure is given for every arm. A run of other models, mazes or "
+    "protocols need not agree with the study. `study_ablation`: the study's ablation solve rates "
+    "(its twelve conditions, 15 mazes per model) beside this run's, for the conditions and models "
+    "(named claude, kimi, qwen) the run has; `study_usage`: its final run's queries and output tokens "
+    "per query beside this run's arms of those names.",
+    _study, last=True,
+)

@@ -29,8 +29,8 @@ import env  # noqa: E402
 from agents import PRESETS, ModelConfig, Turn, build_messages  # noqa: E402
 from agents.llm import LLMAgent, litellm_module  # noqa: E402
 from agents.prompt import frame_uri  # noqa: E402
-from agents.scripted_server import ScriptedServer  # noqa: E402
 from agents.types import PastStep  # noqa: E402
+from testing.scripted_server import ScriptedServer  # noqa: E402
 
 
 async def measure(maze: env.Maze, protocol, turns: int, url: str) -> dict[str, float]:

@@ -43,10 +43,11 @@ from rich.table import Table  # noqa: E402
 
 from agents import build_agent  # noqa: E402
 from env.sets import set_dir  # noqa: E402
-from orchestrator.driver import Driver, Reporter, connect  # noqa: E402
+from orchestrator.connect import connect  # noqa: E402
+from orchestrator.driver import Driver, Reporter  # noqa: E402
 from orchestrator.episode import run_episode  # noqa: E402
 from orchestrator.sweep import parse_sweep  # noqa: E402
-from orchestrator.traces import write_episode  # noqa: E402
+from traces import write_episode  # noqa: E402
 
 console = Console(stderr=True)
 BUILTINS = [{"name": n, "model": f"builtin/{n}"} for n in ("oracle", "random", "explorer")]
@@ -223,9 +224,9 @@ class ScriptedProcess:
         import subprocess
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agents.scripted_server", "--port", "0", "--mode", "actions",
+            [sys.executable, "-m", "testing.scripted_server", "--port", "0", "--mode", "actions",
              "--actions", actions, "--latency", str(latency)],
-            stdout=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
         )
         self.url = self.proc.stdout.readline().strip()
 

@@ -36,10 +36,12 @@ from orchestrator_overhead import ScriptedProcess, latency_ratio, latency_sweep 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from agents.scripted_server import ScriptedServer  # noqa: E402
-from env.sets import read_manifest  # noqa: E402
-from orchestrator.driver import Driver, Resume, connect  # noqa: E402
+from env.sets import set_entries  # noqa: E402
+from orchestrator.actors import Resume  # noqa: E402
+from orchestrator.connect import connect  # noqa: E402
+from orchestrator.driver import Driver  # noqa: E402
 from orchestrator.sweep import load_sweep  # noqa: E402
+from testing.scripted_server import ScriptedServer  # noqa: E402
 
 console = Console(stderr=True)
 
@@ -60,7 +62,7 @@ class Unjournaled(Driver):
 
 def wasted_calls(driver_class: type[Driver], turn: int, work: Path) -> tuple[int, int]:
     """(calls wasted, steps of the episode) when the model actor dies waiting for ``turn``."""
-    maze = min((e for e in read_manifest("eval") if e["optimal_actions"] >= 40), key=lambda e: e["optimal_actions"])
+    maze = min((e for e in set_entries("eval") if e["optimal_actions"] >= 40), key=lambda e: e["optimal_actions"])
     pids: list[int] = []
     killed: list[int] = []
 
@@ -99,7 +101,7 @@ def storm_wall(work: Path, capacity: int | None, concurrency: int, latency: floa
     """(wall seconds, error episodes, concurrency history) of 16 oracle-played episodes."""
     import time
 
-    mazes = [f"eval/{e['id']}" for e in sorted(read_manifest("eval"), key=lambda e: e["optimal_actions"])
+    mazes = [f"eval/{e['id']}" for e in sorted(set_entries("eval"), key=lambda e: e["optimal_actions"])
              if e["optimal_actions"] >= 20][:8]
     with ScriptedServer(mode="oracle", mazes=mazes, latency=latency, capacity=capacity, retry_after=0.2) as srv:
         name = f"storm-{capacity}-{concurrency}"

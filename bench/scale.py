@@ -58,7 +58,7 @@ from bench_results import record  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from orchestrator.schema import EPISODES_DIR, STEPS_DIR  # noqa: E402
+from traces import EPISODES_DIR, STEPS_DIR  # noqa: E402
 
 if TYPE_CHECKING:  # the children measured here import no more than what they measure
     from synthetic import Base
@@ -92,7 +92,7 @@ def child_load(run: str, reader: str, table: str, repeats: int) -> None:
     """Load one table of ``run`` into pandas ``repeats`` times; print the best time, rows, peak RSS."""
     import pandas as pd
 
-    from orchestrator.traces import trace_dataset
+    from traces import trace_dataset
 
     times, rows = [], 0
     for _ in range(repeats):

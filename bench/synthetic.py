@@ -34,9 +34,10 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.progress import track
 
-from orchestrator.compaction import ROW_GROUP_ROWS
-from orchestrator.schema import EPISODES_DIR, PER_EPISODE_COMPRESSION, SCHEMAS, STEPS_DIR, parquet_bytes
-from orchestrator.traces import read_manifest, trace_dataset, write_manifest
+from traces import EPISODES_DIR, STEPS_DIR, read_manifest, trace_dataset, write_manifest
+from traces._compaction import ROW_GROUP_ROWS
+from traces._names import episode_file
+from traces._schema import PER_EPISODE_COMPRESSION, SCHEMAS, parquet_bytes
 
 AGENTS = ("oracle", "random", "explorer")
 MODELS, CONDITIONS = 6, 12
@@ -49,8 +50,7 @@ def play_base(out: Path, mazes: Iterable, repeats: int, *, condition: str = "bas
     holding the mazes (the report and the viewer draw from them)."""
     from agents import Protocol, build_agent
     from orchestrator.episode import run_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode
+    from traces import EpisodeIdentity, write_episode
 
     mazes = list(mazes)
     protocol = Protocol.preset("gridbench-final")
@@ -160,7 +160,7 @@ def _write_per_episode(out: Path, eps: pa.Table, steps: pa.Table, lengths: np.nd
     for i, eid in enumerate(eps.column("episode_id").to_pylist()):
         n = int(lengths[i])
         for table, rows in ((STEPS_DIR, steps.slice(offset, n)), (EPISODES_DIR, eps.slice(i, 1))):
-            (out / table / f"{eid}.parquet").write_bytes(parquet_bytes(rows, PER_EPISODE_COMPRESSION[table]))
+            (out / table / episode_file(eid)).write_bytes(parquet_bytes(rows, PER_EPISODE_COMPRESSION[table]))
         offset += n
 
 

@@ -87,8 +87,11 @@ def old_viewer(folder: Path) -> Path | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(got.stdout)
     viewer = package / "viewer.py"
-    viewer.write_text(viewer.read_text().replace('resources.files("orchestrator.web")',
-                                                 'resources.files("gridbench_old_viewer")'))
+    # the run format it read has since moved to traces/: the same names, from there
+    viewer.write_text(viewer.read_text()
+                      .replace('resources.files("orchestrator.web")', 'resources.files("gridbench_old_viewer")')
+                      .replace("from orchestrator.schema import", "from traces._schema import")
+                      .replace("from orchestrator.traces import", "from traces import"))
     (package / "__init__.py").write_text("")
     return folder
 

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
+from env.files import atomic_write
+from env.names import NAME_RULE, is_name
 
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
@@ -27,7 +29,6 @@ RULESETS = (MINIGRID, MULTINET_R1)
 R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
 KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_SIDE = 64
 
 Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
@@ -312,98 +313,112 @@ def _check_rules(m: Maze) -> None:
 
     Raises ``BadInput`` with an empty source; callers fill in the file name.
     """
-
-    def bad(field: str, msg: str) -> BadInput:
-        return BadInput("", field, msg)
-
-    if not ID_PATTERN.match(m.id) or ".." in m.id:
-        raise bad("id", f"{m.id!r} is not a safe file name (letters, digits, '_', '-', '.'; at most 64)")
-    if len(m.grid) < 3:
-        raise bad("grid", f"needs at least 3 rows, has {len(m.grid)}")
-    width = len(m.grid[0])
-    if width < 3:
-        raise bad("grid", f"rows need at least 3 cells, row 0 has {width}")
-    if width > MAX_SIDE or len(m.grid) > MAX_SIDE:
-        raise bad("grid", f"at most {MAX_SIDE}x{MAX_SIDE} cells, got {width}x{len(m.grid)}")
-    for y, row in enumerate(m.grid):
-        if len(row) != width:
-            raise bad(f"grid[{y}]", f"has {len(row)} cells, row 0 has {width}: all rows must be the same length")
-        bad_chars = sorted(set(row) - {"#", "."})
-        if bad_chars:
-            raise bad(f"grid[{y}]", f"unknown cell {bad_chars[0]!r}: only '#' (wall) and '.' (floor)")
-        if y in (0, len(m.grid) - 1) and set(row) != {"#"}:
-            raise bad(f"grid[{y}]", "the outer ring must be wall")
-        if row[0] != "#" or row[-1] != "#":
-            raise bad(f"grid[{y}]", "the outer ring must be wall")
-
-    def floor(field: str, p: Pos) -> None:
-        x, y = p
-        if not (0 <= x < width and 0 <= y < len(m.grid)):
-            raise bad(field, f"{list(p)} is outside the {width}x{len(m.grid)} grid")
-        if m.grid[y][x] != ".":
-            raise bad(field, f"{list(p)} is a wall, not a floor cell")
-
-    floor("start.pos", m.start.pos)
-    floor("goal", m.goal)
+    if not is_name(m.id):
+        raise _bad("id", f"{m.id!r} is not a safe file name ({NAME_RULE})")
+    _check_grid(m.grid)
+    _floor(m, "start.pos", m.start.pos)
+    _floor(m, "goal", m.goal)
     if m.start.pos == m.goal:
-        raise bad("goal", "the start and the goal must be two distinct cells")
-
+        raise _bad("goal", "the start and the goal must be two distinct cells")
     r1 = m.ruleset == MULTINET_R1
     if m.rules is not None and not r1:
-        raise bad("rules", f"exists only under ruleset {MULTINET_R1!r} (this maze's ruleset is {m.ruleset!r})")
+        raise _bad("rules", f"exists only under ruleset {MULTINET_R1!r} (this maze's ruleset is {m.ruleset!r})")
     if r1 and m.start.dir != "east":
-        raise bad("start.dir", f"under ruleset {MULTINET_R1!r} the agent always starts facing east, "
-                               f"got {m.start.dir!r}")
+        raise _bad("start.dir", f"under ruleset {MULTINET_R1!r} the agent always starts facing east, "
+                                f"got {m.start.dir!r}")
+    ids = _check_objects(m)
+    if m.meta is not None:
+        _check_meta(m.meta, ids)
 
+
+def _bad(field: str, msg: str) -> BadInput:
+    return BadInput("", field, msg)
+
+
+def _check_grid(grid: tuple[str, ...]) -> None:
+    if len(grid) < 3:
+        raise _bad("grid", f"needs at least 3 rows, has {len(grid)}")
+    width = len(grid[0])
+    if width < 3:
+        raise _bad("grid", f"rows need at least 3 cells, row 0 has {width}")
+    if width > MAX_SIDE or len(grid) > MAX_SIDE:
+        raise _bad("grid", f"at most {MAX_SIDE}x{MAX_SIDE} cells, got {width}x{len(grid)}")
+    for y, row in enumerate(grid):
+        if len(row) != width:
+            raise _bad(f"grid[{y}]", f"has {len(row)} cells, row 0 has {width}: all rows must be the same length")
+        bad_chars = sorted(set(row) - {"#", "."})
+        if bad_chars:
+            raise _bad(f"grid[{y}]", f"unknown cell {bad_chars[0]!r}: only '#' (wall) and '.' (floor)")
+        if y in (0, len(grid) - 1) and set(row) != {"#"}:
+            raise _bad(f"grid[{y}]", "the outer ring must be wall")
+        if row[0] != "#" or row[-1] != "#":
+            raise _bad(f"grid[{y}]", "the outer ring must be wall")
+
+
+def _floor(m: Maze, field: str, p: Pos) -> None:
+    x, y = p
+    width, height = len(m.grid[0]), len(m.grid)
+    if not (0 <= x < width and 0 <= y < height):
+        raise _bad(field, f"{list(p)} is outside the {width}x{height} grid")
+    if m.grid[y][x] != ".":
+        raise _bad(field, f"{list(p)} is a wall, not a floor cell")
+
+
+def _check_objects(m: Maze) -> dict[str, int]:
+    """Each object's id, its ruleset's fields and its cells (one object per floor cell, neither
+    the goal nor, under ``minigrid``, the start); returns object id -> index."""
+    r1 = m.ruleset == MULTINET_R1
     seen_ids: dict[str, int] = {}
     cells: dict[Pos, str] = {}
     gate_ids = {o.id for o in m.objects if o.kind == "gate"}
 
     def place(field: str, o: MazeObject, p: Pos) -> None:
-        floor(field, p)
+        _floor(m, field, p)
         if p == m.start.pos and not r1:  # the study's mazes put objects on the start cell
-            raise bad(field, f"{list(p)} is the start cell")
+            raise _bad(field, f"{list(p)} is the start cell")
         if p == m.goal:
-            raise bad(field, f"{list(p)} is the goal cell")
+            raise _bad(field, f"{list(p)} is the goal cell")
         if p in cells:
-            raise bad(field, f"{list(p)} already holds {cells[p]!r}: one object per cell")
+            raise _bad(field, f"{list(p)} already holds {cells[p]!r}: one object per cell")
         cells[p] = o.id
 
     for i, o in enumerate(m.objects):
         f = f"objects[{i}]"
-        if not ID_PATTERN.match(o.id):
-            raise bad(f"{f}.id", f"{o.id!r} is not a valid id (letters, digits, '_', '-', '.')")
+        if not is_name(o.id):
+            raise _bad(f"{f}.id", f"{o.id!r} is not a valid id ({NAME_RULE})")
         if o.id in seen_ids:
-            raise bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
+            raise _bad(f"{f}.id", f"{o.id!r} is used twice (also objects[{seen_ids[o.id]}])")
         seen_ids[o.id] = i
         only_r1 = _r1_only_field(o)
         if only_r1 and not r1:
             value = getattr(o, only_r1)
-            raise bad(f"{f}.{only_r1}", f"{json.dumps(value)} exists only under ruleset {MULTINET_R1!r} "
-                                        f"(this maze's ruleset is {m.ruleset!r})")
+            raise _bad(f"{f}.{only_r1}", f"{json.dumps(value)} exists only under ruleset {MULTINET_R1!r} "
+                                         f"(this maze's ruleset is {m.ruleset!r})")
         if r1 and o.kind == "door" and o.state == "closed":
-            raise bad(f"{f}.state", f"under ruleset {MULTINET_R1!r} a door is 'locked' or 'open' "
-                                    "(a door that is not locked is open from the start)")
+            raise _bad(f"{f}.state", f"under ruleset {MULTINET_R1!r} a door is 'locked' or 'open' "
+                                     "(a door that is not locked is open from the start)")
         place(f"{f}.pos", o, o.pos)
         if o.kind == "teleporter":
             place(f"{f}.to", o, o.to)
         if o.kind == "switch":
             for j, c in enumerate(o.controls):
                 if c not in gate_ids:
-                    raise bad(f"{f}.controls[{j}]", f"{c!r} is not the id of a gate")
+                    raise _bad(f"{f}.controls[{j}]", f"{c!r} is not the id of a gate")
             if len(set(o.controls)) != len(o.controls):
-                raise bad(f"{f}.controls", "lists a gate twice")
+                raise _bad(f"{f}.controls", "lists a gate twice")
+    return seen_ids
 
-    if m.meta is not None:
-        for i, step in enumerate(m.meta.chain):
-            if not step:
-                raise bad(f"meta.chain[{i}]", "is empty")
-            for j, oid in enumerate(step):
-                if oid not in seen_ids:
-                    raise bad(f"meta.chain[{i}][{j}]", f"{oid!r} is not the id of an object")
-        for i, d in enumerate(m.meta.distractors):
-            if not d.startswith("deadend:") and d not in seen_ids:
-                raise bad(f"meta.distractors[{i}]", f"{d!r} is neither an object id nor 'deadend:N'")
+
+def _check_meta(meta: Meta, ids: dict[str, int]) -> None:
+    for i, step in enumerate(meta.chain):
+        if not step:
+            raise _bad(f"meta.chain[{i}]", "is empty")
+        for j, oid in enumerate(step):
+            if oid not in ids:
+                raise _bad(f"meta.chain[{i}][{j}]", f"{oid!r} is not the id of an object")
+    for i, d in enumerate(meta.distractors):
+        if not d.startswith("deadend:") and d not in ids:
+            raise _bad(f"meta.distractors[{i}]", f"{d!r} is neither an object id nor 'deadend:N'")
 
 
 def _r1_only_field(o: MazeObject) -> str | None:
@@ -525,13 +540,5 @@ def load_maze(path: str | os.PathLike) -> Maze:
 
 
 def save_maze(maze: Maze, path: str | os.PathLike) -> Path:
-    """Write atomically: a temporary file in the same folder, then a rename."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(maze.to_json(), encoding="utf-8")
-        os.replace(tmp, p)
-    finally:
-        tmp.unlink(missing_ok=True)  # only still there when the write or the rename failed
-    return p
+    """Write the canonical text atomically (``env.files.atomic_write``)."""
+    return atomic_write(path, maze.to_json())

@@ -20,10 +20,22 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import DOOR_STATES, MULTINET_R1, Maze, MazeObject
+from env.maze import MULTINET_R1, Maze, MazeObject
 from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
 from env.sets import resolve_maze
-from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state, step
+from env.state import (
+    ACTIONS,
+    DONE,
+    FORWARD,
+    LEFT,
+    PICKUP,
+    RIGHT,
+    TOGGLE,
+    MazeState,
+    initial_state,
+    mechanism_info,
+    step,
+)
 from env.tiles import prewarm
 
 # gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is unreachable.
@@ -246,21 +258,3 @@ class MazeEnv(MiniGridEnv):
         tile_size = tile_size or self.tile_size
         prewarm(tile_size)
         return self.grid.render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
-
-
-def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
-    """The state as plain JSON-able data: position, facing, inventory and every mechanism (a key
-    is null while carried or, under multinet-r1, once used up; ``frozen``, the freeze countdown,
-    only in mazes with frozen tiles)."""
-    info = {
-        "pos": list(s.pos),
-        "dir": s.dir,
-        "carrying": maze.keys[s.carrying].id if s.carrying >= 0 else None,
-        "keys": {k.id: (list(p) if p is not None else None) for k, p in zip(maze.keys, s.keys, strict=True)},
-        "doors": {d.id: DOOR_STATES[st] for d, st in zip(maze.doors, s.doors, strict=True)},
-        "switches": {sw.id: on for sw, on in zip(maze.switches, s.switches, strict=True)},
-        "gates": {g.id: op for g, op in zip(maze.gates, maze.gates_open(s.switches), strict=True)},
-    }
-    if maze.cells_of("frozen"):
-        info["frozen"] = s.frozen
-    return info

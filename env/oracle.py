@@ -143,7 +143,6 @@ class StateSpace:
         self.key_cell_of = per_floor(maze.keys)  # initial key i lies on key cell i
         self.door_of = per_floor(maze.doors)
         self.switch_of = per_floor(maze.switches)
-        self.gate_of = per_floor(maze.gates)
         self.door_floor = [self.floor_of[d.pos] for d in maze.doors]
         self.gate_floor = [self.floor_of[g.pos] for g in maze.gates]
         self.key_floor = [self.floor_of[c] for c in self.key_cells]
@@ -161,7 +160,6 @@ class StateSpace:
         self._py_left = self.turn_left.tolist()
         self._py_right = self.turn_right.tolist()
         self._py_front = self.front.tolist()
-        self._py_key_cell = self.key_cell_of.tolist()
         self._py_door = self.door_of.tolist()
         self._py_switch = self.switch_of.tolist()
         self._py_forward: list[array] = []  # per configuration, see _forward_row
@@ -519,7 +517,6 @@ class StateSpace:
         found.add_array("parent", np.full(start_ids.size, -1, dtype=np.int64))
         found.add_array("action", np.full(start_ids.size, -1, dtype=np.int8))
         count = int(start_ids.size)
-        depth_marks = [0]  # count of states found before each level
         goal_mask = self.is_goal(start_ids)
         if goal_mask.any():
             found.goal_index = int(np.flatnonzero(goal_mask)[0])
@@ -527,7 +524,6 @@ class StateSpace:
         f_idx: Sequence[int] | np.ndarray = np.flatnonzero(~goal_mask).astype(np.int64)
         status: Status = "unsolvable"
         while len(f_ids) and not (stop_at_goal and found.goal_index >= 0):
-            depth_marks.append(count)
             size = len(f_ids)
             if self.explicit and not seen.dense_room((len(self.configs) + 1) * self.N):
                 status = "undecided"  # the explicit search keeps its index dense (docs/oracle.md)
@@ -549,12 +545,10 @@ class StateSpace:
                 break
         if status != "undecided" and found.goal_index >= 0:
             status = "solved"
-        depth_marks.append(count)
         result = Search(self, status=status, goal_index=found.goal_index, seen=seen)
         result.ids = found.array("ids", np.int64)
         result.parent = found.array("parent", np.int64)
         result.action = found.array("action", np.int8)
-        result.depth = np.repeat(np.arange(len(depth_marks) - 1, dtype=np.int32), np.diff(depth_marks))
         if edges:
             result.edge_src = found.array("edge_src", np.int64)
             result.edge_dst = found.array("edge_dst", np.int64)
@@ -677,7 +671,6 @@ class Search:
     ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     action: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    depth: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     edge_src: np.ndarray | None = None
     edge_dst: np.ndarray | None = None
     edge_act: np.ndarray | None = None
@@ -859,11 +852,6 @@ class DistanceTable:
         if self._forward is None:
             self._forward = EdgeIndex(self.states, self.edge_src, self.edge_dst)
         return self._forward
-
-    @property
-    def from_start(self) -> np.ndarray:
-        """BFS depth of every swept state from the start (same order as ``dist``)."""
-        return self.sweep.depth
 
     def index_of(self, state: MazeState) -> int:
         """The state's position in the sweep, or -1 if the sweep never reached it."""

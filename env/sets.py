@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import ID_PATTERN, Maze, load_maze, maze_from_dict
+from env.maze import Maze, load_maze, maze_from_dict
+from env.names import is_name
 
 MAZES_DIR = Path(__file__).resolve().parent / "mazes"
 # gridbench's own sets (minigrid rules), then the MultiNet study's own mazes (multinet-r1 rules)
@@ -35,7 +36,7 @@ def _contained(folder: Path, p: Path) -> Path:
 
 
 def _inside(folder: Path, name: str) -> Path | None:
-    if not ID_PATTERN.match(name) or ".." in name:
+    if not is_name(name):
         return None
     p = folder / f"{name}.json"
     if not (p.is_file() or p.is_symlink()):
@@ -112,7 +113,8 @@ def resolve_mazes(spec: Any) -> list[Maze]:
     return [resolve_maze(spec)]
 
 
-def read_manifest(name: str) -> list[dict[str, Any]]:
+def set_entries(name: str) -> list[dict[str, Any]]:
+    """The entries of a named set's manifest (id, checksum, optimal actions, ...), in its order."""
     path = set_dir(name) / "manifest.json"
     if not path.is_file():
         raise BadInput(str(path), "", "no manifest for this set")

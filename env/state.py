@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from env.maze import DIR_VECTORS, DOOR_STATES, MULTINET_R1, Maze
 
@@ -235,3 +236,21 @@ def _step_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
             carrying = -1 if maze.rulebook.key_consumption else s.carrying
             return replace(s, doors=tuple(doors), carrying=carrying), "door_unlocked"
     return s, "noop"
+
+
+def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
+    """The state as plain JSON-able data: position, facing, inventory and every mechanism (a key
+    is null while carried or, under multinet-r1, once used up; ``frozen``, the freeze countdown,
+    only in mazes with frozen tiles)."""
+    info = {
+        "pos": list(s.pos),
+        "dir": s.dir,
+        "carrying": maze.keys[s.carrying].id if s.carrying >= 0 else None,
+        "keys": {k.id: (list(p) if p is not None else None) for k, p in zip(maze.keys, s.keys, strict=True)},
+        "doors": {d.id: DOOR_STATES[st] for d, st in zip(maze.doors, s.doors, strict=True)},
+        "switches": {sw.id: on for sw, on in zip(maze.switches, s.switches, strict=True)},
+        "gates": {g.id: op for g, op in zip(maze.gates, maze.gates_open(s.switches), strict=True)},
+    }
+    if maze.cells_of("frozen"):
+        info["frozen"] = s.frozen
+    return info

@@ -3,7 +3,7 @@
 ``run_episode`` is plain asyncio with no Ray in sight, so an episode can be run, tested and
 debugged in a loop; the Ray actors in ``orchestrator.driver`` call exactly this function. The
 parts are small and separate: ``Playthrough`` applies decisions to the env and builds each
-``StepRecord`` (and replays recorded steps when an episode resumes), ``Termination`` decides when
+``StepRecord`` (and replays recorded steps when an episode resumes), ``TerminationRules`` decide when
 it ends, ``Usage`` sums itself, and ``episode_record`` builds the one ``EpisodeRecord`` of a
 finished or failed episode alike.
 
@@ -16,7 +16,6 @@ turn to rebuild what it remembers (``Agent.resume``), and play goes on with the 
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +27,20 @@ from agents.protocol import Protocol
 from agents.secrets import scrub
 from agents.types import Agent, Decision, InfraError, PastStep, ResumeMismatch, Turn
 from agents.usage import Usage
-from env import ENV_VERSION, Maze, MazeEnv, MazeState, mechanism_info
-from env.maze import DOOR_STATES
+from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.state import ACTIONS, initial_state
-from orchestrator.records import EpisodeIdentity, EpisodeRecord, HoldsEpisode, MazeSummary, StepRecord
-from orchestrator.termination import Termination, gridbench_signature, step_cap_for, study_signature
+from orchestrator.termination import TerminationRules, gridbench_signature, step_cap_for, study_signature
+from traces import (
+    ERROR,
+    EpisodeIdentity,
+    EpisodeRecord,
+    HoldsEpisode,
+    MazeSummary,
+    StepRecord,
+    Termination,
+    mechanisms_json,
+)
 
 # Error messages travel into traces and onto the terminal; cap them so a provider's HTML error
 # page cannot bloat a run.
@@ -44,12 +51,19 @@ StepHook = Callable[[StepRecord], Awaitable[Any] | Any]
 
 @dataclass
 class EpisodeResult(HoldsEpisode):
-    """One episode's records. ``suspended``: it stopped between turns (a budget ran out) and
-    resumes later from its durable steps; such a result is never written as finished."""
+    """One finished or failed episode's records."""
 
     episode: EpisodeRecord
     steps: list[StepRecord] = field(default_factory=list)
-    suspended: bool = False
+
+
+@dataclass(frozen=True)
+class Suspended:
+    """An episode stopped between turns because a budget ran out: it has no termination, is
+    never written, and resumes later from its durable steps (its journal stays)."""
+
+    episode_id: str
+    steps: int
 
 
 @lru_cache(maxsize=1)
@@ -60,33 +74,6 @@ def gridbench_version() -> str:
         return version("gridbench")
     except PackageNotFoundError:
         return "unknown"
-
-
-def mechanisms_json(maze: Maze, state: MazeState) -> str:
-    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
-    tiles), as compact JSON (the ``mechanisms`` column)."""
-    info = mechanism_info(maze, state)
-    return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
-        sort_keys=True, separators=(",", ":"),
-    )
-
-
-def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
-                   mechanisms: dict[str, Any]) -> MazeState:
-    """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
-    ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
-    maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
-    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
-    return MazeState(
-        pos=(x, y),
-        dir=direction,
-        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
-        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
-        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
-        switches=tuple(bool(switches[s.id]) for s in maze.switches),
-        frozen=int(mechanisms.get("frozen", 0)),
-    )
 
 
 def progress(d_start: int | None, d_end: int | None, solved: bool) -> float:
@@ -130,7 +117,7 @@ class Playthrough:
         self.d_start_tile = tile_distance(maze, self.state.pos)
         self.closest = d_start
         study = protocol.style == "study"
-        self.termination = Termination.start(self.state, step_cap_for(d_start, protocol.step_cap_factor),
+        self.termination = TerminationRules.start(self.state, step_cap_for(d_start, protocol.step_cap_factor),
                                              protocol.stall_window,
                                              signature=study_signature(maze) if study else gridbench_signature,
                                              stall_first=study)
@@ -191,7 +178,7 @@ class Playthrough:
         self.env.close()
 
 
-def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *, termination: str,
+def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *, termination: Termination,
                    play: Playthrough | None = None, error: tuple[str, str] | None = None, attempts: int = 1,
                    resumed: int = 0, started_at: datetime | None = None, wall_s: float = 0.0,
                    ending: Decision | None = None, serving: str | None = None) -> EpisodeRecord:
@@ -233,7 +220,7 @@ def episode_record(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, *,
 def failed_episode(identity: EpisodeIdentity, maze: Maze, protocol: Protocol, error_class: str, message: str,
                    attempts: int, serving: str | None = None) -> EpisodeResult:
     """An ``error`` episode that never got to run (its actor or node died on every attempt)."""
-    return EpisodeResult(episode_record(identity, maze, protocol, termination="error",
+    return EpisodeResult(episode_record(identity, maze, protocol, termination=ERROR,
                                         error=(error_class, message), attempts=attempts, serving=serving))
 
 
@@ -249,34 +236,34 @@ async def run_episode(
     resumed: int = 0,
     should_stop: Callable[[], Awaitable[bool] | bool] | None = None,
     serving: str | None = None,
-) -> EpisodeResult:
+) -> EpisodeResult | Suspended:
     """Play one episode to its end (from its ``recorded`` steps, when it resumes) and return its
     records.
 
     ``on_step`` (optional, sync or async) sees each new step's record as soon as it exists and is
     awaited before the next turn: the driver makes the step durable there, the human player and
     live viewers show it. ``should_stop`` is asked between turns: when it says so, the episode
-    stops as ``suspended`` (it may also wait there: the driver holds a turn back while its model is
+    stops, ``Suspended`` (it may also wait there: the driver holds a turn back while its model is
     rate limited). ``serving`` says how the model was served (``ModelEntry.serving``). The agent is
     not closed here; whoever built it closes it.
     """
     started_at = datetime.now(UTC)
     t0 = time.perf_counter()
 
-    def ended(termination: str, play: Playthrough | None = None, error: tuple[str, str] | None = None,
-              suspended: bool = False, ending: Decision | None = None) -> EpisodeResult:
+    def ended(termination: Termination, play: Playthrough | None = None, error: tuple[str, str] | None = None,
+              ending: Decision | None = None) -> EpisodeResult:
         record = episode_record(identity, maze, protocol, termination=termination, play=play, error=error,
                                 attempts=attempts, resumed=resumed, started_at=started_at,
                                 wall_s=time.perf_counter() - t0, ending=ending, serving=serving)
-        return EpisodeResult(record, play.steps if play is not None else [], suspended=suspended)
+        return EpisodeResult(record, play.steps if play is not None else [])
 
     try:
         table = distance_table(maze)
     except OverflowError as err:  # past the oracle's state cap no progress can be scored
-        return ended("error", error=("OracleStateCap", str(err)))
+        return ended(ERROR, error=("OracleStateCap", str(err)))
     d_start = table.action_distance(initial_state(maze))
     if d_start is None:
-        return ended("error", error=("UnsolvableMaze", f"maze {maze.id!r} cannot be solved from its start state"))
+        return ended(ERROR, error=("UnsolvableMaze", f"maze {maze.id!r} cannot be solved from its start state"))
     play = Playthrough(maze, protocol, identity, table, d_start)
     try:
         try:
@@ -285,18 +272,18 @@ async def run_episode(
                 play.replay(rec)
                 await agent.resume(turn, decision_of(rec))
         except ResumeMismatch as err:
-            return ended("error", play, error=("ResumeMismatch", str(err)))
+            return ended(ERROR, play, error=("ResumeMismatch", str(err)))
         while play.termination.reason is None:
             if should_stop is not None:
                 stop = should_stop()
                 if stop if not inspect.isawaitable(stop) else await stop:
-                    return ended("suspended", play, suspended=True)
+                    return Suspended(identity.episode_id, len(play.steps))
             try:
                 decision = await agent.act(play.turn())
             except InfraError as err:
-                return ended("error", play, error=(err.error_class, str(err)))
+                return ended(ERROR, play, error=(err.error_class, str(err)))
             except Exception as err:  # a bug or a library failure still costs only this episode
-                return ended("error", play, error=(type(err).__name__, str(err)))
+                return ended(ERROR, play, error=(type(err).__name__, str(err)))
             if decision.ending is not None:
                 return ended(decision.ending, play, ending=decision)
             record = play.apply(decision)

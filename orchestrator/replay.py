@@ -18,12 +18,11 @@ import numpy as np
 
 from env import Maze, maze_from_dict
 from env.errors import BadInput
+from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
 from env.render import render_state
 from env.state import ACTIONS, MazeState, initial_state, step
-from orchestrator.episode import mechanisms_json
-from orchestrator.store import open_store
-from orchestrator.traces import MANIFEST, read_episode, read_manifest
+from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
 
 # Checked per step, in this order; the first mismatch of each step is reported.
 CHECKED = ("event", "x", "y", "dir", "carrying", "mechanisms", "novel", "action_distance", "tile_distance")
@@ -137,16 +136,11 @@ def _plain(v: Any) -> Any:
 
 
 def write_gif(result: ReplayResult, out: str | os.PathLike, tile_size: int = 32, fps: float = 4.0) -> Path:
-    """Animate the replayed states; written to a temporary name and renamed."""
+    """Animate the replayed states (written atomically: ``env.files``)."""
     import imageio.v3 as iio
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     frames = result.frames(tile_size)
-    try:
+    with atomic_path(out) as tmp:
         iio.imwrite(tmp, np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     return out

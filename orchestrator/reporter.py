@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orchestrator.records import EpisodeRecord
     from orchestrator.sweep import EpisodeSpec, Sweep
+    from traces import EpisodeRecord
 
 
 class Reporter:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,15 +24,15 @@ from typing import Any
 
 import yaml
 
-from agents.model import AGENT_KEYS, ModelConfig, check_name, parse_model_config
+from agents.model import AGENT_KEYS, ModelConfig, parse_model_config
 from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
-from orchestrator.records import EpisodeIdentity
+from env.names import check_name, is_name
 from orchestrator.serving.spec import ServeSpec, parse_serve
+from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
 MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "max_cost", "serve", "mazes", "protocol")
 DEFAULT_LLM_CONCURRENCY = 4
@@ -142,6 +141,8 @@ class Sweep:
     models: list[ModelEntry]
     conditions: list[Condition]
     description: str = ""
+    run_name: str = ""  # the run's folder name (``--name``; the sweep's name by default)
+    max_cost: float | None = None  # USD the whole run may spend (``--max-cost``)
 
     def episodes(self) -> list[EpisodeSpec]:
         """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
@@ -275,15 +276,30 @@ def find_sweep(spec: str | os.PathLike) -> Path:
     if p.is_file():
         return p
     text = str(spec)
-    if NAME_PATTERN.match(text) and not text.endswith((".yaml", ".yml")):
+    if is_name(text) and not text.endswith((".yaml", ".yml")):
         shipped = SWEEPS_DIR / f"{text}.yaml"
         if shipped.is_file():
             return shipped
     raise BadInput(text, "", f"no such sweep file or shipped sweep (shipped: {', '.join(shipped_sweeps())})")
 
 
-def load_sweep(spec: str | os.PathLike, mazes: Any = None) -> Sweep:
-    """Load a sweep by path or shipped name; ``mazes`` (``--mazes``) replaces the file's maze set."""
+def load_sweep(spec: str | os.PathLike, mazes: Any = None, *, models: list[str] | None = None,
+               run_name: str | None = None, max_cost: float | None = None) -> Sweep:
+    """Load a sweep by path or shipped name, with what the command line lays over it: ``mazes``
+    (``--mazes``) replaces the file's maze set, ``models`` (``--model``) keeps only those,
+    ``run_name`` (``--name``) and ``max_cost`` (``--max-cost``, the whole run's budget). A run
+    plays no human model (``gridbench play`` does)."""
+    sweep = _read_sweep(spec, mazes).select(models)
+    for m in sweep.models:
+        if m.config.human:
+            raise BadInput(sweep.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
+    run_name = check_name("--name", "", run_name or sweep.name, "run name")
+    if max_cost is not None and not max_cost > 0:
+        raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
+    return replace(sweep, run_name=run_name, max_cost=max_cost)
+
+
+def _read_sweep(spec: str | os.PathLike, mazes: Any) -> Sweep:
     path = find_sweep(spec)
     source = str(path) if Path(spec).is_file() else f"sweeps/{path.name}"
     try:
@@ -546,4 +562,4 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
     for i, m in enumerate(models):
         _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
     return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
-                 protocol=protocol, models=models, conditions=conditions, description=description)
+                 protocol=protocol, models=models, conditions=conditions, description=description, run_name=name)

@@ -15,14 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal, get_args
 
 from env.maze import Maze
 from env.state import MazeState
-
-# every way an episode can end that is a model's outcome (`error` is not one)
-Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
-ENDINGS: tuple[str, ...] = get_args(Ending)
+from traces import Ending
 
 
 def step_cap_for(optimal: int, factor: float) -> int:
@@ -44,7 +40,7 @@ def gridbench_signature(s: MazeState) -> Hashable:
 
 
 @dataclass
-class Termination:
+class TerminationRules:
     """The termination rules of one episode, fed each step's outcome in order."""
 
     step_cap: int
@@ -58,7 +54,7 @@ class Termination:
     @classmethod
     def start(cls, state: MazeState, step_cap: int, stall_window: int | None, *,
               signature: Callable[[MazeState], Hashable] = gridbench_signature,
-              stall_first: bool = False) -> Termination:
+              stall_first: bool = False) -> TerminationRules:
         return cls(step_cap, stall_window, signature, stall_first, seen={signature(state)})
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:

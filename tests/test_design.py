@@ -12,15 +12,16 @@ ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "docs" / "design.md"
 
 # docs/design.md §1: each package may import itself and the packages before it, never one after it
-LAYERS = ("env", "agents", "orchestrator", "analysis")
+LAYERS = ("env", "agents", "traces", "orchestrator", "analysis")
 RAY_HOME = "orchestrator"  # the one package that may import Ray
+FAKES = "testing"  # the test fakes, which no shipped package imports
 CLI = ("orchestrator/cli.py", "orchestrator/commands/")
 # (where the importing modules are, the package they import) -> why the direction may be broken there
 ALLOWED = {
     (CLI, "analysis"): "the command line is the one face over every package: `gridbench report` runs the analyses",
 }
 # a dotted name of a project module written as a string: importlib tables, entry points, `python -m`
-MODULE_STRING = re.compile(rf"(?:{'|'.join(LAYERS)})(?:\.\w+)+(?::\w+)?")
+MODULE_STRING = re.compile(rf"(?:{'|'.join((*LAYERS, FAKES))})(?:\.\w+)+(?::\w+)?")
 
 # citations of the contract docs/design.md replaced, which no longer exists anywhere in the repository
 OLD_CONTRACT = (re.compile(r"\bDESIGN\b"), re.compile(r"\bdesign\s+(?:section|§)\s*\d", re.IGNORECASE))
@@ -50,7 +51,7 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
 
 
 def package_modules() -> list[tuple[str, str, str]]:
-    """(path from the repository root, package, source) of every module of the four packages."""
+    """(path from the repository root, package, source) of every module of the five packages."""
     out = []
     for layer in LAYERS:
         for path in sorted((ROOT / layer).rglob("*.py")):
@@ -71,6 +72,8 @@ def direction_breaks() -> tuple[list[str], set[tuple[tuple[str, ...], str]], int
             top = name.split(".")[0]
             if top == "ray" and layer != RAY_HOME:
                 breaks.append(f"{rel}:{line} imports {name}: only {RAY_HOME} imports Ray")
+            elif top == FAKES:
+                breaks.append(f"{rel}:{line} imports {name}: shipped code never imports the test fakes")
             elif top in LAYERS and LAYERS.index(top) > LAYERS.index(layer):
                 exception = next((k for k in ALLOWED if k[1] == top and rel.startswith(k[0])), None)
                 if exception is None:
@@ -146,12 +149,13 @@ def test_an_import_against_the_direction_is_found(tmp_path, monkeypatch):
     for layer in LAYERS:
         (tmp_path / layer).mkdir()
     (tmp_path / "env" / "bad.py").write_text("def f():\n    from agents import build_agent\n")
-    (tmp_path / "agents" / "bad.py").write_text("import ray\n")
+    (tmp_path / "agents" / "bad.py").write_text("import ray\nfrom testing.scripted_server import ScriptedServer\n")
     (tmp_path / "orchestrator" / "cli.py").write_text("import importlib\nimportlib.import_module('analysis.report')\n")
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
     breaks, used, _ = direction_breaks()
     assert breaks == ["env/bad.py:2 imports agents: env may not import agents",
-                      "agents/bad.py:1 imports ray: only orchestrator imports Ray"]
+                      "agents/bad.py:1 imports ray: only orchestrator imports Ray",
+                      "agents/bad.py:2 imports testing.scripted_server: shipped code never imports the test fakes"]
     assert used == {(CLI, "analysis")}
 
 

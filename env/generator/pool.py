@@ -15,12 +15,12 @@ import io
 import json
 import os
 import random
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from env.files import atomic_folder, atomic_write
 from env.generator.generator import GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
     STUDY_MODELS,
@@ -30,7 +30,7 @@ from env.generator.strata import (
     constraints_for,
     largest_remainder,
 )
-from env.maze import MINIGRID, Maze, load_maze, maze_from_dict, save_maze
+from env.maze import MINIGRID, Maze, load_maze, maze_from_dict
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
 
@@ -71,25 +71,14 @@ def content_key(maze: Maze) -> str:
 def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str, Any]],
               provenance: dict[str, Any], extra: Callable[[Path], None] | None = None) -> None:
     """Write a set folder whole: into a temporary sibling first, then swapped into place."""
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.tmp{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    for m in mazes:
-        save_maze(m, tmp / f"{m.id}.json")
-    manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
-                "mazes": entries}
-    (tmp / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
-    if extra is not None:
-        extra(tmp)
-    old = folder.with_name(f".{folder.name}.old{os.getpid()}")
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(tmp, folder)
-    if old.exists():
-        shutil.rmtree(old)
+    with atomic_folder(folder) as tmp:
+        for m in mazes:
+            (tmp / f"{m.id}.json").write_text(m.to_json(), encoding="utf-8")
+        manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
+                    "mazes": entries}
+        (tmp / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
+        if extra is not None:
+            extra(tmp)
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
@@ -452,8 +441,4 @@ def refresh_manifest(folder: str | os.PathLike, name: str, provenance: dict[str,
         entries.append(manifest_entry(m, sol.optimal_actions))
     manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
                 "mazes": entries}
-    path = folder / "manifest.json"
-    tmp = folder / f".manifest.json.tmp{os.getpid()}"
-    tmp.write_text(manifest_text(manifest), encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic_write(folder / "manifest.json", manifest_text(manifest))

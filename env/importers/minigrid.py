@@ -12,6 +12,7 @@ from typing import Any
 
 from env.errors import BadInput
 from env.maze import DIRECTIONS, FORMAT, Maze, maze_from_dict
+from env.names import MAX_NAME, name_chars
 
 _SPEC = re.compile(r"^(?P<env_id>[A-Za-z0-9_./-]+?)(?:@(?P<seed>\d+))?$")
 
@@ -24,7 +25,7 @@ def parse_spec(text: str) -> tuple[str, int]:
 
 
 def maze_id_for(env_id: str, seed: int) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "-", f"{env_id}-s{seed}")[-64:].lstrip("-_.")
+    return name_chars(f"{env_id}-s{seed}")[-MAX_NAME:].lstrip("-_.")
 
 
 def native_env(env_id: str, max_steps: int | None = None):

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import COLORS, FORMAT, ID_PATTERN, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
+from env.maze import COLORS, FORMAT, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
+from env.names import MAX_NAME, is_name, name_chars
 
 Cell = tuple[int, int]
 TELEPORTER_COLOR = "purple"  # the study's teleporter colour
@@ -90,13 +91,13 @@ def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str 
 def _maze_id(doc: Any, path: Path) -> str:
     for key in ("id", "task_id", "name"):
         v = doc.get(key) if isinstance(doc, dict) else None
-        if isinstance(v, str) and ID_PATTERN.match(v) and ".." not in v:
+        if is_name(v):
             return v
     return _safe_id(path.stem)
 
 
 def _safe_id(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-." else "-" for c in text)[:64].strip("-.") or "multinet"
+    return name_chars(text)[:MAX_NAME].strip("-.") or "multinet"
 
 
 # ---- reading one task file -------------------------------------------------------------------

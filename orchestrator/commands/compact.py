@@ -11,13 +11,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from env.errors import BadInput
 
 if TYPE_CHECKING:
-    from orchestrator.compaction import CompactionResult
-    from orchestrator.store import RunStore
+    from traces import CompactionResult, RunStore
 
 
 def compact_with_progress(store: RunStore, console: Console) -> CompactionResult:
     """Compact ``store`` with a bar per table on ``console``; returns the ``CompactionResult``."""
-    from orchestrator.compaction import compact
+    from traces import compact
 
     columns = [TextColumn("compacting {task.description:<8}"), BarColumn(bar_width=24), MofNCompleteColumn(),
                TextColumn("files"), TimeRemainingColumn()]
@@ -47,8 +46,7 @@ def compact_command(
     run_dir: str = typer.Argument(..., help="a run: its folder (results/<run>) or its s3:// or gs:// URI"),
 ) -> None:
     """Pack a run's per-episode files into a few large Parquet files (safe to rerun or to kill)."""
-    from orchestrator.store import open_store
-    from orchestrator.traces import EPISODES_DIR, MANIFEST
+    from traces import EPISODES_DIR, MANIFEST, open_store
 
     store = open_store(run_dir, "RUN")
     if not store.exists(MANIFEST) and not store.is_dir(EPISODES_DIR):

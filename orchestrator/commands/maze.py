@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from env import BadInput, initial_state, png_bytes, render_state, resolve_mazes, text_projection
+from env.files import atomic_write
 
 maze_app = typer.Typer(help="Render, solve, check and import mazes.", no_args_is_help=True)
 
@@ -31,10 +31,7 @@ def show(
             typer.echo(text_projection(m, s))
         if png is not None:
             out = png / f"{m.id}.png" if len(mazes) > 1 or png.is_dir() else png
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_name(f".{out.name}.tmp")  # renamed when complete: never half a PNG
-            tmp.write_bytes(png_bytes(render_state(m, s, tile_size)))
-            os.replace(tmp, out)
+            atomic_write(out, png_bytes(render_state(m, s, tile_size)))
             typer.echo(f"wrote {out}")
 
 

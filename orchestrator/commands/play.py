@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import re
 from pathlib import Path
 
 import typer
+
+from env.names import name_chars
 
 
 def _default_name() -> str:
@@ -15,7 +16,8 @@ def _default_name() -> str:
         user = getpass.getuser()
     except (KeyError, OSError):
         return "player"
-    return re.sub(r"[^A-Za-z0-9_.-]", "", user)[:40] or "player"
+    # 40 leaves room for the run name play-<name>-<time>, itself a name
+    return name_chars(user, fill="")[:40] or "player"
 
 
 def play(
@@ -32,16 +34,15 @@ def play(
     """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
     from agents.protocol import resolve_protocol
     from env import resolve_mazes
-    from orchestrator.sweep import NAME_PATTERN
-    from orchestrator.web.play import check_name, default_run_name
+    from env.names import check_name
+    from orchestrator.web.play import default_run_name
     from orchestrator.web.play import play as play_mazes
 
-    player = check_name(name if name is not None else _default_name())
+    player = check_name("--name", "", name if name is not None else _default_name(), "player name")
     preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames}, "--protocol")
     resolved = resolve_mazes(list(mazes))
-    run_name = run or default_run_name(player)
-    if not NAME_PATTERN.match(run_name):
-        raise typer.BadParameter(f"{run_name!r}: a run name is letters, digits, '.', '_' or '-'", param_hint="--run")
+    # the default run name holds the player's: a name too long for it is refused as --name
+    run_name = check_name("--run" if run else "--name", "", run or default_run_name(player), "run name")
     run_dir = out / run_name
 
     def ready(url: str) -> None:

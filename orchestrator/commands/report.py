@@ -16,11 +16,11 @@ def report(
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from analysis.load import load_runs
-    from orchestrator.store import LocalStore, open_store, upload_folder
+    from traces import open_store
 
     stores = [open_store(d, "RUN_DIR") for d in run_dirs]
     target = open_store(out, "--out") if out else (stores[0].child("report") if len(stores) == 1
-                                                    else LocalStore("report"))
+                                                    else open_store("report"))
     # a report for object storage is written to a local folder first, then uploaded
     folder = target.local_dir()
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), transient=True) as bar:
@@ -33,7 +33,7 @@ def report(
         metrics = write_report(traces, folder, progress=lambda what: bar.update(task, description=f"drawing {what}"))
         if not target.local:
             bar.update(task, description=f"uploading to {target.display()}")
-            upload_folder(folder, target, last=("report.html", "report.md"))
+            target.put_folder(folder, last=("report.html", "report.md"))
     head = metrics["headline"]
     where = str(folder) if target.local else f"{target.display()} (local copy: {folder})"
     typer.echo(f"{head['episodes']} episodes, {head['solves']} solved, "

@@ -31,9 +31,8 @@ from orchestrator.reporter import Reporter
 if TYPE_CHECKING:
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
-    from orchestrator.records import EpisodeRecord
-    from orchestrator.store import RunStore
     from orchestrator.sweep import EpisodeSpec, Sweep
+    from traces import EpisodeRecord, RunStore
 
 
 def _fmt_tokens(n: float) -> str:
@@ -142,6 +141,8 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
 
 
 def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
+    from traces import ERROR
+
     df = outcome.episodes
     table = Table(title=f"{outcome.run_dir}  ({outcome.ran} run now, {outcome.skipped} already complete)")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
@@ -156,9 +157,9 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     groups = sorted(df.groupby(["model_name", "condition"], sort=False),
                     key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
     for (model, cond), g in groups:
-        ok = g[g["termination"] != "error"]
+        ok = g[g["termination"] != ERROR]
         table.add_row(
-            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == "error").sum())),
+            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == ERROR).sum())),
             f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
             f"{ok['steps'].mean():.1f}" if len(ok) else "-",
             f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
@@ -170,11 +171,11 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
 def _observed(run_dir: RunStore) -> dict[str, Observed]:
     """Per model, what this run's finished episodes spent (the typical figure's first source)."""
     from orchestrator.estimate import Observed
-    from orchestrator.traces import read_episodes
+    from traces import ERROR, read_episodes
 
     finished = read_episodes(run_dir)
     out: dict[str, Observed] = {}
-    for name, g in finished[finished["termination"] != "error"].groupby("model_name") if len(finished) else ():
+    for name, g in finished[finished["termination"] != ERROR].groupby("model_name") if len(finished) else ():
         calls = int(g["steps"].sum() + g["reasks"].sum())
         if calls > 0:
             out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))
@@ -287,67 +288,71 @@ def run_command(
                                   "lines as one JSON document"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
-    from orchestrator.store import ObjectStore, open_store
-    from orchestrator.sweep import NAME_PATTERN, load_sweep
-    from orchestrator.traces import completed_ids
+    from orchestrator.sweep import load_sweep
+    from traces import open_store
 
     if json_out and not dry_run:
         raise BadInput("--json", "", "goes with --dry-run")
-    s = load_sweep(sweep, mazes=mazes).select(model)
-    for m in s.models:
-        if m.model.startswith("human/"):
-            raise BadInput(s.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
-    run_name = name or s.name
-    if not NAME_PATTERN.match(run_name):
-        raise BadInput("--name", "", f"{run_name!r} is not a valid run name (letters, digits, '_', '-', '.')")
-    if max_cost is not None and not max_cost > 0:
-        raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
-    store = open_store(out, "--out").child(run_name)
-    if isinstance(store, ObjectStore):
-        store.check_bucket()  # before any server or actor starts
-    run_dir = store.display()
+    s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
+    store = open_store(out, "--out").child(s.run_name)
+    store.check_location()  # before any server or actor starts
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
-        notes = [f"{m.name}'s key variable {m.config.api_key_env} is not set; a run would refuse to start"
-                 for m in s.models if m.config.api_key_env and not os.environ.get(m.config.api_key_env)]
-        for note in notes:
-            Console(stderr=True).print(f"[yellow]note[/]: {note}")
-        from orchestrator.estimate import estimate, prior_notes
-
-        done = completed_ids(store, include_errors=not retry_errors)
-        todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
-        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store))
-        servers = _server_commands(s)
-        assumptions = prior_notes(rows)
-        if json_out:
-            print(json.dumps({
-                "sweep": s.name, "run": run_dir, "episodes": len(s.episodes()), "to_run": len(todo),
-                "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
-                "notes": notes,
-            }, indent=2))
-            return
-        stdout.print(_matrix_table(s, todo))
-        stdout.print(_estimate_table(rows, max_cost))
-        for line in assumptions:
-            stdout.print(line, markup=False, highlight=False)
-        for server in servers:
-            stdout.print(f"{server['model']}: {server['replicas']} replica(s) of {server['gpus_per_replica']} GPU(s), "
-                         f"each (port: {server['port']}):")
-            stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
-        stdout.print(f"run folder: {run_dir}")
+        _dry_run(s, store, retry_errors, json_out, stdout)
         return
-
     s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
-    from orchestrator.commands.compact import compact_with_progress, summary_line
-    from orchestrator.driver import Driver, connect
+    outcome, ray_up = _execute(s, store, address, retry_errors,
+                               _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost))
+    _finish(s, store, outcome, stdout, since=ray_up)
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+
+
+def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdout: Console) -> None:
+    """The matrix, its cost estimate and the model servers' command lines, as tables or JSON."""
+    from orchestrator.estimate import estimate, prior_notes
+    from traces import completed_ids
+
+    notes = [f"{m.name}'s key variable {m.config.api_key_env} is not set; a run would refuse to start"
+             for m in s.models if m.config.api_key_env and not os.environ.get(m.config.api_key_env)]
+    for note in notes:
+        Console(stderr=True).print(f"[yellow]note[/]: {note}")
+    done = completed_ids(store, include_errors=not retry_errors)
+    todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
+    rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store))
+    servers = _server_commands(s)
+    assumptions = prior_notes(rows)
+    if json_out:
+        print(json.dumps({
+            "sweep": s.name, "run": store.display(), "episodes": len(s.episodes()), "to_run": len(todo),
+            "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
+            "notes": notes,
+        }, indent=2))
+        return
+    stdout.print(_matrix_table(s, todo))
+    stdout.print(_estimate_table(rows, s.max_cost))
+    for line in assumptions:
+        stdout.print(line, markup=False, highlight=False)
+    for server in servers:
+        stdout.print(f"{server['model']}: {server['replicas']} replica(s) of {server['gpus_per_replica']} GPU(s), "
+                     f"each (port: {server['port']}):")
+        stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
+    stdout.print(f"run folder: {store.display()}")
+
+
+def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
+             command: list[str]) -> tuple[RunOutcome, float]:
+    """Ray (joined or embedded), the sweep's model servers, then the driver; all shut down after.
+    Returns the outcome and when Ray was up (``time.monotonic``)."""
+    from orchestrator.connect import connect
+    from orchestrator.driver import Driver
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
-    from orchestrator.store import upload_folder
 
     started = connect(address)
+    ray_up = time.monotonic()
     pool = None
-    t0 = time.monotonic()
     try:
         # model servers first: episodes of served models get their endpoint and node from the pool
         # their logs are written on this machine: into the run, or first into a local folder
@@ -363,33 +368,37 @@ def run_command(
                 raise typer.Exit(1) from None
         # piped progress keeps whole rows too
         reporter = RichReporter(Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160))
-        reporter.run_limit = max_cost
-        command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost)
-        driver = Driver(s, store, run=run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
-                        command=command, max_cost=max_cost)
-        outcome = driver.execute()
+        reporter.run_limit = s.max_cost
+        driver = Driver(s, store, run=s.run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
+                        command=command, max_cost=s.max_cost)
+        return driver.execute(), ray_up
     finally:
         if pool is not None:
             pool.stop()
             if not store.local:
-                upload_folder(store.local_dir() / "servers", store.child("servers"))
+                store.child("servers").put_folder(store.local_dir() / "servers")
         if started:
             import ray
 
             ray.shutdown()
-    # the run has ended: its per-episode files, needed while it ran, are packed into a few large ones
+
+
+def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float) -> None:
+    """Compact the run (its per-episode files, needed while it ran, packed into a few large
+    ones), then print its summary, its spending and what a budget left unfinished."""
+    from orchestrator.commands.compact import compact_with_progress, summary_line
+
     stderr = Console(stderr=True)
     stderr.print(summary_line(store, compact_with_progress(store, stderr)))
     stdout.print(_summary_table(outcome, s))
-    if max_cost is not None or any(not m.builtin for m in s.models):
-        stdout.print(_spending_table(outcome, s, max_cost))
+    if s.max_cost is not None or any(not m.builtin for m in s.models):
+        stdout.print(_spending_table(outcome, s, s.max_cost))
+    run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
-                 f"{time.monotonic() - t0:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
+                 f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
     if outcome.unfinished:
         stdout.print(f"budget reached: {outcome.suspended} episodes stopped mid-way (their steps are kept) and "
                      f"{outcome.not_started} never started; rerun with a higher --max-cost or max_cost to finish them")
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
 
 
 def register(app: typer.Typer) -> None:

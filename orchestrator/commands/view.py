@@ -11,15 +11,15 @@ def view(
                                                        "(default RUN_DIR/view)"),
 ) -> None:
     """Write a static HTML viewer of a run: an episode index, and every episode drawn in the browser."""
-    from orchestrator.store import open_store, upload_folder
     from orchestrator.web.viewer import build_view, older_layout
+    from traces import open_store
 
     target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")
     # a bundle for object storage is built in a local folder first, then uploaded, the index last
     folder = target.local_dir()
     summary = build_view(run_dir, folder)
     if not target.local:
-        upload_folder(folder, target, last=("index.html",))
+        target.put_folder(folder, last=("index.html",))
         typer.echo(f"uploaded to {target.display()}")
     typer.echo(f"wrote the viewer of {summary.episodes} episodes ({summary.steps} steps) in "
                f"{len(summary.files)} files, {summary.bytes / 2**20:.1f} MiB; "

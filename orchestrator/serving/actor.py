@@ -321,10 +321,6 @@ class _ModelServerActor(ModelServerProcess):
     def node(self) -> dict[str, str]:
         return {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address()}
 
-    def server_pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-
 # threaded, so status() answers while start() is still waiting for the server (Ray's typing of
 # ray.remote(...) leaves out the actor options)
 ModelServer = ray.remote(max_concurrency=4, max_restarts=0)(_ModelServerActor)  # type: ignore[call-overload]

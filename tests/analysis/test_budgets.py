@@ -18,7 +18,7 @@ from analysis import compute
 from analysis.load import BUDGET_COLUMNS, load_runs
 from analysis.report import write_report
 from analysis.steps import annotate
-from orchestrator.schema import STEPS
+from traces._schema import STEPS
 
 WALK = ["forward", "right", "forward", "left", "forward"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from tracefab import play, write_run
 
-import env
+import env.oracle
 from analysis import compute, failure
 from analysis.load import load_runs
 from analysis.steps import annotate

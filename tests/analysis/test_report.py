@@ -1,7 +1,7 @@
 """`gridbench report` end to end on real runs of the built-in agents.
 
 The fast run plays episodes with ``orchestrator.episode.run_episode`` and writes them with
-``orchestrator.traces.write_episode`` (no Ray); the slow test runs a sweep through
+``traces.write_episode`` (no Ray); the slow test runs a sweep through
 ``gridbench run`` on a real local Ray and reports it.
 """
 
@@ -23,7 +23,7 @@ from tracefab import episode_row, write_run
 
 from agents import build_agent
 from orchestrator.episode import run_episode
-from orchestrator.traces import write_episode, write_manifest
+from traces import write_episode, write_manifest
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -165,9 +165,9 @@ SCRIPTED_KINDS = (
 
 
 def scripted_mazes() -> list[str]:
-    from env.sets import read_manifest
+    from env.sets import set_entries
 
-    entries = read_manifest("eval")
+    entries = set_entries("eval")
     return [next(e["id"] for e in entries if kind(e)) for kind in SCRIPTED_KINDS]
 SECTIONS = ("overview", "study", "solves", "progress", "bands", "difficulty", "failure", "onset", "compute",
             "regret")
@@ -195,9 +195,9 @@ def scripted_main_run(tmp_path_factory):
     without Ray."""
     import yaml
 
-    from agents.scripted_server import ScriptedServer
     from env.sets import set_dir
     from orchestrator.sweep import SWEEPS_DIR, load_sweep
+    from testing.scripted_server import ScriptedServer
 
     root = tmp_path_factory.mktemp("scripted")
     mazes = root / "mazes"

@@ -19,7 +19,7 @@ from analysis.load import BUDGET_COLUMNS
 from env.minigrid_env import mechanism_info
 from env.oracle import action_distance, optimal_actions, tile_distance
 from env.state import ACTIONS, initial_state, step
-from orchestrator.schema import EPISODES, STEPS
+from traces._schema import EPISODES, STEPS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -143,9 +143,9 @@ def test_the_composition_tables_of_the_docs_are_computed():
 def test_a_maze_that_no_file_reproduces_is_named_in_the_report(tmp_path):
     from types import SimpleNamespace
 
-    from analysis.report import unreproduced_study_mazes
+    from analysis.study import unreproduced_mazes
 
     mazes = {m.id: m for m in resolve_mazes(["study/r1_M6_8x8_corridor_kr_sg_kb_0", "study/r1_S4_10x10_dense_1"])}
-    named = unreproduced_study_mazes(SimpleNamespace(mazes={**mazes, "gone": None}))
+    named = unreproduced_mazes(SimpleNamespace(mazes={**mazes, "gone": None}))
     assert named == [{"maze_id": UNREPRODUCED, "set": "study", "stored_optimal": 30, "optimal": 27}]
     assert json.loads(json.dumps(named)) == named  # it goes into metrics.json

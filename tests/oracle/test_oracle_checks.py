@@ -7,7 +7,7 @@ import json
 import pytest
 from oracle_mazes import build
 
-import env
+import env.sets
 from env.checks import CHECKS, run_checks
 
 EXAMPLE = json.loads((env.sets.set_dir("hand") / "example.json").read_text())

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from orchestrator.store import LocalStore, ObjectStore
+from traces._store import LocalStore, ObjectStore
 
 OPS = ("put", "open_write", "move", "delete")
 

@@ -21,22 +21,24 @@ import pytest
 
 from agents import Protocol, build_agent
 from env import resolve_mazes
-from orchestrator import compaction
-from orchestrator.compaction import compact, extract, table_files
 from orchestrator.episode import failed_episode, run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.replay import replay
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.store import LocalStore
-from orchestrator.traces import (
+from traces import (
+    EpisodeIdentity,
     clean_partial,
+    compact,
     completed_ids,
+    extract,
     read_episode,
     read_run,
     trace_dataset,
     write_episode,
     write_manifest,
 )
+from traces import _compaction as compaction
+from traces._commit import table_files
+from traces._schema import EPISODES, STEPS
+from traces._store import LocalStore
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL_STORE = Path(__file__).with_name("kill_store.py")
@@ -228,7 +230,7 @@ def test_an_episode_rerun_while_it_is_compacted_ends_once_with_its_newer_files(u
     its newer files survive the first pass and the second pass packs them in place of the rows
     the first one wrote, so the run ends with every episode once and the rerun's result."""
     run = copy_run(uncompacted_run, tmp_path / "run")
-    real_finish = compaction._finish
+    real_finish = compaction.finish
     reruns = []
 
     def rerun_then_finish(store, record, older):
@@ -237,7 +239,7 @@ def test_an_episode_rerun_while_it_is_compacted_ends_once_with_its_newer_files(u
             reruns.append(record.name)
         return real_finish(store, record, older)
 
-    monkeypatch.setattr(compaction, "_finish", rerun_then_finish)
+    monkeypatch.setattr(compaction, "finish", rerun_then_finish)
     result = compact(run)
     assert reruns and result.rewritten_meanwhile == set()
     e, s = read_run(run)

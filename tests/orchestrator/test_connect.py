@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.driver import _embedded_auth_token
+from orchestrator.connect import _embedded_auth_token
 
 ROOT = Path(__file__).resolve().parents[2]
 AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
@@ -64,7 +64,7 @@ def test_a_token_or_mode_the_user_set_up_is_left_to_ray(home, monkeypatch, setti
 EMBEDDED = """
 import os, subprocess, sys
 import ray
-from orchestrator.driver import connect
+from orchestrator.connect import connect
 connect(num_cpus=1)
 probe = subprocess.run([sys.argv[1], "status", "--address", ray.get_runtime_context().gcs_address],
                        env={**os.environ, "RAY_AUTH_TOKEN": "0" * 64}, capture_output=True, text=True, timeout=120)

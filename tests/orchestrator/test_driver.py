@@ -17,10 +17,9 @@ import yaml
 
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
-from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, step_line
 from orchestrator.replay import replay
 from orchestrator.sweep import parse_sweep
-from orchestrator.traces import read_manifest
+from traces import Journals, read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -81,13 +80,13 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
 
         def _start_journal(self, specs, todo):
             super()._start_journal(specs, todo)
-            Watched.journal_actors += self.journal is not None
+            Watched.journal_actors += self.spending.journal is not None
 
     sweep = parse_sweep(sweep_dict(maze_dir, models=[{"name": "explorer", "model": "builtin/explorer"}]), "t.yaml")
     run = tmp_path / "t"
     assert Watched(sweep, run).execute().ran == 6
-    journals = journal_dir(run)
-    assert not journaled_ids(journals) and Watched.journal_actors == 0
+    journals = Journals.of_run(run)
+    assert not journals.ids() and Watched.journal_actors == 0
     # an episode whose files are gone and whose first steps a journal holds (an earlier run with
     # a called model, killed mid-episode): the rerun continues it from there and removes the journal
     episodes = pd.read_parquet(run / "episodes")
@@ -96,14 +95,14 @@ def test_a_run_of_built_in_agents_keeps_no_journal_yet_continues_one_left_behind
     rows = pq.read_table(run / "steps" / f"{eid}.parquet").sort_by("step").to_pylist()[:5]
     for table in ("episodes", "steps"):
         (run / table / f"{eid}.parquet").unlink()
-    JournalWriter(journals).append(eid, 1, [step_line(r) for r in rows], sync=True)
+    journals.append(eid, 1, [Journals.step_line(r) for r in rows], sync=True)
     outcome = Watched(sweep, run).execute()
     assert outcome.ran == 1 and outcome.skipped == 5 and Watched.journal_actors == 0
     row = pd.read_parquet(run / "episodes" / f"{eid}.parquet").iloc[0]
     assert row["resumed"] == 1 and row["steps"] == len(before)
     after = pd.read_parquet(run / "steps" / f"{eid}.parquet").sort_values("step")
     assert after["action"].tolist() == before["action"].tolist()
-    assert not journaled_ids(journals)
+    assert not journals.ids()
 
 
 def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster, maze_dir, sweep_dict, tmp_path):
@@ -141,9 +140,9 @@ def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster,
 def test_a_compacted_run_resumes_and_retries_its_errors(ray_cluster, maze_dir, sweep_dict, tmp_path):
     """Resuming a compacted run runs exactly the missing episodes; --retry-errors reruns an error
     episode that compaction had packed, which then appears once, finished."""
-    from orchestrator.compaction import compact, table_files
     from orchestrator.episode import failed_episode
-    from orchestrator.traces import read_run, write_episode
+    from traces import compact, read_run, write_episode
+    from traces._commit import table_files
 
     one = parse_sweep(sweep_dict(maze_dir, models=[{"name": "oracle", "model": "builtin/oracle"}]), "t.yaml")
     run = tmp_path / "resumed"
@@ -186,7 +185,7 @@ def test_run_command_resolves_and_reports(ray_cluster, maze_dir, tmp_path, capsy
 
 def test_model_episodes_run_on_model_actors_and_a_failing_model_never_stops_the_sweep(
         ray_cluster, maze_dir, sweep_dict, tmp_path):
-    from agents.scripted_server import ScriptedServer
+    from testing.scripted_server import ScriptedServer
 
     key_env, key = "GRIDBENCH_TEST_SCRIPTED_KEY", os.environ["GRIDBENCH_TEST_SCRIPTED_KEY"]  # set by the fixture
     with ScriptedServer(mode="actions", actions=["forward", "left"]) as good, \

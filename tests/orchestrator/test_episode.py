@@ -15,10 +15,10 @@ from agents.types import Decision, InfraError
 from agents.usage import Budget, Usage
 from env import initial_state, resolve_maze, step
 from env.oracle import distance_table
-from orchestrator.episode import episode_record, failed_episode, progress, run_episode
-from orchestrator.records import EpisodeIdentity, EpisodeRecord, StepRecord
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.termination import Termination, step_cap_for
+from orchestrator.episode import Suspended, episode_record, failed_episode, progress, run_episode
+from orchestrator.termination import TerminationRules, step_cap_for
+from traces import EpisodeIdentity, EpisodeRecord, StepRecord
+from traces._schema import EPISODES, STEPS
 
 IDENTITY = EpisodeIdentity(run="r", episode_id="e", model_name="m", model="builtin/x", condition="c", repeat=0,
                            maze_id="example")
@@ -58,13 +58,13 @@ def test_termination_rules_in_order():
     s0 = initial_state(maze)
     moved, event = step(maze, s0, 2)
     turned, _ = step(maze, moved, 0)
-    t = Termination.start(s0, step_cap=3, stall_window=2)
+    t = TerminationRules.start(s0, step_cap=3, stall_window=2)
     assert event == "moved" and t.observe(1, moved, event) is True and t.reason is None
     assert t.observe(2, turned, "turned") is False and t.reason is None  # facing is not part of novelty
     assert t.observe(3, turned, "turned") is False and t.reason == "step_cap"  # the cap is checked before stall
-    t = Termination.start(s0, step_cap=10, stall_window=2)
+    t = TerminationRules.start(s0, step_cap=10, stall_window=2)
     assert not t.observe(1, s0, "bump") and not t.observe(2, s0, "bump") and t.reason == "stall"
-    t = Termination.start(s0, step_cap=1, stall_window=1)
+    t = TerminationRules.start(s0, step_cap=1, stall_window=1)
     t.observe(1, s0, "goal")
     assert t.reason == "solved"  # the goal wins over the cap and the stall
     assert step_cap_for(19, 3) == 57 and step_cap_for(19, 0.5) == 10 and step_cap_for(1, 0.1) == 1
@@ -164,7 +164,7 @@ def test_should_stop_suspends_between_turns():
         return len(calls) > 3
 
     result = play(resolve_maze("example"), Scripted([2, 1, 2, 2]), should_stop=stop)
-    assert result.suspended and len(result.steps) == 3 and result.episode.termination == "suspended"
+    assert result == Suspended(IDENTITY.episode_id, 3)  # no termination: nothing to write, its journal resumes it
 
 
 # ---- resuming ----------------------------------------------------------------------------------
@@ -211,7 +211,7 @@ def test_episode_record_counts_from_the_steps_it_was_given():
 
 def test_recorded_state_is_the_state_each_step_reached():
     from env import ACTIONS, initial_state, step
-    from orchestrator.episode import recorded_state
+    from traces import recorded_state
 
     maze = resolve_maze("example")
     rows = play(maze, build_agent("builtin/oracle", Protocol.preset("gridbench-final"))).steps

@@ -13,9 +13,8 @@ from env import resolve_maze
 from orchestrator.budget import Concurrency, Ledger
 from orchestrator.episode import run_episode
 from orchestrator.estimate import TYPICAL_TURNS, Observed, estimate
-from orchestrator.journal import JournalWriter, journal_dir, journaled_ids, read_journal, step_line
-from orchestrator.records import EpisodeIdentity
 from orchestrator.sweep import load_sweep, parse_sweep
+from traces import EpisodeIdentity, Journals
 
 
 @pytest.fixture(scope="module")
@@ -28,40 +27,40 @@ def rows():
 
 
 def test_journal_keeps_the_valid_prefix_and_counts_resumptions(tmp_path, rows):
-    w = JournalWriter(tmp_path)
-    assert w.append("e", 1, [step_line(r) for r in rows[:5]], sync=True)
-    assert [r["step"] for r in read_journal(tmp_path, "e").rows] == [1, 2, 3, 4, 5]
+    w = Journals(tmp_path)
+    assert w.append("e", 1, [Journals.step_line(r) for r in rows[:5]], sync=True)
+    assert [r["step"] for r in Journals(tmp_path).read("e").rows] == [1, 2, 3, 4, 5]
     # a crash mid-write leaves a torn line: it and anything after it are ignored
     with open(w.path("e"), "a") as f:
-        f.write(step_line(rows[5])[:40])
-    assert len(read_journal(tmp_path, "e").rows) == 5
+        f.write(Journals.step_line(rows[5])[:40])
+    assert len(Journals(tmp_path).read("e").rows) == 5
     # a second attempt continues from the first 4 steps: the fifth is dropped, a resume is counted
     w.start("e", 2, keep=4)
-    j = read_journal(tmp_path, "e")
+    j = Journals(tmp_path).read("e")
     assert len(j.rows) == 4 and j.resumed == 1 and j.steps[-1].step == 4
     # the dead attempt's late step is refused; the new attempt's steps go on from step 5
-    assert not w.append("e", 1, [step_line(rows[4])], sync=False)
-    assert w.append("e", 2, [step_line(r) for r in rows[4:7]], sync=False)
+    assert not w.append("e", 1, [Journals.step_line(rows[4])], sync=False)
+    assert w.append("e", 2, [Journals.step_line(r) for r in rows[4:7]], sync=False)
     w.start("e", 3, keep=7)
-    j = read_journal(tmp_path, "e")
+    j = Journals(tmp_path).read("e")
     assert len(j.rows) == 7 and j.resumed == 2
     # a gap ends the valid part
-    w.append("e", 3, [step_line(rows[8])], sync=False)
-    assert len(read_journal(tmp_path, "e").rows) == 7
-    assert journaled_ids(tmp_path) == {"e"}
+    w.append("e", 3, [Journals.step_line(rows[8])], sync=False)
+    assert len(Journals(tmp_path).read("e").rows) == 7
+    assert Journals(tmp_path).ids() == {"e"}
     w.start("e", 4, keep=0)  # nothing to continue from: the journal goes
-    assert journaled_ids(tmp_path) == set() and read_journal(tmp_path, "e").rows == []
-    w.append("f", 1, [step_line(rows[0])], sync=False)
-    w.discard("f")
+    assert Journals(tmp_path).ids() == set() and Journals(tmp_path).read("e").rows == []
+    w.append("f", 1, [Journals.step_line(rows[0])], sync=False)
+    w.remove("f")
     assert not w.path("f").exists()
 
 
 def test_journal_folder_is_the_run_folder_or_the_cache_for_object_storage(tmp_path, monkeypatch):
-    assert journal_dir(tmp_path / "run") == tmp_path / "run" / "partial"
+    assert Journals.of_run(tmp_path / "run").folder == tmp_path / "run" / "partial"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    remote = journal_dir("s3://bucket/runs/main")
+    remote = Journals.of_run("s3://bucket/runs/main").folder
     assert remote.parent == tmp_path / "cache" / "gridbench" / "partial"
-    assert remote != journal_dir("s3://bucket/runs/other")
+    assert remote != Journals.of_run("s3://bucket/runs/other").folder
 
 
 def test_ledger_counts_finished_and_journaled_spend_against_each_limit():

@@ -67,12 +67,12 @@ def test_a_node_lost_mid_episode_costs_no_model_call_twice(two_node_cluster, tmp
     from its journaled steps, and the scripted model answers each turn once."""
     import ray
 
-    from agents.scripted_server import ScriptedServer
-    from env.sets import read_manifest
+    from env.sets import set_entries
     from orchestrator.replay import replay
+    from testing.scripted_server import ScriptedServer
 
     cluster, nodes = two_node_cluster
-    maze = min((e for e in read_manifest("eval") if e["optimal_actions"] >= 30), key=lambda e: e["optimal_actions"])
+    maze = min((e for e in set_entries("eval") if e["optimal_actions"] >= 30), key=lambda e: e["optimal_actions"])
     where: list[tuple[str, int]] = []
     gone: list[int] = []
 

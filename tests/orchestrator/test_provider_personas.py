@@ -1,6 +1,6 @@
 """Every model entry and every condition of every shipped sweep, against the persona of its provider.
 
-The scripted server's personas behave as the real providers document (agents/scripted_server.py,
+The scripted server's personas behave as the real providers document (testing/personas.py,
 docs/providers.md), without reading gridbench's provider table: Anthropic for Claude, Moonshot
 for Kimi, vLLM started from the exact command line gridbench builds for a served model, llama.cpp
 for the bundled model. Each entry x condition plays one episode on a two-step corridor through
@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from agents import build_agent
-from agents.scripted_server import ScriptedServer
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity
 from orchestrator.serving.commands import vllm_command
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
+from testing.scripted_server import ScriptedServer
+from traces import EpisodeIdentity
 
 TINY = Path(__file__).resolve().parent / "tiny"
 ENTRIES = [(sweep, m.name) for sweep in shipped_sweeps() for m in load_sweep(sweep).models if not m.builtin]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from orchestrator.records import EpisodeRecord, StepRecord, markdown_table
-from orchestrator.schema import EPISODES, STEPS
+from traces import EpisodeRecord, StepRecord
+from traces._records import markdown_table
+from traces._schema import EPISODES, STEPS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "traces.md"
 
@@ -19,8 +20,8 @@ def documented(table: str) -> str:
 
 
 def test_the_docs_tables_are_generated_from_the_records():
-    assert documented("episodes") == markdown_table(EpisodeRecord), "run python -m orchestrator.records"
-    assert documented("steps") == markdown_table(StepRecord), "run python -m orchestrator.records"
+    assert documented("episodes") == markdown_table(EpisodeRecord), "run python -m traces"
+    assert documented("steps") == markdown_table(StepRecord), "run python -m traces"
 
 
 def test_the_schemas_are_the_records_columns_and_nothing_else():

@@ -9,11 +9,11 @@ import pytest
 
 from agents import ModelConfig, build_agent, resolve_protocol
 from agents.actions import token_of
-from agents.scripted_server import ScriptedServer
 from env import initial_state, resolve_maze, step
 from env.oracle import solve
 from orchestrator.episode import decision_of, run_episode
-from orchestrator.records import EpisodeIdentity
+from testing.scripted_server import ScriptedServer
+from traces import EpisodeIdentity
 
 IDENTITY = EpisodeIdentity(run="r", episode_id="e", model_name="m", model="openai/scripted", condition="c",
                            repeat=0, maze_id="example")

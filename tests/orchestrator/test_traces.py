@@ -16,10 +16,10 @@ from agents import Protocol, build_agent
 from env import resolve_mazes
 from env.errors import BadInput
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity, EpisodeRecord
 from orchestrator.replay import replay, write_gif
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.traces import (
+from traces import (
+    EpisodeIdentity,
+    EpisodeRecord,
     clean_partial,
     completed_ids,
     episodes_frame,
@@ -29,6 +29,7 @@ from orchestrator.traces import (
     write_episode,
     write_manifest,
 )
+from traces._schema import EPISODES, STEPS
 
 
 @pytest.fixture(scope="module")

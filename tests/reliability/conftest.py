@@ -23,8 +23,7 @@ def finished_run(tmp_path_factory) -> Path:
     from agents.builtin import make_builtin
     from env import load_maze
     from orchestrator.episode import run_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode, write_manifest
+    from traces import EpisodeIdentity, write_episode, write_manifest
 
     run_dir = tmp_path_factory.mktemp("runs") / "done"
     mazes = [load_maze(MAZES / "scale-8.json"), load_maze(MAZES / "keydoor-8.json")]

@@ -40,11 +40,11 @@ from sweep_runs import (
     sweep_file,
 )
 
-from agents.scripted_server import ScriptedServer
 from orchestrator.cli import main as cli_main
 from orchestrator.driver import Driver
 from orchestrator.sweep import load_sweep
-from orchestrator.traces import read_manifest
+from testing.scripted_server import ScriptedServer
+from traces import read_manifest
 
 pytestmark = pytest.mark.slow
 KILL_DRIVER = Path(__file__).with_name("kill_driver.py")

@@ -17,10 +17,11 @@ import pandas as pd
 import pytest
 from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, actor_pid, copy_mazes, sweep_file
 
-from agents.scripted_server import ScriptedServer
-from orchestrator.driver import ENV_SLOT, Driver
+from orchestrator.actors import ENV_SLOT
+from orchestrator.driver import Driver
 from orchestrator.serving.pool import ServerPool
 from orchestrator.sweep import load_sweep
+from testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 STORE = 80 * 1024**2

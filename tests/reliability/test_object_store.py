@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 import pytest
 from sweep_runs import BUILTINS, MAZES, ROOT, sweep_file
 
-from orchestrator.schema import EPISODES, STEPS
+from traces._schema import EPISODES, STEPS
 
 KILL_STORE = ROOT / "tests" / "orchestrator" / "kill_store.py"
 BUCKET = "gridbench-test"
@@ -85,8 +85,7 @@ def write_episodes(uri: str, n_mazes: int = 3) -> None:
     from agents.builtin import make_builtin
     from env import resolve_mazes
     from orchestrator.episode import run_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode, write_manifest
+    from traces import EpisodeIdentity, write_episode, write_manifest
 
     mazes = resolve_mazes(str(MAZES))[:n_mazes]
     protocol = Protocol.preset("gridbench-final")
@@ -101,7 +100,7 @@ def write_episodes(uri: str, n_mazes: int = 3) -> None:
 
 def test_uris_with_credentials_are_refused_without_echoing_them(s3, tmp_path):
     from env.errors import BadInput
-    from orchestrator.store import open_store
+    from traces import open_store
 
     for uri in (f"s3://{ACCESS_KEY}:{SECRET_KEY.replace('/', '%2F')}@{BUCKET}/runs",
                 f"s3://{BUCKET}/runs?access_key={ACCESS_KEY}&secret_key=x",
@@ -126,7 +125,7 @@ def test_uris_with_credentials_are_refused_without_echoing_them(s3, tmp_path):
 def test_a_run_in_s3_reads_like_a_folder_and_its_compaction_survives_a_kill(s3):
     import duckdb
 
-    from orchestrator.traces import read_manifest, read_run, trace_dataset
+    from traces import read_manifest, read_run, trace_dataset
 
     uri = f"s3://{BUCKET}/store/run"
     write_episodes(uri)
@@ -166,7 +165,7 @@ def test_a_run_in_s3_reads_like_a_folder_and_its_compaction_survives_a_kill(s3):
         n for n in names if n.startswith(("episodes/compacted-", "steps/compacted-"))] and len(
         [n for n in names if n.startswith(("episodes/", "steps/"))]) == 2
     # the compacted objects read with plain pyarrow too, with the fixed schemas
-    from orchestrator.store import open_store
+    from traces import open_store
 
     store = open_store(uri2)
     for table, schema in (("episodes", EPISODES), ("steps", STEPS)):
@@ -178,7 +177,7 @@ def test_a_run_in_s3_reads_like_a_folder_and_its_compaction_survives_a_kill(s3):
 @pytest.mark.slow
 def test_a_sweep_with_out_s3_killed_resumed_compacted_reported_viewed_replayed(s3, ray_with_key, tmp_path):
     from orchestrator.sweep import load_sweep
-    from orchestrator.traces import read_manifest, read_run
+    from traces import read_manifest, read_run
 
     address = ray_with_key.get_runtime_context().gcs_address
     path = sweep_file(tmp_path / "s3run.yaml", models=BUILTINS[:2], repeats=1)

@@ -29,8 +29,8 @@ import yaml
 from ray_cli_cluster import RayCliCluster, wait_for
 from sweep_runs import FAST_PROTOCOL, MAZES, ROOT, assert_each_episode_once
 
-from agents.scripted_server import ScriptedServer
 from orchestrator.sweep import load_sweep
+from testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 # Pace: every model call takes LATENCY_S, MAX_CONCURRENCY episodes at a time; the six test mazes

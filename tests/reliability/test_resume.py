@@ -26,12 +26,13 @@ import pytest
 import yaml
 from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
-from agents.scripted_server import ScriptedServer, _walls_from_text
-from env.sets import read_manifest
+from env.sets import set_entries
 from orchestrator.driver import Driver
-from orchestrator.journal import journal_dir, journaled_ids
 from orchestrator.replay import replay
 from orchestrator.sweep import load_sweep
+from testing.reading import walls_from_text
+from testing.scripted_server import ScriptedServer
+from traces import Journals
 
 pytestmark = pytest.mark.slow
 # text maps (the scripted oracle reads the state from them), no thinking, a long step budget
@@ -41,7 +42,7 @@ PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_
 
 def long_mazes(n: int, at_least: int = 40) -> list[str]:
     """Eval mazes whose optimal plan takes at least ``at_least`` actions, shortest first."""
-    entries = sorted((e for e in read_manifest("eval") if e["optimal_actions"] >= at_least),
+    entries = sorted((e for e in set_entries("eval") if e["optimal_actions"] >= at_least),
                      key=lambda e: e["optimal_actions"])
     return [f"eval/{e['id']}" for e in entries[:n]]
 
@@ -57,7 +58,7 @@ def sweep_file(path: Path, url: str, mazes: list[str], **model) -> Path:
 
 def answered(server: ScriptedServer) -> Counter:
     """Answered calls per (maze walls, step): a provider's bill, turn by turn."""
-    return Counter((_walls_from_text(r.body), r.step) for r in server.chat_requests if r.answered)
+    return Counter((walls_from_text(r.body), r.step) for r in server.chat_requests if r.answered)
 
 
 def assert_paid_once(server: ScriptedServer, episodes: pd.DataFrame) -> None:
@@ -90,7 +91,7 @@ def test_model_actor_killed_at_turn_k_resumes_and_pays_each_call_once(ray_with_k
         assert_paid_once(srv, episodes)
         assert sum(1 for r in srv.chat_requests if r.step == k) == 2  # the dropped call and its one retry
     assert replay(tmp_path / "run", row["episode_id"]).ok
-    assert journaled_ids(journal_dir(tmp_path / "run")) == set()  # finished: its journal is gone
+    assert Journals.of_run(tmp_path / "run").ids() == set()  # finished: its journal is gone
     steps = pd.read_parquet(tmp_path / "run" / "steps")
     assert steps["cost_usd"].sum() == pytest.approx(row["cost_usd"])  # the recorded steps are in the totals
 
@@ -102,7 +103,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_wit
 
     def kill_the_driver(request):
         # the second episode, mid-way: the first is finished, the second has journaled steps
-        walls = _walls_from_text(request.body)
+        walls = walls_from_text(request.body)
         state.setdefault("first", walls)
         if walls != state["first"] and request.step == 12 and "killed" not in state:
             state["killed"] = True
@@ -121,7 +122,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_wit
         proc.wait(timeout=300)
         assert state.get("killed") and proc.returncode == -signal.SIGKILL
         run_dir = out / "driver"
-        assert journaled_ids(journal_dir(run_dir)), "the unfinished episode left its journal"
+        assert Journals.of_run(run_dir).ids(), "the unfinished episode left its journal"
         again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr[-2000:]
         sweep = load_sweep(path)
@@ -140,7 +141,7 @@ def test_budget_stops_within_one_turn_per_running_episode_and_a_larger_one_finis
         first = Driver(sweep, tmp_path / "run", max_cost=limit).execute()
         spent = sum(v["spent"] for v in first.ledger.values())
         assert first.unfinished and first.exit_code == 1 and first.suspended >= 1
-        assert journaled_ids(journal_dir(tmp_path / "run"))
+        assert Journals.of_run(tmp_path / "run").ids()
         second = Driver(sweep, tmp_path / "run", max_cost=100.0).execute()
         assert second.exit_code == 0 and not second.unfinished
         episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in sweep.episodes()})

@@ -31,7 +31,7 @@ import pytest
 import yaml
 from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
 
-from agents.scripted_server import ScriptedServer
+from testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -21,8 +21,8 @@ from agents import Protocol, Turn, build_messages
 from env import initial_state, load_maze, resolve_maze, save_maze
 from env.maze import maze_from_dict
 from env.oracle import solve
-from orchestrator.traces import read_manifest, read_run
 from orchestrator.web.play import KEYS, play
+from traces import read_manifest, read_run
 
 CORRIDOR = {
     "format": "gridbench.maze/1", "id": "corridor",

@@ -24,9 +24,9 @@ from agents.types import PastStep
 from env import ACTIONS, maze_from_dict, png_bytes, render_state
 from env.errors import BadInput
 from orchestrator.replay import replay
-from orchestrator.traces import read_episode, read_run
 from orchestrator.web import viewer
 from orchestrator.web.viewer import MAX_STEP_FILES, build_view
+from traces import read_episode, read_run
 
 EVERY_KIND = {
     "format": "gridbench.maze/1", "id": "every-kind",
@@ -129,8 +129,7 @@ def every_kind_run(folder: Path, example_maze) -> Path:
 def run_with_a_crash_and_no_mazes(folder: Path, example_maze) -> Path:
     """The oracle's episode and one that crashed (no steps), with the mazes left out of the manifest."""
     from orchestrator.episode import failed_episode
-    from orchestrator.records import EpisodeIdentity
-    from orchestrator.traces import write_episode
+    from traces import EpisodeIdentity, write_episode
 
     run = make_run(folder, [(example_maze, "builtin/oracle", "baseline", 0)])
     identity = EpisodeIdentity(run="run", episode_id="crashed", model_name="m", model="builtin/random",

@@ -21,9 +21,8 @@ from agents import Decision, Protocol, Turn, Usage
 from agents.builtin import OracleAgent, make_builtin
 from env import ACTIONS, Maze
 from orchestrator.episode import run_episode
-from orchestrator.records import EpisodeIdentity
-from orchestrator.schema import EPISODES, STEPS
-from orchestrator.traces import write_episode, write_manifest
+from traces import EpisodeIdentity, write_episode, write_manifest
+from traces._schema import EPISODES, STEPS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -1,4 +1,4 @@
-"""The fixed Parquet schemas of the traces, derived from the records of ``orchestrator.records``,
+"""The fixed Parquet schemas of the traces, derived from the records of ``traces._records``,
 and the folders of a run that hold them.
 
 Every episodes file and every steps file is written with exactly these schemas, so a folder of
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from orchestrator.records import EpisodeRecord, StepRecord
+from traces._records import EpisodeRecord, StepRecord
 
 EPISODES = EpisodeRecord.schema()
 STEPS = StepRecord.schema()

@@ -7,15 +7,15 @@ never pays for a recorded call again. When the episode's Parquet files are writt
 is removed.
 
 Journals live on the driver's disk: ``<run>/partial/<episode_id>.jsonl`` for a run in a local
-folder, or under the user's cache folder for a run kept in object storage (``journal_dir``),
+folder, or under the user's cache folder for a run kept in object storage (``Journals.of_run``),
 whichever node ran the episode. Lines::
 
     {"step": {<one StepRecord row>}}                 one per step, in order
     {"resume": <attempt>, "from_step": <k>}          an attempt that continued after step k
 
 A torn last line (a crash in the middle of a write) is ignored; steps after a gap are ignored.
-This module only reads and writes files: the Ray actor that owns the writing is in
-``orchestrator.driver``.
+``Journals`` is the format and nothing else: the Ray actor that owns the writing is in
+``orchestrator.journal_actor``.
 """
 
 from __future__ import annotations
@@ -28,28 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.records import StepRecord, json_default
+from env.files import atomic_write
+from traces._records import StepRecord, json_default
+from traces._store import RunStore, cache_home
 
 JOURNAL_DIR = "partial"
 SUFFIX = ".jsonl"
-
-
-def journal_dir(run_dir: str | os.PathLike) -> Path:
-    """Where a run's journals live: its own ``partial/`` folder, or for a run in object storage
-    (a URI) a folder of the local cache named after the URI."""
-    text = str(run_dir)
-    if "://" not in text:
-        return Path(run_dir) / JOURNAL_DIR
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "gridbench" / JOURNAL_DIR / hashlib.sha256(text.encode()).hexdigest()[:20]
-
-
-def step_line(row: dict[str, Any]) -> str:
-    return json.dumps({"step": row}, default=json_default, separators=(",", ":")) + "\n"
-
-
-def resume_line(attempt: int, from_step: int) -> str:
-    return json.dumps({"resume": attempt, "from_step": from_step}) + "\n"
 
 
 @dataclass
@@ -90,39 +74,17 @@ def parse(lines: Iterable[str], max_steps: int | None = None) -> JournalRead:
     return out
 
 
-def read_journal(folder: Path, episode_id: str, max_steps: int | None = None) -> JournalRead:
-    path = journal_path(folder, episode_id)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return parse(f, max_steps)
-    except FileNotFoundError:
-        return JournalRead()
+class Journals:
+    """The journals of one run's unfinished episodes, one file per episode in ``folder``.
 
-
-def journal_path(folder: Path, episode_id: str) -> Path:
-    return folder / f"{episode_id}{SUFFIX}"
-
-
-def remove_journal(folder: Path, episode_id: str) -> None:
-    journal_path(folder, episode_id).unlink(missing_ok=True)
-
-
-def journaled_ids(folder: Path) -> set[str]:
-    if not folder.is_dir():
-        return set()
-    return {p.name.removesuffix(SUFFIX) for p in folder.glob(f"*{SUFFIX}")}
-
-
-class JournalWriter:
-    """Appends to the journals of one run; kept by a single process (the driver's journal actor).
-
-    ``start`` opens an attempt at an episode: the journal is cut back to the steps the attempt was
-    given (a step from an attempt that died after the driver read its journal is dropped) and a
-    resume line is written; ``append`` adds steps of the current attempt only; a stale attempt's
-    late steps are ignored. Lines are written to the file at once (a process that dies after
-    ``append`` returned loses nothing); ``sync_dirty`` fsyncs the files written since its last
-    call, against the loss of the machine itself, in batches (an fsync per step would cost more
-    than the step on many disks).
+    Anyone may read them (``read``, ``ids``); one process writes them (the driver's journal
+    actor). ``start`` opens an attempt at an episode: the journal is cut back to the steps the
+    attempt was given (a step from an attempt that died after the driver read its journal is
+    dropped) and a resume line is written; ``append`` adds steps of the current attempt only; a
+    stale attempt's late steps are ignored. Lines are written to the file at once (a process that
+    dies after ``append`` returned loses nothing); ``sync`` fsyncs the files ``take_dirty``
+    names, written since its last call, against the loss of the machine itself, in batches (an
+    fsync per step would cost more than the step on many disks).
     """
 
     def __init__(self, folder: Path):
@@ -130,30 +92,61 @@ class JournalWriter:
         self.attempts: dict[str, int] = {}
         self.dirty: set[Path] = set()
 
+    @classmethod
+    def of_run(cls, run: str | os.PathLike | RunStore) -> Journals:
+        """A run's journals: its own ``partial/`` folder, or for a run in object storage a folder
+        of the local cache named after the run's URI (the driver's disk, whichever node ran the
+        episode)."""
+        where = run.where if isinstance(run, RunStore) else run
+        text = str(where)
+        if "://" not in text:
+            return cls(Path(where) / JOURNAL_DIR)
+        return cls(cache_home() / JOURNAL_DIR / hashlib.sha256(text.encode()).hexdigest()[:20])
+
+    @staticmethod
+    def step_line(row: dict[str, Any]) -> str:
+        return json.dumps({"step": row}, default=json_default, separators=(",", ":")) + "\n"
+
+    @staticmethod
+    def resume_line(attempt: int, from_step: int) -> str:
+        return json.dumps({"resume": attempt, "from_step": from_step}) + "\n"
+
     def path(self, episode_id: str) -> Path:
-        return journal_path(self.folder, episode_id)
+        return self.folder / f"{episode_id}{SUFFIX}"
+
+    def read(self, episode_id: str, max_steps: int | None = None) -> JournalRead:
+        try:
+            with open(self.path(episode_id), encoding="utf-8") as f:
+                return parse(f, max_steps)
+        except FileNotFoundError:
+            return JournalRead()
+
+    def ids(self) -> set[str]:
+        """The episodes that have a journal."""
+        if not self.folder.is_dir():
+            return set()
+        return {p.name.removesuffix(SUFFIX) for p in self.folder.glob(f"*{SUFFIX}")}
+
+    def remove(self, episode_id: str) -> None:
+        self.attempts.pop(episode_id, None)
+        self.path(episode_id).unlink(missing_ok=True)
 
     def start(self, episode_id: str, attempt: int, keep: int) -> JournalRead:
-        """Returns what the journal keeps (its cost is what the attempt starts from)."""
+        """Open ``attempt`` at an episode from its first ``keep`` journaled steps; returns what the
+        journal keeps (its cost is what the attempt starts from)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         self.attempts[episode_id] = attempt
         path = self.path(episode_id)
-        kept = read_journal(self.folder, episode_id, max_steps=keep)
+        kept = self.read(episode_id, max_steps=keep)
         if not kept.rows:
             path.unlink(missing_ok=True)  # nothing to continue from: the episode starts afresh
             return kept
-        lines = [*kept.lines, resume_line(attempt, len(kept.rows))]
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(lines)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, "".join([*kept.lines, self.resume_line(attempt, len(kept.rows))]))
         return kept
 
     def append(self, episode_id: str, attempt: int, lines: list[str], sync: bool) -> bool:
         """Append ``lines`` of ``attempt``; False (nothing written) for a stale attempt. ``sync``:
-        the lines record paid calls, worth a disk flush at the next ``sync_dirty``."""
+        the lines record paid calls, worth a disk flush at the next ``sync``."""
         if self.attempts.get(episode_id, attempt) != attempt:
             return False
         self.attempts[episode_id] = attempt
@@ -180,7 +173,3 @@ class JournalWriter:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-    def discard(self, episode_id: str) -> None:
-        self.attempts.pop(episode_id, None)
-        remove_journal(self.folder, episode_id)

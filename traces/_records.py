@@ -2,8 +2,8 @@
 
 Each record is a frozen dataclass whose fields are the Parquet columns; every field carries its
 Arrow type and its documentation in its metadata. From them come the fixed schemas
-(``orchestrator.schema``), the rows written to Parquet and read back for resume, and the column
-tables of docs/traces.md (``python -m orchestrator.records`` prints them; a test compares).
+(``traces._schema``), the rows written to Parquet and read back for resume, and the column
+tables of docs/traces.md (``python -m traces`` prints them; a test compares).
 Nested records (``EpisodeIdentity``, ``MazeSummary``, ``agents.usage.Usage`` and ``Budget``) are
 flattened into columns, so a usage field added once appears in steps and episodes alike.
 
@@ -13,11 +13,10 @@ environment's dynamics or the oracle.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 from functools import cache
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, get_args, get_type_hints
 
 import pyarrow as pa
 
@@ -83,7 +82,7 @@ def _field_class(cls: type, name: str) -> type:
     return hint
 
 
-class Record:
+class TraceRecord:
     """Columns, schema and rows of a record class."""
 
     @classmethod
@@ -122,6 +121,16 @@ def _build(cls: type, row: dict[str, Any], names: dict[tuple[str, ...], str], pr
             value = row.get(names[path])
             values[f.name] = tuple(value) if isinstance(value, list | tuple) else value
     return cls(**values)
+
+
+# ---- the outcome vocabulary ------------------------------------------------------------------
+
+# every way an episode can end that is a model's outcome (docs/design.md §5)
+Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
+ENDINGS: tuple[Ending, ...] = get_args(Ending)
+# an infrastructure failure after retries: never a model's outcome, left out of every metric
+ERROR: Final = "error"
+Termination: TypeAlias = Ending | Literal["error"]  # what the `termination` column holds
 
 
 # ---- the nested parts ------------------------------------------------------------------------
@@ -170,7 +179,7 @@ class MazeSummary:
 # ---- the records -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StepRecord(Record):
+class StepRecord(TraceRecord):
     """One step of an episode. State columns describe the state after the step."""
 
     identity: EpisodeIdentity = nested("as in episodes, for joins and filters")
@@ -209,7 +218,7 @@ class StepRecord(Record):
 
 
 @dataclass(frozen=True)
-class EpisodeRecord(Record):
+class EpisodeRecord(TraceRecord):
     """One episode, finished or failed: the same record either way."""
 
     identity: EpisodeIdentity = nested()
@@ -219,7 +228,7 @@ class EpisodeRecord(Record):
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "
                                                "episode never started")
     step_cap: int | None = col("int32", "`ceil(step_cap_factor x optimal_actions)`")
-    termination: str = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
+    termination: Termination = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
                                      "row gave no action), `exhausted` (a trajectory's actions ran out) or `error` "
                                      "(infrastructure failure: leave it out of metrics)")
     solved: bool = col("bool", "the agent entered the goal")
@@ -267,11 +276,11 @@ class HoldsEpisode:
         return self.episode.identity.episode_id
 
     @property
-    def termination(self) -> str:
+    def termination(self) -> Termination:
         return self.episode.termination
 
 
-def markdown_table(cls: type[Record]) -> str:
+def markdown_table(cls: type[TraceRecord]) -> str:
     """The column table docs/traces.md shows for a record."""
     lines = ["| column | type | meaning |", "|---|---|---|"]
     for c in cls.columns():
@@ -285,14 +294,3 @@ def json_default(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def row_json(record: Record) -> str:
-    return json.dumps(record.row(), default=json_default, separators=(",", ":"))
-
-
-if __name__ == "__main__":
-    print("## episodes\n")
-    print(markdown_table(EpisodeRecord))
-    print("## steps\n")
-    print(markdown_table(StepRecord))

@@ -7,9 +7,9 @@ way the providers' SDKs do (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``~
 ``AWS_ENDPOINT_URL``; ``GOOGLE_APPLICATION_CREDENTIALS``, ...). A URI that carries credentials
 itself is refused: it would end up in the manifest, in logs and in shell history.
 
-Atomicity: a local file is written under a hidden temporary name in its final folder, flushed,
-fsynced and renamed, so no reader ever sees half a file; an object store makes an object
-visible only once its upload completes, so the final key is written directly.
+Atomicity: a local file is written by ``env.files.atomic_write`` (a hidden temporary name in its
+final folder, fsynced and renamed), so no reader ever sees half a file; an object store makes an
+object visible only once its upload completes, so the final key is written directly.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from typing import IO, TypeGuard
@@ -27,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pyarrow.fs as pafs
 
 from env.errors import BadInput
+from env.files import atomic_write, fsync_dir
 
 OBJECT_SCHEMES = ("s3", "gs", "gcs")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -91,79 +93,98 @@ def cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gridbench"
 
 
-class RunStore:
+class RunStore(ABC):
     """A folder that holds a run (or runs): paths inside it are relative, '/'-separated."""
 
     local: bool
     location: str  # as the user gave it; never holds credentials
 
     @property
-    def name(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def name(self) -> str: ...
 
-    def child(self, name: str) -> RunStore:
-        raise NotImplementedError
-
-    # what pyarrow.dataset needs to read files of this store
     @property
-    def filesystem(self) -> pafs.FileSystem:
-        raise NotImplementedError
+    @abstractmethod
+    def where(self) -> Path | str:
+        """The run as the user names it: a local ``Path``, or its URI."""
 
+    @abstractmethod
+    def child(self, name: str) -> RunStore: ...
+
+    @property
+    @abstractmethod
+    def filesystem(self) -> pafs.FileSystem:
+        """What pyarrow.dataset needs to read this store's files."""
+
+    @abstractmethod
     def path(self, rel: str = "") -> str:
         """The path of ``rel`` for ``filesystem``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def file(self, rel: str) -> PurePath:
         """``rel`` as a path object (a local ``Path``, or the object's path in its bucket)."""
-        raise NotImplementedError
 
     def display(self, rel: str = "") -> str:
         """How ``rel`` is named in messages: a local path or a URI."""
         return f"{self.location.rstrip('/')}/{rel}" if rel else self.location
 
+    @abstractmethod
     def local_dir(self) -> Path:
         """A local folder for what stays on this machine (server logs, staging of uploads): the
         run folder itself for a local run, a folder under the user's cache for a remote one."""
-        raise NotImplementedError
 
-    def exists(self, rel: str = "") -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    def check_location(self, what: str = "--out") -> None:
+        """``BadInput`` when the run's place cannot be written (an object store's bucket that is
+        not there)."""
 
-    def is_dir(self, rel: str = "") -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    def exists(self, rel: str = "") -> bool: ...
 
+    @abstractmethod
+    def is_dir(self, rel: str = "") -> bool: ...
+
+    @abstractmethod
     def list(self, rel: str, *, stats: bool = False) -> list[Entry]:
         """Files directly inside folder ``rel`` (none when it is absent), hidden ones included."""
-        raise NotImplementedError
 
+    @abstractmethod
     def put(self, rel: str, data: bytes) -> PurePath:
         """Write a whole file atomically; returns its path."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read_bytes(self, rel: str) -> bytes:
         """``FileNotFoundError`` when absent."""
-        raise NotImplementedError
 
+    @abstractmethod
     def delete(self, rel: str) -> bool:
         """Remove a file; False when it was not there."""
-        raise NotImplementedError
 
-    def delete_tree(self, rel: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def delete_tree(self, rel: str) -> None: ...
 
-    @contextmanager
-    def open_write(self, rel: str) -> Iterator[IO[bytes]]:
+    @abstractmethod
+    def open_write(self, rel: str) -> AbstractContextManager[IO[bytes]]:
         """A stream onto ``rel``; locally flushed and fsynced on close. Not atomic by itself:
         write under a name nobody reads and ``move`` it into place."""
-        raise NotImplementedError
-        yield  # pragma: no cover
 
+    @abstractmethod
     def move(self, src: str, dst: str) -> None:
         """Put ``src`` in place of ``dst`` (a rename locally; copy and delete in object storage)."""
-        raise NotImplementedError
 
-    def stat(self, rel: str) -> Entry | None:
-        raise NotImplementedError
+    @abstractmethod
+    def stat(self, rel: str) -> Entry | None: ...
+
+    def put_folder(self, folder: Path, last: tuple[str, ...] = ()) -> int:
+        """Put every file under a local ``folder`` here (same relative paths), the files named in
+        ``last`` after all others (an index that says the rest is there); returns the count."""
+        if not folder.is_dir():
+            return 0
+        files = sorted((p for p in folder.rglob("*") if p.is_file()),
+                       key=lambda p: (p.relative_to(folder).as_posix() in last, p.relative_to(folder).as_posix()))
+        for p in files:
+            self.put(p.relative_to(folder).as_posix(), p.read_bytes())
+        return len(files)
 
     def __str__(self) -> str:
         return self.location
@@ -178,39 +199,6 @@ class RunStore:
         return hash((type(self).__name__, self.location))
 
 
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path, write) -> None:
-    """Write through ``write(file)`` to a hidden temporary name, fsync, and rename onto ``path``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass  # a disk turned read-only cannot take the temporary file back: the original error counts
-        if isinstance(err, OSError) and not err.filename:
-            err.filename = str(path)  # a full disk fails a write(), which names no file: name the one written
-        raise
-    _fsync_dir(path.parent)
-
-
 class LocalStore(RunStore):
     local = True
 
@@ -221,6 +209,10 @@ class LocalStore(RunStore):
     @property
     def name(self) -> str:
         return self.root.name
+
+    @property
+    def where(self) -> Path:
+        return self.root
 
     def child(self, name: str) -> LocalStore:
         return LocalStore(self.root / name)
@@ -237,6 +229,9 @@ class LocalStore(RunStore):
 
     def local_dir(self) -> Path:
         return self.root
+
+    def check_location(self, what: str = "--out") -> None:
+        pass  # a local folder is made when it is first written
 
     def exists(self, rel: str = "") -> bool:
         return (self.root / rel).exists()
@@ -262,10 +257,7 @@ class LocalStore(RunStore):
             return []
 
     def put(self, rel: str, data: bytes) -> Path:
-        path = self.file(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: f.write(data))
-        return path
+        return atomic_write(self.file(rel), data)
 
     def read_bytes(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
@@ -296,7 +288,7 @@ class LocalStore(RunStore):
 
     def move(self, src: str, dst: str) -> None:
         os.replace(self.root / src, self.root / dst)
-        _fsync_dir((self.root / dst).parent)
+        fsync_dir((self.root / dst).parent)
 
     def stat(self, rel: str) -> Entry | None:
         try:
@@ -330,6 +322,10 @@ class ObjectStore(RunStore):
     @property
     def name(self) -> str:
         return PurePosixPath(self.root).name
+
+    @property
+    def where(self) -> str:
+        return self.location
 
     def child(self, name: str) -> ObjectStore:
         parts = urlsplit(self.location)
@@ -398,7 +394,7 @@ class ObjectStore(RunStore):
         self.fs.copy_file(self.path(src), self.path(dst))
         self.delete(src)
 
-    def check_bucket(self, what: str = "--out") -> None:
+    def check_location(self, what: str = "--out") -> None:
         """``BadInput`` when the bucket is not there (or not visible with these credentials)."""
         bucket = self.root.split("/", 1)[0]
         try:
@@ -423,15 +419,3 @@ def open_store(where: str | os.PathLike | RunStore, what: str = "--out") -> RunS
     if is_uri(where):
         return ObjectStore(where, what=what)
     return LocalStore(where)
-
-
-def upload_folder(folder: Path, target: RunStore, last: tuple[str, ...] = ()) -> int:
-    """Put every file under a local ``folder`` into ``target`` (same relative paths), the files
-    named in ``last`` after all others (an index that says the rest is there); returns the count."""
-    if not folder.is_dir():
-        return 0
-    files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: (p.relative_to(folder).as_posix() in last,
-                                                                              p.relative_to(folder).as_posix()))
-    for p in files:
-        target.put(p.relative_to(folder).as_posix(), p.read_bytes())
-    return len(files)

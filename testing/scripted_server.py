@@ -1,0 +1,502 @@
+"""A scripted OpenAI- and Anthropic-compatible chat server on 127.0.0.1, for tests and benches
+(not installed with gridbench: ``testing/`` is the test suite's and the benches' own).
+
+It speaks ``POST /v1/chat/completions``, Anthropic's ``POST /v1/messages`` and ``GET /v1/models``
+over real HTTP, so the agent is exercised exactly as against a provider: retries, faults, usage,
+prompt caching and cost accounting.
+
+Where the replies come from (``mode``):
+
+- ``script``: the items of ``script`` in order, one per request; the last one repeats. An item is
+  a reply text, a fault name (see ``FAULTS``), or a dict with any of ``reply``, ``reasoning``,
+  ``finish_reason``, ``fault``, ``retry_after``, ``latency``, ``usage``.
+- ``actions``: ``ACTION: <name>`` for each name of ``actions`` in turn (after a short reasoning).
+- ``oracle``: the optimal action for the state shown in the request. The maze is the one named
+  by the ``X-Scripted-Maze`` header, else the server's ``maze``, else the maze among ``mazes``
+  (a set, folder or list; default: every named set) whose walls match the request's last text
+  map or last image. The state is the one whose text projection, or frame, the request shows
+  last, among the states the oracle's sweep reaches (``testing.reading``).
+- ``garbage``: prose that names no action on its last line.
+
+How it behaves as a provider (``persona``, docs/providers.md, ``testing.personas``): ``openai`` (the default for
+``/v1/chat/completions``: reasoning in ``reasoning_content``, every count reported), ``moonshot``
+(Kimi K2.x: thinks unless ``thinking: {type: disabled}``, refuses the sampling values it fixes,
+ignores fields it does not know, reports cached tokens at the top level of ``usage`` and no
+reasoning count), ``vllm`` (reads the limits of the ``vllm serve`` command line it was "served"
+with, ``vllm_argv``, and refuses over-limit requests with vLLM's status and message; the chat
+template's ``enable_thinking``; reasoning apart with a reasoning parser, inline in ``<think>``
+without; cached tokens only under ``--enable-prompt-tokens-details``) and ``llama-cpp`` (no
+thinking switch; ignores unknown fields). ``/v1/messages`` always answers as Anthropic does,
+by model: Claude 4.7+ refuses ``budget_tokens`` and any sampling parameter and leaves thinking
+text out unless ``display: summarized`` is asked; older Claude thinks within ``budget_tokens``
+below ``max_tokens``. Each recorded request holds what the persona applied (``applied``:
+thinking, effort, thinking budget, output cap), which tests compare with what gridbench recorded.
+
+Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
+(a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
+in ``requests``, with the step number the prompt asks about: counting the answered ones per
+maze and step is how tests prove that no call was paid for twice.
+
+``on_request(request)`` is called for each chat request before it is answered; returning
+``"drop"`` closes the connection unanswered (a test kills a process there). ``capacity``: more
+requests than this at once are refused with 429 and ``Retry-After: retry_after`` (a provider's
+rate limit). Anthropic requests report ``cache_read_input_tokens`` for the longest part of the
+prompt up to a ``cache_control`` marker that was sent before, as Anthropic's prompt cache does.
+
+Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
+process: ``python -m testing.scripted_server --port 0 --mode oracle --maze example`` prints its
+URL on the first line of stdout and serves until terminated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from testing.personas import (
+    ANTHROPIC,
+    LlamaCppPersona,
+    MoonshotPersona,
+    Persona,
+    VLLMPersona,
+    approx_tokens,
+    count_prompt_tokens,
+    openai_shape,
+)
+from testing.reading import (
+    MazeStates,
+    last_image,
+    request_images,
+    request_text,
+    step_asked,
+    study_tokens,
+    walls_from_text,
+    walls_match_image,
+)
+
+if TYPE_CHECKING:  # imported where used, so that a bare server starts without them
+    from env.maze import Maze
+
+FAULTS = (
+    "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
+)
+MODES = ("script", "actions", "oracle", "garbage")
+PERSONAS = ("openai", "moonshot", "vllm", "llama-cpp")
+
+_GARBAGE = (
+    "I am not sure what to do here. The maze is interesting.",
+    "Let me think about the colours in the picture. There is a lot of black.",
+    "The answer depends on several factors that I cannot see.",
+    "```\nno idea\n```",
+)
+_ERROR_BODIES = {
+    "429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached for requests"),
+    "500": (500, "server_error", None, "The server had an error while processing your request"),
+    "503": (503, "server_error", None, "The engine is currently overloaded, please try again later"),
+    "400": (400, "invalid_request_error", None, "Invalid value for 'messages': unsupported content part"),
+    "context_length": (
+        400, "invalid_request_error", "context_length_exceeded",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+        "9000 tokens. Please reduce the length of the messages.",
+    ),
+}
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names in lower case
+    body: Any
+    received_at: float = field(default_factory=time.time)
+    answered: bool = False  # a completion was sent back (what a provider bills)
+    wire: Any = None  # the body as it came (``body`` is an Anthropic request in the OpenAI shape)
+    applied: dict[str, Any] | None = None  # what the persona applied: thinking, effort, budget, output cap
+
+    @property
+    def step(self) -> int | None:
+        """The step the prompt asks about, None when it names none."""
+        return step_asked(self.body or {})
+
+    def images(self) -> list[str]:
+        """The data URIs of every image part in the request."""
+        return request_images(self.body or {})
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: dozens of episodes connecting at once would
+    # overflow it, and each dropped SYN costs its client a 1 s retransmit
+    request_queue_size = 256
+    scripted: ScriptedServer  # the server whose script answers
+
+
+class ScriptedServer:
+    def __init__(
+        self,
+        script: list[str | dict[str, Any]] | None = None,
+        *,
+        mode: str | None = None,
+        actions: list[str] | None = None,
+        maze: Maze | str | None = None,
+        mazes: str | Sequence[Maze | str] | None = None,
+        latency: float = 0.0,
+        reasoning: str | None = "I look at the maze and decide.",
+        reasoning_tokens: int | None = None,
+        report_reasoning_tokens: bool = True,
+        model: str = "scripted",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        hang_s: float = 600.0,
+        seed: int = 0,
+        on_request: Callable[[RecordedRequest], object] | None = None,
+        capacity: int | None = None,
+        retry_after: float = 1.0,
+        persona: str = "openai",
+        vllm_argv: Sequence[str] | None = None,
+    ):
+        """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``); ``vllm_argv``: the
+        ``vllm serve`` command line the ``vllm`` persona was served with."""
+        self.mode = mode or ("actions" if actions else "script")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        self.script = list(script or ["ACTION: forward"])
+        self.actions = list(actions or [])
+        self.maze = maze
+        self.mazes = mazes
+        self._by_walls: dict[tuple[str, ...], list[Maze]] | None = None
+        self.latency = latency
+        self.reasoning = reasoning
+        self.reasoning_tokens = reasoning_tokens
+        self.report_reasoning_tokens = report_reasoning_tokens
+        self.model = model
+        self.hang_s = hang_s
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        self._stop = threading.Event()
+        self._seed = seed
+        self._states: dict[str, MazeStates] = {}  # maze checksum -> its states, by text and by frame
+        self.on_request = on_request
+        self.capacity = capacity
+        self.retry_after = retry_after
+        self._busy = 0
+        self._cache: set[str] = set()
+        self._prompts: list[str] = []
+        if persona not in PERSONAS:
+            raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
+        self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
+                                 else {"openai": Persona, "moonshot": MoonshotPersona,
+                                       "llama-cpp": LlamaCppPersona}[persona]())
+        self._httpd = _Server((host, port), _Handler)
+        self._httpd.scripted = self
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-style base URL (ends in ``/v1``): pass it as ``api_base``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()  # releases hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith(("/chat/completions", "/messages"))]
+
+    # ---- replies ---------------------------------------------------------------------------
+    def _next_item(self, index: int, body: dict, headers: dict[str, str]) -> dict[str, Any]:
+        if headers.get("x-scripted-fault"):
+            return {"fault": headers["x-scripted-fault"]}
+        if headers.get("x-scripted-reply"):
+            return {"reply": headers["x-scripted-reply"]}
+        if self.mode == "script":
+            item = self.script[min(index, len(self.script) - 1)]
+            if isinstance(item, str):
+                return {"fault": item} if item in FAULTS else {"reply": item}
+            return dict(item)
+        if self.mode == "actions":
+            name = self.actions[index % len(self.actions)]
+            return {"reply": f"I will go with {name} now.\nACTION: {name}"}
+        if self.mode == "garbage":
+            return {"reply": _GARBAGE[index % len(_GARBAGE)]}
+        return {"reply": self._oracle_reply(body, headers)}
+
+    def _oracle_reply(self, body: dict, headers: dict[str, str]) -> str:
+        from agents.builtin import OracleAgent
+        from env.sets import resolve_maze
+        from env.state import ACTIONS
+
+        spec = headers.get("x-scripted-maze") or self.maze
+        candidates = [resolve_maze(spec)] if spec is not None else self._candidates(body)
+        state = None
+        for maze in candidates:
+            with self._lock:
+                shown = self._states.setdefault(maze.checksum, MazeStates(maze))
+            state = shown.from_text(body) or shown.from_image(body)
+            if state is not None:
+                break
+        if state is None:
+            return "I cannot see where I am."
+        text = request_text(body)
+        if "FINAL_OUTPUT" not in text:
+            action = ACTIONS[OracleAgent.choose(maze, state)]
+            return f"The shortest way on is {action}.\nACTION: {action}"
+        # the study style's sentinel: one action, or the whole rest of the plan when the request
+        # asks for a sub-goal or a trajectory; absolute moves when its action list has them
+        tokens = study_tokens(maze, state, cardinal="MOVE_NORTH" in text)
+        if "SUB_GOAL" not in text and "<action>, <action>" not in text:
+            tokens = tokens[:1]
+        head = "SUB_GOAL: the goal\n" if "SUB_GOAL" in text else ""
+        return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(tokens)}"
+
+    def _candidates(self, body: dict) -> list[Maze]:
+        """Mazes whose walls match the last text map or image of the request."""
+        with self._lock:
+            if self._by_walls is None:
+                from env.sets import NAMED_SETS, resolve_mazes, set_dir
+
+                spec = self.mazes if self.mazes is not None else [
+                    n for n in NAMED_SETS if set_dir(n).is_dir() and any(set_dir(n).glob("*.json"))]
+                self._by_walls = {}
+                for maze in resolve_mazes(spec):
+                    self._by_walls.setdefault(tuple(maze.grid), []).append(maze)
+        walls = walls_from_text(body)
+        if walls is not None:
+            return self._by_walls.get(walls, [])
+        pixels = last_image(body)
+        if pixels is None:
+            return []
+        return [m for grid, ms in self._by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+
+    def shared_prefix_tokens(self, body: dict) -> int:
+        """Tokens of the longest start this request's prompt shares with an earlier one: what an
+        automatic prefix cache (Moonshot's, vLLM's) serves from cache; remembers this prompt."""
+        text = request_text(body)
+        with self._lock:
+            shared = max((len(os.path.commonprefix([text, before])) for before in self._prompts), default=0)
+            self._prompts.append(text)
+        return shared // 4
+
+    def cached_prefix(self, key: str | None) -> bool:
+        """Whether a prompt prefix was sent before (this server's prompt cache); remembers it."""
+        if key is None:
+            return False
+        with self._lock:
+            seen = key in self._cache
+            self._cache.add(key)
+        return seen
+
+    def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
+        reply = item.get("reply", "")
+        reasoning = item.get("reasoning", self.reasoning)
+        prompt_tokens = count_prompt_tokens(body)
+        reasoning_tokens = self.reasoning_tokens
+        if reasoning_tokens is None:
+            reasoning_tokens = approx_tokens(reasoning or "")
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": approx_tokens(reply) + reasoning_tokens,
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        if self.report_reasoning_tokens:
+            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+        usage.update(item.get("usage", {}))
+        message: dict[str, Any] = {"role": "assistant", "content": reply}
+        if reasoning:
+            message["reasoning_content"] = reasoning
+        return {
+            "id": f"chatcmpl-scripted-{index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": item.get("finish_reason", "stop")}],
+            "usage": usage,
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP exchange with the scripted server (``self.server.scripted``)."""
+
+    protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: with Nagle on, the body waits for the
+    # client's delayed ACK (40 ms on Linux), more than a fast model takes to answer
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        return None  # tests and benches read stdout; keep it clean
+
+    def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self) -> None:  # noqa: N802
+        scripted = self.server.scripted
+        scripted.requests.append(RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [
+                {"id": scripted.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
+        else:
+            self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        scripted = self.server.scripted
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        anthropic = self.path.rstrip("/").endswith("/messages")
+        record = RecordedRequest(self.path, headers, openai_shape(body) if anthropic else body, wire=body)
+        with scripted._lock:
+            scripted.requests.append(record)
+            index = next(scripted._counter)
+        if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")) or not isinstance(body, dict):
+            self._send(404 if body is not None else 400,
+                       {"error": {"message": "unsupported request", "type": "invalid_request_error"}})
+            return
+        if scripted.on_request is not None and scripted.on_request(record) == "drop":
+            self.close_connection = True
+            return
+        persona = ANTHROPIC if anthropic else scripted.persona
+        rejection = persona.refusal(body)
+        if rejection is not None:
+            self._send(*rejection)
+            return
+        record.applied = persona.applied(body)
+        with scripted._lock:
+            scripted._busy += 1
+            refused = scripted.capacity is not None and scripted._busy > scripted.capacity
+        try:
+            if refused:
+                self._fault("429", {"retry_after": scripted.retry_after}, headers, body)
+            else:
+                self._answer(persona, index, record, body)
+        finally:
+            with scripted._lock:
+                scripted._busy -= 1
+
+    def _answer(self, persona: Persona, index: int, record: RecordedRequest, body: dict) -> None:
+        """The script's next item for this request: a completion as ``persona`` sends it, or a fault."""
+        scripted = self.server.scripted
+        try:
+            item = scripted._next_item(index, record.body, record.headers)
+        except Exception as err:  # a broken script answers 500 instead of dropping the line
+            self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
+            return
+        delay = item.get("latency", scripted.latency)
+        if delay:
+            scripted._stop.wait(delay)
+        fault = item.get("fault")
+        if fault:
+            self._fault(fault, item, record.headers, record.body)
+            return
+        reply = scripted._completion(index, record.body, item)
+        self._send(200, persona.answer(scripted, body, reply))
+        record.answered = True
+
+    def _fault(self, fault: str, item: dict, headers: dict[str, str], request: dict) -> None:
+        scripted = self.server.scripted
+        if fault == "hang":
+            scripted._stop.wait(item.get("hang_s", scripted.hang_s))
+            self.close_connection = True
+            return
+        if fault == "malformed":
+            self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
+            return
+        if fault == "empty_choices":
+            body = scripted._completion(0, request, {"reply": ""})
+            body["choices"] = []
+            self._send(200, body)
+            return
+        if fault == "length":
+            self._send(200, scripted._completion(0, request, {"reply": "", "finish_reason": "length"}))
+            return
+        if fault == "401":
+            # real providers echo (part of) the key back: the agent must scrub it
+            token = headers.get("authorization", "").removeprefix("Bearer ").strip()
+            self._send(401, {"error": {
+                "message": f"Incorrect API key provided: {token}. You can find your API key "
+                           "in your account settings.",
+                "type": "invalid_request_error", "code": "invalid_api_key"}})
+            return
+        if fault not in _ERROR_BODIES:
+            self._send(500, {"error": {"message": f"unknown scripted fault {fault!r}", "type": "server_error"}})
+            return
+        status, kind, code, message = _ERROR_BODIES[fault]
+        extra = {"Retry-After": str(item.get("retry_after", 1))} if status == 429 else None
+        self._send(status, {"error": {"message": message, "type": kind, "code": code}}, extra)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m testing.scripted_server", description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--mode", choices=MODES, default=None)
+    ap.add_argument("--script", help="JSON list of script items, or @file.json")
+    ap.add_argument("--actions", help="comma-separated action names, sent in turn")
+    ap.add_argument("--maze", help="maze for --mode oracle (file, id or set/id)")
+    ap.add_argument("--mazes", help="for --mode oracle without --maze: a set or folder to recognise mazes from")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    ap.add_argument("--model", default="scripted")
+    ap.add_argument("--persona", choices=PERSONAS, default="openai", help="how /v1/chat/completions behaves")
+    args = ap.parse_args(argv)
+    script = None
+    if args.script:
+        text = open(args.script[1:]).read() if args.script.startswith("@") else args.script
+        script = json.loads(text)
+    actions = args.actions.split(",") if args.actions else None
+    srv = ScriptedServer(script, mode=args.mode, actions=actions, maze=args.maze, mazes=args.mazes,
+                         latency=args.latency, model=args.model, port=args.port, persona=args.persona)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    srv.start()
+    print(srv.url, flush=True)
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        srv.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The column codec: a step's state to its trace columns and back.
+
+``mechanisms_json`` writes the ``mechanisms`` column (keys, doors, switches, gates and the freeze
+countdown after a step, as compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
+row records from its ``x``, ``y``, ``dir``, ``carrying`` and ``mechanisms`` columns, for the
+viewer, replay and the checks of a resumed episode. Both need the maze and its state only, not
+the dynamics, the frames or the oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from env.maze import DOOR_STATES, Maze
+from env.state import MazeState, mechanism_info
+
+
+def mechanisms_json(maze: Maze, state: MazeState) -> str:
+    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
+    tiles), as compact JSON (the ``mechanisms`` column)."""
+    info = mechanism_info(maze, state)
+    return json.dumps(
+        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
+        sort_keys=True, separators=(",", ":"),
+    )
+
+
+def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
+                   mechanisms: dict[str, Any]) -> MazeState:
+    """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
+    ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
+    maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
+    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
+    return MazeState(
+        pos=(x, y),
+        dir=direction,
+        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
+        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
+        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
+        switches=tuple(bool(switches[s.id]) for s in maze.switches),
+        frozen=int(mechanisms.get("frozen", 0)),
+    )
