@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import io
 import itertools
 import json
@@ -876,9 +877,22 @@ def _count_prompt_tokens(body: dict) -> int:
 
 _MAP_ROW = re.compile(r"^\s*(\d+) (\S+)$")
 _STEP = re.compile(r"before step (\d+)")
-_KEY = re.compile(r"(\w+) key at \((\d+), (\d+)\)")
-_DOOR = re.compile(r"door at \((\d+), (\d+)\): (open|closed|locked)")
-_SWITCH = re.compile(r"switch at \((\d+), (\d+)\): (on|off)")
+
+
+@functools.cache
+def _object_patterns(skin: str) -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+    """How the text projection writes, in ``skin``'s words (env.skins), a key on the floor, a door
+    and its state, a switch and its state, and the key carried."""
+    from env.skins import SKINS
+
+    sk = SKINS[skin]
+    key, door, switch = (re.escape(sk.noun(kind)) for kind in ("key", "door", "switch"))
+    doors = "|".join(re.escape(sk.door_state(code)) for code in range(3))
+    switches = "|".join(re.escape(sk.switch_state(on)) for on in (True, False))
+    return (re.compile(rf"(\w+) {key} at \((\d+), (\d+)\)"),
+            re.compile(rf"{door} at \((\d+), (\d+)\): ({doors})"),
+            re.compile(rf"{switch} at \((\d+), (\d+)\): ({switches})"),
+            re.compile(rf"Inventory: a (\w+) {key}\."))
 
 
 def _request_text(body: dict) -> str:
@@ -895,6 +909,7 @@ def _request_text(body: dict) -> str:
 def _state_from_text(maze: Maze, body: dict) -> MazeState | None:
     """The state shown by the last text map in the request (the layout of env.text.text_projection)."""
     from env.oracle import distance_table
+    from env.skins import skin_of
     from env.state import MazeState
     from env.text import AGENT_GLYPHS
 
@@ -922,12 +937,15 @@ def _state_from_text(maze: Maze, body: dict) -> MazeState | None:
                 pos, direction = (x, y), AGENT_GLYPHS.index(ch)
     if pos is None or direction is None:
         return None
-    floor_keys = [(c, (int(x), int(y))) for c, x, y in _KEY.findall(objects_line)]
-    door_at = {(int(x), int(y)): ("open", "closed", "locked").index(st) for x, y, st in _DOOR.findall(objects_line)}
-    switch_at = {(int(x), int(y)): st == "on" for x, y, st in _SWITCH.findall(objects_line)}
+    key_at, door_pattern, switch_pattern, carried_pattern = _object_patterns(maze.skin)
+    skin = skin_of(maze)
+    door_words = [skin.door_state(code) for code in range(3)]
+    floor_keys = [(c, (int(x), int(y))) for c, x, y in key_at.findall(objects_line)]
+    door_at = {(int(x), int(y)): door_words.index(st) for x, y, st in door_pattern.findall(objects_line)}
+    switch_at = {(int(x), int(y)): st == skin.switch_state(True) for x, y, st in switch_pattern.findall(objects_line)}
     doors = tuple(door_at.get(d.pos, 0) for d in maze.doors)
     switches = tuple(switch_at.get(s.pos, False) for s in maze.switches)
-    carried = re.search(r"Inventory: a (\w+) key\.", blob[at:])
+    carried = carried_pattern.search(blob[at:])
     table = distance_table(maze)
     # keys of one colour look alike: take any assignment of key identities the oracle knows
     n = len(maze.keys)

@@ -20,8 +20,8 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import DOOR_STATES, MULTINET_R1, Maze, MazeObject
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
+from env.maze import CLASSIC, DOOR_STATES, MULTINET_R1, Maze, MazeObject
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
 from env.sets import resolve_maze
 from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, initial_state, step
 from env.tiles import prewarm
@@ -81,6 +81,23 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
             grid.set(*p, keys[i])
             keys[i].cur_pos = p
     return grid, keys
+
+
+def in_skin(grid: Grid, skin: str) -> Grid:
+    """The grid as the maze's skin draws it (env.skins): itself for the classic skin; for the
+    neutral one a copy with every object but walls and the goal in its neutral glyph. Only frames
+    use it: the dynamics act on the classic grid."""
+    if skin == CLASSIC:
+        return grid
+    out = Grid(grid.width, grid.height)
+    for i, obj in enumerate(grid.grid):
+        out.grid[i] = obj if obj is None or isinstance(obj, Wall | Goal) else NeutralGlyph(obj)
+    return out
+
+
+def drawn_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> Grid:
+    """The grid a frame of ``state`` shows: ``build_grid``'s, in the maze's skin."""
+    return in_skin(build_grid(maze, state, switch_frames)[0], maze.skin)
 
 
 def _placed(grid: Grid, objects: Iterable[MazeObject], kind: type[T]) -> list[T]:
@@ -245,7 +262,7 @@ class MazeEnv(MiniGridEnv):
         """The full top-down RGB frame of the grid, no view-cone highlight."""
         tile_size = tile_size or self.tile_size
         prewarm(tile_size)
-        return self.grid.render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
+        return in_skin(self.grid, self.maze.skin).render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
 
 
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:

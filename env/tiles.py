@@ -16,7 +16,7 @@ from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldOb
 
 from env.drawing import fast_drawing
 from env.maze import COLORS, DOOR_STATES, SWITCH_COLORS
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
@@ -25,7 +25,16 @@ _warm_lock = threading.Lock()
 
 
 def all_tiles() -> Iterator[WorldObj | None]:
-    """Every cell content a gridbench frame can hold (None is plain floor)."""
+    """Every cell content a gridbench frame can hold (None is plain floor): the classic skin's,
+    then the neutral skin's glyph of each object (env.skins)."""
+    classic = list(_classic_tiles())
+    yield from classic
+    for obj in classic:
+        if obj is not None and not isinstance(obj, Wall | Goal):
+            yield NeutralGlyph(obj)
+
+
+def _classic_tiles() -> Iterator[WorldObj | None]:
     yield None
     yield Wall()
     yield Goal()
@@ -56,23 +65,26 @@ def all_tiles() -> Iterator[WorldObj | None]:
 def shown_tiles() -> Iterator[tuple[WorldObj | None, int | None]]:
     """Every (cell content, agent direction or None) pair a frame can show."""
     for obj in all_tiles():
+        # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
+        # cell; on a key only under multinet-r1, where keys are walkable
+        look = obj.inner if isinstance(obj, NeutralGlyph) else obj
+        enterable = look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key)
         for agent_dir in AGENT_DIRS:
-            # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
-            # cell; on a key only under multinet-r1, where keys are walkable
-            if agent_dir is not None and obj is not None and not (
-                    (obj.can_overlap() and not isinstance(obj, Lava)) or isinstance(obj, Key)):
-                continue
-            yield obj, agent_dir
+            if agent_dir is None or enterable:
+                yield obj, agent_dir
 
 
 def tile_name(obj: WorldObj | None) -> str:
-    """A cell content's name in a tile atlas: its kind, colour and state (``door-red-locked``).
+    """A cell content's name in a tile atlas: its kind, colour and state (``door-red-locked``);
+    in the neutral skin the same name after ``neutral/`` (``neutral/door-red-locked``).
 
     The states are spelled as the traces' ``mechanisms`` column spells them, so a viewer can name
     a cell's tile from a recorded step without knowing Minigrid's encoding.
     """
     if obj is None:
         return "floor"
+    if isinstance(obj, NeutralGlyph):  # the skin's name, then the classic tile it stands for
+        return f"neutral/{tile_name(obj.inner)}"
     if isinstance(obj, Wall | Goal):
         return obj.type
     if isinstance(obj, Key):
