@@ -138,7 +138,7 @@ class MazeEnv(MiniGridEnv):
         # Six actions; Minigrid's own enum (with its `drop`) is only reached through TO_MINIGRID.
         self.action_space = spaces.Discrete(len(ACTIONS))
         if render_mode == "rgb_array":
-            prewarm(tile_size)  # once per process and tile size: no episode's first frame is cold
+            prewarm(tile_size, self.maze.skin)  # once per process, tile size and skin: no first frame is cold
 
     # ---- Minigrid hooks ------------------------------------------------------------------
     def _gen_grid(self, width: int, height: int) -> None:
@@ -261,7 +261,7 @@ class MazeEnv(MiniGridEnv):
     def frame(self, tile_size: int | None = None) -> np.ndarray:
         """The full top-down RGB frame of the grid, no view-cone highlight."""
         tile_size = tile_size or self.tile_size
-        prewarm(tile_size)
+        prewarm(tile_size, self.maze.skin)
         return in_skin(self.grid, self.maze.skin).render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
 
 

@@ -18,7 +18,7 @@ __all__ = ["png_bytes", "prewarm", "render_state"]
 def render_state(maze: Maze, state: MazeState, tile_size: int = 32, switch_frames: str = "distinct") -> np.ndarray:
     """The frame ``MazeEnv`` shows in ``state``: height x width x 3, uint8. ``switch_frames``
     (``study`` or ``distinct``) is the protocol field of that name."""
-    prewarm(tile_size)
+    prewarm(tile_size, maze.skin)
     return drawn_grid(maze, state, switch_frames).render(tile_size, state.pos, state.dir, None)
 
 

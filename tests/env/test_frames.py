@@ -19,6 +19,7 @@ from PIL import Image
 
 import env
 from env import MazeEnv, drawing, initial_state, png_bytes, render_state, step, text_projection, tiles
+from env.maze import SKIN_NAMES
 from env.objects import Gate, Switch
 from orchestrator.cli import main as cli_main
 
@@ -195,7 +196,8 @@ def test_prewarmed_tiles_equal_minigrid_drawing_them_itself(tile_size, monkeypat
     """Every tile the pre-warm draws is the tile Minigrid's own (slow) path would draw."""
     monkeypatch.setattr(tiles, "_warm", set())
     with _fresh_tile_cache():
-        tiles.prewarm(tile_size)
+        for skin in SKIN_NAMES:
+            tiles.prewarm(tile_size, skin)
         fast = dict(Grid.tile_cache)
     assert len(fast) >= 150
     with _fresh_tile_cache():
@@ -219,7 +221,7 @@ def test_drawing_swap_is_undone_after_prewarm(monkeypatch):
 @settings(max_examples=20, deadline=None)
 @given(maze=mazes(max_side=7), actions=st.lists(st.integers(0, 5), max_size=40))
 def test_after_prewarm_no_frame_draws_a_new_tile(maze, actions):
-    tiles.prewarm(8)
+    tiles.prewarm(8, maze.skin)
     cached = len(Grid.tile_cache)
     e = MazeEnv(maze, render_mode="rgb_array", tile_size=8)
     e.reset()
