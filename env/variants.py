@@ -42,25 +42,44 @@ KINDS = (*ISOMORPHIC, "reskin", *ABLATIONS, *CONTROLS)
 GROUPS = {"isomorphic": ISOMORPHIC, "ablation": ABLATIONS, "control": CONTROLS, "all": KINDS}
 ROTATIONS = (90, 180, 270)  # clockwise, as the frame shows it
 MIRRORS = {"lr": "left-right", "tb": "top-bottom"}
-SEEDED = ("recolor", *CONTROLS)
-# a matched control's optimal count lies within this many actions of its source's
-CONTROL_TOLERANCE = (0.05, 2)  # the larger of 5% of the source's count and 2 actions
+# a matched control's optimal count lies within the larger of 5% of its source's count and 2 actions
+CONTROL_TOLERANCE = (0.05, 2)
 CONTROL_ATTEMPTS = 50  # generator sub-seeds tried per topology
 ORIGINAL = "original"
 
 
 @dataclass(frozen=True)
 class Variant:
-    """A variant maze (``meta.variant`` holds the record) and the same record as fields."""
+    """A variant maze and its record (the one in its ``meta.variant``): ``kind``; ``name``, the kind
+    with its parameters as the id ends (``rotate-90``, ``recolor-s7``); ``family``; ``params``;
+    ``changed``; ``twin_of`` and ``twin_of_checksum``, the source's id and checksum."""
 
     maze: Maze
-    kind: str
-    name: str  # the kind with its parameters, as the id ends: ``rotate-90``, ``recolor-s7``
-    family: str
-    params: dict[str, Any]
-    changed: tuple[str, ...]
-    twin_of: str
-    twin_of_checksum: str
+    record: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.record["kind"]
+
+    @property
+    def name(self) -> str:
+        return self.record["name"]
+
+    @property
+    def family(self) -> str:
+        return self.record["family"]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.record["params"]
+
+    @property
+    def changed(self) -> list[str]:
+        return self.record["changed"]
+
+    @property
+    def twin_of(self) -> str:
+        return self.record["twin_of"]
 
 
 @dataclass(frozen=True)
@@ -175,7 +194,7 @@ def _variant(source: Maze, doc: dict[str, Any], kind: str, name: str, family: st
     record = {"kind": kind, "name": name, "family": family, "params": params, "changed": changed,
               "twin_of": source.id, "twin_of_checksum": source.checksum}
     maze = maze_from_dict({**doc, "id": vid, "meta": {**meta, "variant": record}}, f"<{vid}>")
-    return Variant(maze, kind, name, family, params, tuple(changed), source.id, source.checksum)
+    return Variant(maze, record)
 
 
 def record_of(maze: Maze) -> dict[str, Any] | None:
@@ -520,10 +539,8 @@ def assess(variant: Variant, source: Maze, source_checks: list[CheckResult] | No
 
 def entry_record(a: Assessment) -> dict[str, Any]:
     """The variant's part of its manifest entry."""
-    v = a.variant
-    return {"kind": v.kind, "name": v.name, "family": v.family, "params": v.params, "changed": list(v.changed),
-            "twin_of": v.twin_of, "twin_of_checksum": v.twin_of_checksum,
-            "source_optimal_actions": a.source_optimal, "checks": [_check_json(r) for r in a.checks]}
+    return {**a.variant.record, "source_optimal_actions": a.source_optimal,
+            "checks": [_check_json(r) for r in a.checks]}
 
 
 
