@@ -18,14 +18,16 @@ import json
 from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
+from string import Template
 from typing import Any
 
 import yaml
 
 from agents.protocol import Observation, Protocol
 from agents.types import PastStep, Turn
-from env.maze import Maze, load_maze
+from env.maze import CLASSIC, Maze, load_maze
 from env.render import png_bytes, render_state
+from env.skins import SKINS, with_skin
 from env.state import ACTIONS, MazeState, initial_state, step
 from env.text import inventory, object_cells, text_projection
 
@@ -35,15 +37,35 @@ HASH_CHARS = 16
 
 
 @cache
-def texts() -> dict[str, Any]:
-    return yaml.safe_load((PROMPTS_DIR / "turn.yaml").read_text())
+def skin_words(skin: str) -> dict[str, str]:
+    """Every ``$word`` a prompt text may hold, in one skin's words: the kinds and their states
+    (``env.skins``), how a change of state is said and what the pictures show (``prompts/skins.yaml``)."""
+    words = {**SKINS[skin].words, **yaml.safe_load((PROMPTS_DIR / "skins.yaml").read_text())[skin]}
+    return {**words, **{k[0].upper() + k[1:]: v[0].upper() + v[1:] for k, v in words.items()}}
+
+
+def worded(data: Any, skin: str) -> Any:
+    """Prompt texts (a string, or lists and mappings of them) with every ``$word`` in the skin's
+    words; an unknown ``$word`` is an error, never left in a prompt."""
+    if isinstance(data, str):
+        return Template(data).substitute(skin_words(skin))
+    if isinstance(data, dict):
+        return {k: worded(v, skin) for k, v in data.items()}
+    if isinstance(data, list):
+        return [worded(v, skin) for v in data]
+    return data
 
 
 @cache
-def instructions(level: str) -> str:
+def texts(skin: str = CLASSIC) -> dict[str, Any]:
+    return worded(yaml.safe_load((PROMPTS_DIR / "turn.yaml").read_text()), skin)
+
+
+@cache
+def instructions(level: str, skin: str = CLASSIC) -> str:
     if level not in LEVELS:
         raise ValueError(f"unknown prompt level {level!r}")
-    return (PROMPTS_DIR / f"{level}.txt").read_text().strip()
+    return worded((PROMPTS_DIR / f"{level}.txt").read_text().strip(), skin)
 
 
 # ---- content parts ------------------------------------------------------------------------
@@ -99,7 +121,7 @@ def _observation(parts: _Parts, maze: Maze, state: MazeState, protocol: Protocol
     if image:
         parts.image(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames))
     if text:
-        parts.text(texts()["current_text"] + "\n" + text_projection(maze, state))
+        parts.text(texts(maze.skin)["current_text"] + "\n" + text_projection(maze, state))
 
 
 def _action_name(action: int | None) -> str:
@@ -124,9 +146,13 @@ def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
 
 
 @lru_cache(maxsize=16)
-def icl_parts(observation: Observation, tile_size: int, switch_frames: str = "distinct") -> tuple[dict[str, Any], ...]:
-    t = texts()
+def icl_parts(observation: Observation, tile_size: int, switch_frames: str = "distinct",
+              skin: str = CLASSIC) -> tuple[dict[str, Any], ...]:
+    """The worked example, drawn and named in ``skin``: the maze played learns one look and one
+    set of words."""
+    t = texts(skin)
     maze, states, plan = icl_episode()
+    maze = with_skin(maze, skin)
     proto = Protocol(observation=observation, tile_size=tile_size,
                      switch_frames="study" if switch_frames == "study" else "distinct")
     parts = _Parts()
@@ -144,11 +170,11 @@ def icl_parts(observation: Observation, tile_size: int, switch_frames: str = "di
 
 def start_info(maze: Maze) -> str:
     x, y = maze.start.pos
-    return texts()["start_info"].format(x=x, y=y, dir=maze.start.dir)
+    return texts(maze.skin)["start_info"].format(x=x, y=y, dir=maze.start.dir)
 
 
 def mechanism_locations(maze: Maze) -> str:
-    t = texts()
+    t = texts(maze.skin)
     if not maze.objects:
         return t["locations_none"]
     lines = [t["locations_header"]]
@@ -158,7 +184,7 @@ def mechanism_locations(maze: Maze) -> str:
 
 def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
     """One phrase per mechanism event so far, with its step number, in order."""
-    phrases = texts()["events"]
+    phrases = texts(maze.skin)["events"]
     out: list[str] = []
     for past in history:
         before, after, n = past.state_before, past.state_after, past.step
@@ -187,7 +213,7 @@ def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
 
 
 def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
-    t = texts()
+    t = texts(maze.skin)
     events = activity_events(maze, history)
     if not events:
         return t["summary_none"]
@@ -198,9 +224,9 @@ def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
 # ---- messages -------------------------------------------------------------------------------
 def _preamble(parts: _Parts, turn: Turn) -> None:
     p: Protocol = turn.protocol
-    parts.text(instructions(p.prompt))
+    parts.text(instructions(p.prompt, turn.maze.skin))
     if p.icl_example:
-        parts.extend(icl_parts(p.observation, p.tile_size, p.switch_frames))
+        parts.extend(icl_parts(p.observation, p.tile_size, p.switch_frames, turn.maze.skin))
     if p.start_info:
         parts.text(start_info(turn.maze))
     if p.mechanism_locations:
@@ -209,7 +235,7 @@ def _preamble(parts: _Parts, turn: Turn) -> None:
 
 def _current(parts: _Parts, turn: Turn) -> None:
     p: Protocol = turn.protocol
-    t = texts()
+    t = texts(turn.maze.skin)
     parts.text(t["current"].format(step=turn.step, inventory=inventory(turn.maze, turn.state)))
     _observation(parts, turn.maze, turn.state, p, image=p.uses_image, text=p.uses_text)
     if p.steps_remaining:
@@ -219,7 +245,7 @@ def _current(parts: _Parts, turn: Turn) -> None:
 
 def _single(turn: Turn) -> list[dict[str, Any]]:
     p: Protocol = turn.protocol
-    t = texts()
+    t = texts(turn.maze.skin)
     parts = _Parts()
     _preamble(parts, turn)
     if p.summarised:
@@ -240,7 +266,7 @@ def _single(turn: Turn) -> list[dict[str, Any]]:
 
 def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
     p: Protocol = turn.protocol
-    t = texts()
+    t = texts(turn.maze.skin)
     messages: list[dict[str, Any]] = []
     parts = _Parts()
     _preamble(parts, turn)

@@ -23,19 +23,19 @@ import yaml
 
 from agents.actions import token_of, tokens_of
 from agents.parse import SENTINEL
-from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part
+from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part, worded
 from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
-from env.maze import Maze
+from env.maze import CLASSIC, Maze
+from env.skins import skin_of, with_skin
 from env.state import DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState
 
 FACINGS = ("EAST", "SOUTH", "WEST", "NORTH")  # env.maze.DIRECTIONS order
-_DOOR_STATUS = ("open", "closed", "locked")  # env.state door codes 0, 1, 2
 
 
 @cache
-def texts() -> dict[str, Any]:
-    return yaml.safe_load((PROMPTS_DIR / "study.yaml").read_text())
+def texts(skin: str = CLASSIC) -> dict[str, Any]:
+    return worded(yaml.safe_load((PROMPTS_DIR / "study.yaml").read_text()), skin)
 
 
 def rc(pos: tuple[int, int]) -> str:
@@ -45,26 +45,27 @@ def rc(pos: tuple[int, int]) -> str:
 
 
 def inventory_word(maze: Maze, state: MazeState) -> str:
-    return maze.keys[state.carrying].color if state.carrying >= 0 else texts()["inventory_empty"]
+    return maze.keys[state.carrying].color if state.carrying >= 0 else texts(maze.skin)["inventory_empty"]
 
 
 # ---- the maze as text ------------------------------------------------------------------------
 def object_lines(maze: Maze, state: MazeState) -> list[str]:
     """One line per key on the floor, door, switch and gate, with its state in ``state``."""
-    t = texts()["objects"]
+    t = texts(maze.skin)["objects"]
+    skin = skin_of(maze)
     lines = [t["key"].format(color=k.color, pos=rc(p)) for k, p in zip(maze.keys, state.keys, strict=True)
              if p is not None]
-    lines += [t["door"].format(pos=rc(d.pos), status=_DOOR_STATUS[s], requires=d.color)
+    lines += [t["door"].format(pos=rc(d.pos), status=skin.door_state(s), requires=d.color)
               for d, s in zip(maze.doors, state.doors, strict=True)]
     for s, on in zip(maze.switches, state.switches, strict=True):
         kind = s.switch_type
-        state_word = "on" if on else "off"
+        state_word = skin.switch_state(on)
         lines.append(t["switch"].format(switch_type=kind, pos=rc(s.pos), state=state_word, controls=", ".join(s.controls))
                      if s.controls else t["switch_no_controls"].format(switch_type=kind, pos=rc(s.pos), state=state_word))
     start = _start(maze)
     for g, now, then in zip(maze.gates, maze.gates_open(state.switches), maze.gates_open(start.switches), strict=True):
-        lines.append(t["gate"].format(gate_id=g.id, pos=rc(g.pos), state="open" if now else "closed",
-                                      initial="open" if then else "closed"))
+        lines.append(t["gate"].format(gate_id=g.id, pos=rc(g.pos), state=skin.gate_state(now),
+                                      initial=skin.gate_state(then)))
     return lines
 
 
@@ -77,7 +78,7 @@ def _start(maze: Maze) -> MazeState:
 
 def initial_maze_text(maze: Maze) -> str:
     """The maze as it starts: size, coordinates, start, goal, every wall inside the ring, objects."""
-    t = texts()
+    t = texts(maze.skin)
     lay = t["layout"]
     walls = [(x, y) for y in range(1, maze.height - 1) for x in range(1, maze.width - 1) if maze.walls[x, y]]
     walls.sort(key=lambda p: (p[1], p[0]))  # by row, then column, as (row, col) pairs sort
@@ -93,7 +94,7 @@ def initial_maze_text(maze: Maze) -> str:
 
 
 def current_text(maze: Maze, state: MazeState) -> str:
-    t = texts()
+    t = texts(maze.skin)
     objects = object_lines(maze, state)
     return "\n".join([
         t["position"].format(pos=rc(state.pos), facing=FACINGS[state.dir]),
@@ -109,7 +110,7 @@ def summary_events(maze: Maze, history: Sequence[PastStep]) -> list[tuple[int, s
     """(index into ``history``, phrase) of each mechanism event the study reported, in order: a
     key taken, a door opened, a gate that a toggle opened or closed (never a switch by name). Of
     several at one step, the object whose id sorts first."""
-    ev = texts()["summary_events"]
+    ev = texts(maze.skin)["summary_events"]
     out: list[tuple[int, str]] = []
     for i, past in enumerate(history):
         before, after = past.state_before, past.state_after
@@ -145,7 +146,7 @@ def waypoints(cells: Sequence[tuple[int, int]], count: int = 3) -> list[tuple[in
 
 
 def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
-    t = texts()
+    t = texts(maze.skin)
     events = summary_events(maze, history)
     parts = [phrase for _, phrase in events]
     since = events[-1][0] + 1 if events else 0
@@ -171,7 +172,8 @@ def step_outcome(maze: Maze, past: PastStep, hints: bool) -> str:
     """What the study's text record said a step did: its event class and what changed, and with
     ``hints`` the study's advice on how to go on. Classified as the study's harness did: a door
     that opened first, then by the action taken."""
-    f, h = texts()["feedback"], texts()["hints"]
+    t = texts(maze.skin)
+    f, h = t["feedback"], t["hints"]
     before, after, action = past.state_before, past.state_after, past.action
     here, front = rc(before.pos), before.front()
     opened = sorted((d for d, was, now in zip(maze.doors, before.doors, after.doors, strict=True)
@@ -225,20 +227,21 @@ def _switches_of(maze: Maze, gate: int) -> str:
 
 # ---- messages --------------------------------------------------------------------------------
 def system_message(maze: Maze, protocol: Protocol) -> dict[str, Any]:
-    t = texts()
+    t = texts(maze.skin)
     text = t["levels"][protocol.prompt].format(tokens=", ".join(tokens_of(protocol.action_space)))
     if protocol.uses_text:
         text += "\n\n" + initial_maze_text(maze)
     return {"role": "system", "content": text}
 
 
-def one_shot_parts(protocol: Protocol) -> list[dict[str, Any]]:
+def one_shot_parts(protocol: Protocol, skin: str = CLASSIC) -> list[dict[str, Any]]:
     """The study's one-shot example: its maze (a picture, or its text for text observations) and
-    the action list that the study gave as its solution."""
+    the action list that the study gave as its solution, drawn and named in ``skin``."""
     from agents.study_example import example
 
-    t = texts()
+    t = texts(skin)
     maze, actions = example()
+    maze = with_skin(maze, skin)
     solution = t["one_shot_actions"].format(actions=", ".join(actions))
     if not protocol.uses_image:
         return [text_part(f"{t['one_shot_intro']}\n{initial_maze_text(maze)}\n{solution}")]
@@ -260,7 +263,7 @@ def _recent(history: Sequence[PastStep], protocol: Protocol) -> Sequence[PastSte
 
 
 def _recent_image_parts(maze: Maze, shown: Sequence[PastStep], protocol: Protocol) -> list[dict[str, Any]]:
-    t = texts()
+    t = texts(maze.skin)
     parts: list[dict[str, Any]] = [text_part(t["recent_header"])]
     for past in shown:
         parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size, protocol.switch_frames)))
@@ -270,7 +273,7 @@ def _recent_image_parts(maze: Maze, shown: Sequence[PastStep], protocol: Protoco
 
 
 def _recent_text(maze: Maze, shown: Sequence[PastStep], protocol: Protocol) -> str:
-    t = texts()
+    t = texts(maze.skin)
     lines = [t["recent_text_header"].format(n=len(shown))]
     for past in shown:
         where = {"pos": rc(past.state_after.pos), "facing": FACINGS[past.state_after.dir], "sentinel": SENTINEL,
@@ -285,7 +288,7 @@ def _recent_text(maze: Maze, shown: Sequence[PastStep], protocol: Protocol) -> s
 
 def _query_parts(maze: Maze, state: MazeState, protocol: Protocol) -> list[dict[str, Any]]:
     """The current observation, the question and the reply format: one query's own part."""
-    t = texts()
+    t = texts(maze.skin)
     parts: list[dict[str, Any]] = []
     if protocol.uses_image:
         parts.append(image_part(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames)))
@@ -304,7 +307,7 @@ def user_content(turn: Turn, *, example: bool = True, context: bool = True) -> l
     p, maze = turn.protocol, turn.maze
     parts: list[dict[str, Any]] = []
     if example and p.icl_example:
-        parts += one_shot_parts(p)
+        parts += one_shot_parts(p, maze.skin)
     shown = _recent(turn.history, p) if context else ()
     summary = activity_summary(maze, turn.history) if context and p.summarised else ""
     if summary and p.uses_image:
@@ -330,7 +333,7 @@ def build_study_messages(turn: Turn, chat: Sequence[PastQuery] = ()) -> list[dic
     for past in chat[len(chat) - p.history_frames:] if p.history_frames else ():
         lean = Turn(turn.maze, p, turn.step, past.state, (), turn.step_cap)
         messages.append({"role": "user", "content": user_content(lean, example=False, context=False)})
-        messages.append({"role": "assistant", "content": past.reply or texts()["multi_no_action"]})
+        messages.append({"role": "assistant", "content": past.reply or texts(turn.maze.skin)["multi_no_action"]})
     messages.append({"role": "user", "content": user_content(turn, context=False)})
     return messages
 

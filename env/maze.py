@@ -25,6 +25,9 @@ DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 MINIGRID, MULTINET_R1 = "minigrid", "multinet-r1"
 RULESETS = (MINIGRID, MULTINET_R1)
+# how objects are drawn and named (env.skins); the default is left out of the content and checksum
+CLASSIC = "classic"
+SKIN_NAMES = (CLASSIC, "neutral")
 # kinds of object that only the multinet-r1 ruleset has (docs/maze-format.md#rulesets)
 R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
 KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
@@ -162,6 +165,7 @@ class Maze(BaseModel):
     id: str
     ruleset: Literal["minigrid", "multinet-r1"] = "minigrid"
     rules: Rules | None = None  # multinet-r1 only; left out, the rulebook's defaults
+    skin: Literal["classic", "neutral"] = "classic"  # looks and words only (env.skins), never dynamics
     grid: tuple[str, ...]
     start: Start
     goal: Pos
@@ -243,11 +247,14 @@ class Maze(BaseModel):
         return (self.meta.category if self.meta and self.meta.category else "") or infer_category(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The content as JSON data. What only multinet-r1 has is left out at its default, so a
-        minigrid maze has the content (and the checksum) it had before rulesets existed."""
+        """The content as JSON data. What only multinet-r1 has is left out at its default, and so
+        is the classic skin, so a minigrid maze has the content (and the checksum) it had before
+        rulesets and skins existed."""
         d = self.model_dump(mode="json", exclude_none=False)
         if d["ruleset"] == MINIGRID:
             del d["ruleset"]
+        if d["skin"] == CLASSIC:
+            del d["skin"]
         if d["rules"] is None:
             del d["rules"]
         for o in d["objects"]:
@@ -274,7 +281,7 @@ class Maze(BaseModel):
         lines = [
             f'  "format": {compact(d["format"])}',
             f'  "id": {compact(d["id"])}',
-            *(f'  "{k}": {compact(d[k])}' for k in ("ruleset", "rules") if k in d),
+            *(f'  "{k}": {compact(d[k])}' for k in ("ruleset", "rules", "skin") if k in d),
             f'  "grid": [{rows}]',
             f'  "start": {compact(d["start"])}',
             f'  "goal": {compact(d["goal"])}',

@@ -20,8 +20,8 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import MULTINET_R1, Maze, MazeObject
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
+from env.maze import CLASSIC, MULTINET_R1, Maze, MazeObject
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
 from env.sets import resolve_maze
 from env.state import (
     ACTIONS,
@@ -95,6 +95,23 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
     return grid, keys
 
 
+def in_skin(grid: Grid, skin: str) -> Grid:
+    """The grid as the maze's skin draws it (env.skins): itself for the classic skin; for the
+    neutral one a copy with every object but walls and the goal in its neutral glyph. Only frames
+    use it: the dynamics act on the classic grid."""
+    if skin == CLASSIC:
+        return grid
+    out = Grid(grid.width, grid.height)
+    for i, obj in enumerate(grid.grid):
+        out.grid[i] = obj if obj is None or isinstance(obj, Wall | Goal) else NeutralGlyph(obj)
+    return out
+
+
+def drawn_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> Grid:
+    """The grid a frame of ``state`` shows: ``build_grid``'s, in the maze's skin."""
+    return in_skin(build_grid(maze, state, switch_frames)[0], maze.skin)
+
+
 def _placed(grid: Grid, objects: Iterable[MazeObject], kind: type[T]) -> list[T]:
     """The Minigrid objects ``build_grid`` put on the cells of ``objects``, in their order."""
     out = []
@@ -133,7 +150,7 @@ class MazeEnv(MiniGridEnv):
         # Six actions; Minigrid's own enum (with its `drop`) is only reached through TO_MINIGRID.
         self.action_space = spaces.Discrete(len(ACTIONS))
         if render_mode == "rgb_array":
-            prewarm(tile_size)  # once per process and tile size: no episode's first frame is cold
+            prewarm(tile_size, self.maze.skin)  # once per process, tile size and skin: no first frame is cold
 
     # ---- Minigrid hooks ------------------------------------------------------------------
     def _gen_grid(self, width: int, height: int) -> None:
@@ -256,5 +273,6 @@ class MazeEnv(MiniGridEnv):
     def frame(self, tile_size: int | None = None) -> np.ndarray:
         """The full top-down RGB frame of the grid, no view-cone highlight."""
         tile_size = tile_size or self.tile_size
-        prewarm(tile_size)
-        return self.grid.render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
+        prewarm(tile_size, self.maze.skin)
+        return in_skin(self.grid, self.maze.skin).render(tile_size, (int(self.agent_pos[0]), int(self.agent_pos[1])), self.agent_dir, None)
+

@@ -1,6 +1,7 @@
 """The world objects Minigrid lacks, registered with its type tables: gridbench's Switch and
-Gate, and the objects of the multinet-r1 ruleset as the MultiNet study drew them (a disc
-switch, a ring teleporter, a skull kill cell, an ice tile), in gridbench's own drawing code.
+Gate, the objects of the multinet-r1 ruleset as the MultiNet study drew them (a disc
+switch, a ring teleporter, a skull kill cell, an ice tile), in gridbench's own drawing code, and
+the neutral skin's glyph of any of them (``NeutralGlyph``).
 
 Registering them in ``OBJECT_TO_IDX`` / ``IDX_TO_OBJECT`` keeps ``Grid.encode`` and the tile
 cache correct: Minigrid keys cached tiles by ``obj.encode()``, so each visual state must
@@ -10,12 +11,14 @@ they are drawn alike). The study's white switches add ``white`` to Minigrid's co
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from minigrid.core import constants, world_object
 from minigrid.core.constants import COLOR_TO_IDX, COLORS, OBJECT_TO_IDX
-from minigrid.core.world_object import WorldObj
+from minigrid.core.world_object import Box, Door, Key, Lava, WorldObj
 
-from env.drawing import Circle, Rect, fill_coords
+from env.drawing import Circle, Rect, Rotated, fill_coords
 
 SWITCH_IDX = 11
 GATE_IDX = 12
@@ -23,10 +26,11 @@ DISC_SWITCH_IDX = 13
 TELEPORTER_IDX = 14
 KILL_IDX = 15
 FROZEN_IDX = 16
+NEUTRAL_IDX = 17
 WHITE_IDX = 6
 
 _TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
-          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX))
+          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX), ("neutral", NEUTRAL_IDX))
 for _name, _idx in _TYPES:
     constants.OBJECT_TO_IDX.setdefault(_name, _idx)
     constants.IDX_TO_OBJECT.setdefault(_idx, _name)
@@ -175,6 +179,71 @@ class FrozenTile(WorldObj):
         fill_coords(img, Circle(0.70, 0.62, 0.06), (245, 252, 255))
 
 
+class NeutralGlyph(WorldObj):
+    """A cell content as the neutral skin draws it (env.skins): the object ``inner`` of the classic
+    grid, drawn with a shape that looks like no key, door, lock, switch, gate, portal, lava, box,
+    skull or ice. The visible state reads as the classic one does, in shapes of its own: a door
+    ``filled`` (closed: a bright rim around a dim square), ``marked`` (locked: the same with a dark
+    centre) or ``hollow`` (open: the rim alone); a switch ``bright`` or ``dim`` (a white or a dark centre on a cross, none
+    with the study's frames); a gate ``filled`` (a checkerboard) or ``hollow`` (its border only).
+    Under multinet-r1 the classic grid draws gates as grey doors, and so they are grey wugs here."""
+
+    def __init__(self, inner: WorldObj):
+        super().__init__("neutral", inner.color)
+        self.inner = inner
+
+    def can_overlap(self) -> bool:
+        return self.inner.can_overlap()
+
+    def see_behind(self) -> bool:
+        return self.inner.see_behind()
+
+    def encode(self) -> tuple[int, int, int]:
+        kind, color, state = self.inner.encode()
+        return (NEUTRAL_IDX, color, kind * 3 + state)  # every classic state is 0..2
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        inner = self.inner
+        c = np.array(COLORS[inner.color])
+        if isinstance(inner, Key):  # a diamond
+            fill_coords(img, Rotated(Rect(0.32, 0.68, 0.32, 0.68), 0.5, 0.5, math.pi / 4), c)
+        elif isinstance(inner, Door):  # a bright rim around a dim square (no goal looks like it)
+            fill_coords(img, Rect(0.06, 0.94, 0.06, 0.94), c)
+            fill_coords(img, Rect(0.16, 0.84, 0.16, 0.84), (0, 0, 0) if inner.is_open else 0.5 * c)
+            if inner.is_locked:
+                fill_coords(img, Rect(0.40, 0.60, 0.40, 0.60), (30, 30, 30))
+        elif isinstance(inner, Switch | DiscSwitch):  # a cross
+            fill_coords(img, Rect(0.18, 0.82, 0.40, 0.60), c)
+            fill_coords(img, Rect(0.40, 0.60, 0.18, 0.82), c)
+            if not isinstance(inner, DiscSwitch) or inner.shows_state:
+                fill_coords(img, Rect(0.44, 0.56, 0.44, 0.56), (255, 255, 255) if inner.is_on else (30, 30, 30))
+        elif isinstance(inner, Gate):  # a checkerboard of four by four
+            for i in range(4):
+                for j in range(4):
+                    border = i in (0, 3) or j in (0, 3)
+                    if inner.is_open and not border:
+                        continue
+                    shade = c if (i + j) % 2 == 0 else 0.35 * c
+                    fill_coords(img, Rect(0.25 * i, 0.25 * i + 0.24, 0.25 * j, 0.25 * j + 0.24), shade)
+        elif isinstance(inner, Teleporter):  # two squares on a diagonal
+            fill_coords(img, Rect(0.10, 0.42, 0.10, 0.42), c)
+            fill_coords(img, Rect(0.58, 0.90, 0.58, 0.90), c)
+        elif isinstance(inner, Box):  # three bars
+            for y in (0.16, 0.43, 0.70):
+                fill_coords(img, Rect(0.10, 0.90, y, y + 0.14), c)
+        elif isinstance(inner, Lava):  # a teal square around a teal dot
+            fill_coords(img, Rect(0.08, 0.92, 0.08, 0.92), (0, 128, 128))
+            fill_coords(img, Rect(0.26, 0.74, 0.26, 0.74), (0, 0, 0))
+            fill_coords(img, Rect(0.40, 0.60, 0.40, 0.60), (0, 128, 128))
+        elif isinstance(inner, KillCell):  # an olive bar down the left half
+            fill_coords(img, Rect(0.10, 0.46, 0.10, 0.90), (128, 128, 0))
+        elif isinstance(inner, FrozenTile):  # a pale pink cell with a darker centre
+            fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), (236, 190, 214))
+            fill_coords(img, Rect(0.36, 0.64, 0.36, 0.64), (190, 110, 150))
+        else:
+            raise TypeError(f"the neutral skin has no glyph for {inner!r}")
+
+
 _native_decode = WorldObj.decode
 
 
@@ -191,6 +260,9 @@ def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
         return KillCell()
     if type_idx == FROZEN_IDX:
         return FrozenTile()
+    if type_idx == NEUTRAL_IDX:
+        inner = _decode(state // 3, color_idx, state % 3)
+        return NeutralGlyph(inner) if inner is not None else None
     return _native_decode(type_idx, color_idx, state)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from env.maze import Maze
-from env.minigrid_env import build_grid
+from env.minigrid_env import drawn_grid
 from env.state import MazeState
 from env.tiles import prewarm
 
@@ -18,9 +18,8 @@ __all__ = ["png_bytes", "prewarm", "render_state"]
 def render_state(maze: Maze, state: MazeState, tile_size: int = 32, switch_frames: str = "distinct") -> np.ndarray:
     """The frame ``MazeEnv`` shows in ``state``: height x width x 3, uint8. ``switch_frames``
     (``study`` or ``distinct``) is the protocol field of that name."""
-    prewarm(tile_size)
-    grid, _ = build_grid(maze, state, switch_frames)
-    return grid.render(tile_size, state.pos, state.dir, None)
+    prewarm(tile_size, maze.skin)
+    return drawn_grid(maze, state, switch_frames).render(tile_size, state.pos, state.dir, None)
 
 
 def png_bytes(frame: np.ndarray, compress_level: int = 1) -> bytes:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from env.maze import (
     DIRECTIONS,
+    DOOR_STATES,
     R1_KINDS,
     BlockObject,
     DoorObject,
@@ -17,64 +18,60 @@ from env.maze import (
     SwitchObject,
     TeleporterObject,
 )
+from env.skins import Skin, skin_of
 from env.state import MazeState
 
 AGENT_GLYPHS = (">", "v", "<", "^")  # east, south, west, north
-LEGEND = (
-    "# wall   . floor   G goal   > v < ^ you (facing east, south, west, north)\n"
-    "K key   L locked door   D closed door   / open door   "
-    "S switch (off)   * switch (on)   X closed gate   _ open gate"
-)
-_DOOR_GLYPH = {0: "/", 1: "D", 2: "L"}
-_DOOR_WORD = {0: "open", 1: "closed", 2: "locked"}
-# multinet-r1's other kinds, named by what they look like, never by what they do
-_CELL_GLYPH = {"teleporter": "O", "hazard": "~", "block": "B", "kill": "x", "frozen": "="}
-_CELL_LEGEND = {"teleporter": "O ring", "hazard": "~ lava", "block": "B box", "kill": "x skull",
-                "frozen": "= frosted tile"}
+_BASE_LEGEND = "# wall   . floor   G goal   > v < ^ you (facing east, south, west, north)"
 
 
-_CELL_NAME = {"hazard": "lava cell", "kill": "skull", "frozen": "frosted tile"}
+def legend(skin: Skin) -> str:
+    """The map's legend: the fixed cells, then every mechanism glyph in the skin's words."""
+    g, st, n = skin.glyphs, skin.states, skin.noun
+    items = [f"{g['key']} {n('key')}",
+             *(f"{g[s]} {st[s]} {n('door')}" for s in ("door_locked", "door_closed", "door_open")),
+             *(f"{g[s]} {n('switch')} ({st[s]})" for s in ("switch_off", "switch_on")),
+             *(f"{g[s]} {st[s]} {n('gate')}" for s in ("gate_closed", "gate_open"))]
+    return _BASE_LEGEND + "\n" + "   ".join(items)
 
 
-def object_name(o: MazeObject) -> str:
-    """What an object looks like, in words: ``red key``, ``purple ring``, ``lava cell``."""
-    if isinstance(o, TeleporterObject):
-        return f"{o.color} ring"
-    if isinstance(o, BlockObject):
-        return f"{o.color} box"
-    if isinstance(o, KeyObject | DoorObject | SwitchObject | GateObject):
-        return f"{o.color} {o.kind}"
-    return _CELL_NAME[o.kind]
+def object_name(o: MazeObject, skin: Skin) -> str:
+    """What an object looks like, in the skin's words: ``red key``, ``purple ring``, ``lava cell``."""
+    if isinstance(o, KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject):
+        return f"{o.color} {skin.noun(o.kind)}"
+    return skin.noun(o.kind)
 
 
 def object_cells(maze: Maze, kinds: tuple[str, ...] | None = None) -> list[tuple[str, tuple[int, int]]]:
     """(name, cell) of every object (of ``kinds``) at the start, both ends of a teleporter."""
     out = []
+    skin = skin_of(maze)
     for o in maze.objects:
         if kinds is None or o.kind in kinds:
-            out.append((object_name(o), o.pos))
+            out.append((object_name(o, skin), o.pos))
             if isinstance(o, TeleporterObject):
-                out.append((object_name(o), o.to))
+                out.append((object_name(o, skin), o.to))
     return out
 
 
 def glyph_map(maze: Maze, state: MazeState) -> list[list[str]]:
+    glyph = skin_of(maze).glyphs
     rows = [list(r) for r in maze.grid]
     gx, gy = maze.goal
     rows[gy][gx] = "G"
     for d, st in zip(maze.doors, state.doors, strict=True):
-        rows[d.pos[1]][d.pos[0]] = _DOOR_GLYPH[st]
+        rows[d.pos[1]][d.pos[0]] = glyph[f"door_{DOOR_STATES[st]}"]
     for s, on in zip(maze.switches, state.switches, strict=True):
-        rows[s.pos[1]][s.pos[0]] = "*" if on else "S"
+        rows[s.pos[1]][s.pos[0]] = glyph["switch_on" if on else "switch_off"]
     for g, op in zip(maze.gates, maze.gates_open(state.switches), strict=True):
-        rows[g.pos[1]][g.pos[0]] = "_" if op else "X"
+        rows[g.pos[1]][g.pos[0]] = glyph["gate_open" if op else "gate_closed"]
     for o in maze.objects:
-        if o.kind in _CELL_GLYPH:
+        if o.kind in R1_KINDS:
             for x, y in ((o.pos, o.to) if isinstance(o, TeleporterObject) else (o.pos,)):
-                rows[y][x] = _CELL_GLYPH[o.kind]
+                rows[y][x] = glyph[o.kind]
     for p in state.keys:
         if p is not None:
-            rows[p[1]][p[0]] = "K"
+            rows[p[1]][p[0]] = glyph["key"]
     x, y = state.pos
     rows[y][x] = AGENT_GLYPHS[state.dir]
     return rows
@@ -83,20 +80,21 @@ def glyph_map(maze: Maze, state: MazeState) -> list[list[str]]:
 def inventory(maze: Maze, state: MazeState) -> str:
     if state.carrying < 0:
         return "nothing"
-    return f"a {maze.keys[state.carrying].color} key"
+    return f"a {maze.keys[state.carrying].color} {skin_of(maze).noun('key')}"
 
 
 def object_lines(maze: Maze, state: MazeState) -> list[str]:
+    skin = skin_of(maze)
     lines = []
     for k, p in zip(maze.keys, state.keys, strict=True):
         if p is not None:
-            lines.append(f"{k.color} key at ({p[0]}, {p[1]})")
+            lines.append(f"{object_name(k, skin)} at ({p[0]}, {p[1]})")
     for d, st in zip(maze.doors, state.doors, strict=True):
-        lines.append(f"{d.color} door at ({d.pos[0]}, {d.pos[1]}): {_DOOR_WORD[st]}")
+        lines.append(f"{object_name(d, skin)} at ({d.pos[0]}, {d.pos[1]}): {skin.door_state(st)}")
     for s, on in zip(maze.switches, state.switches, strict=True):
-        lines.append(f"{s.color} switch at ({s.pos[0]}, {s.pos[1]}): {'on' if on else 'off'}")
+        lines.append(f"{object_name(s, skin)} at ({s.pos[0]}, {s.pos[1]}): {skin.switch_state(on)}")
     for g, op in zip(maze.gates, maze.gates_open(state.switches), strict=True):
-        lines.append(f"{g.color} gate at ({g.pos[0]}, {g.pos[1]}): {'open' if op else 'closed'}")
+        lines.append(f"{object_name(g, skin)} at ({g.pos[0]}, {g.pos[1]}): {skin.gate_state(op)}")
     for name, (x, y) in object_cells(maze, R1_KINDS):
         lines.append(f"{name} at ({x}, {y})")
     return lines
@@ -114,8 +112,9 @@ def text_projection(maze: Maze, state: MazeState) -> str:
     out.append("    " + ones)
     out += [f"{y:>3} " + "".join(r) for y, r in enumerate(rows)]
     out.append("")
-    out.append("Legend: " + LEGEND.replace("\n", "\n        "))
-    extra = [_CELL_LEGEND[k] for k in _CELL_LEGEND if maze.cells_of(k)]
+    skin = skin_of(maze)
+    out.append("Legend: " + legend(skin).replace("\n", "\n        "))
+    extra = [f"{skin.glyphs[k]} {skin.legend_name(k)}" for k in R1_KINDS if maze.cells_of(k)]
     if extra:
         out.append("        " + "   ".join(extra))
     objs = object_lines(maze, state)
@@ -124,11 +123,11 @@ def text_projection(maze: Maze, state: MazeState) -> str:
     under = [s for s in maze.switches if tuple(s.pos) == state.pos]
     where = f"You are at ({state.pos[0]}, {state.pos[1]}) facing {DIRECTIONS[state.dir]}"
     if under:
-        where += f", standing on the {under[0].color} switch"
+        where += f", standing on the {object_name(under[0], skin)}"
     else:
         key_under = [k for k, p in zip(maze.keys, state.keys, strict=True) if p == state.pos]
         if key_under:  # only under multinet-r1 does the agent stand on a key
-            where += f", standing on the {key_under[0].color} key"
+            where += f", standing on the {object_name(key_under[0], skin)}"
     out.append(where + ".")
     out.append(f"Inventory: {inventory(maze, state)}.")
     return "\n".join(out)

@@ -15,17 +15,29 @@ from minigrid.core.grid import Grid
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 
 from env.drawing import fast_drawing
-from env.maze import COLORS, DOOR_STATES, SWITCH_COLORS
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, Switch, Teleporter
+from env.maze import CLASSIC, COLORS, DOOR_STATES, SKIN_NAMES, SWITCH_COLORS
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
-_warm: set[int] = set()
+_warm: set[tuple[int, str]] = set()  # (tile size, skin)
 _warm_lock = threading.Lock()
 
 
-def all_tiles() -> Iterator[WorldObj | None]:
-    """Every cell content a gridbench frame can hold (None is plain floor)."""
+def all_tiles(skin: str | None = None) -> Iterator[WorldObj | None]:
+    """Every cell content a gridbench frame can hold (None is plain floor): the classic skin's,
+    then the neutral skin's glyph of each object (env.skins); with ``skin``, those a frame in that
+    skin can hold (the floor, walls and the goal, and its objects)."""
+    classic = list(_classic_tiles())
+    if skin in (None, CLASSIC):
+        yield from classic
+    else:
+        yield from (obj for obj in classic if obj is None or isinstance(obj, Wall | Goal))
+    if skin != CLASSIC:
+        yield from (NeutralGlyph(obj) for obj in classic if obj is not None and not isinstance(obj, Wall | Goal))
+
+
+def _classic_tiles() -> Iterator[WorldObj | None]:
     yield None
     yield Wall()
     yield Goal()
@@ -53,26 +65,29 @@ def all_tiles() -> Iterator[WorldObj | None]:
     yield FrozenTile()
 
 
-def shown_tiles() -> Iterator[tuple[WorldObj | None, int | None]]:
-    """Every (cell content, agent direction or None) pair a frame can show."""
-    for obj in all_tiles():
+def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int | None]]:
+    """Every (cell content, agent direction or None) pair a frame (in ``skin``) can show."""
+    for obj in all_tiles(skin):
+        # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
+        # cell; on a key only under multinet-r1, where keys are walkable
+        look = obj.inner if isinstance(obj, NeutralGlyph) else obj
+        enterable = look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key)
         for agent_dir in AGENT_DIRS:
-            # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
-            # cell; on a key only under multinet-r1, where keys are walkable
-            if agent_dir is not None and obj is not None and not (
-                    (obj.can_overlap() and not isinstance(obj, Lava)) or isinstance(obj, Key)):
-                continue
-            yield obj, agent_dir
+            if agent_dir is None or enterable:
+                yield obj, agent_dir
 
 
 def tile_name(obj: WorldObj | None) -> str:
-    """A cell content's name in a tile atlas: its kind, colour and state (``door-red-locked``).
+    """A cell content's name in a tile atlas: its kind, colour and state (``door-red-locked``);
+    in the neutral skin the same name after ``neutral/`` (``neutral/door-red-locked``).
 
     The states are spelled as the traces' ``mechanisms`` column spells them, so a viewer can name
     a cell's tile from a recorded step without knowing Minigrid's encoding.
     """
     if obj is None:
         return "floor"
+    if isinstance(obj, NeutralGlyph):  # the skin's name, then the classic tile it stands for
+        return f"neutral/{tile_name(obj.inner)}"
     if isinstance(obj, Wall | Goal):
         return obj.type
     if isinstance(obj, Key):
@@ -101,7 +116,8 @@ def tile_atlas(tile_size: int) -> tuple[np.ndarray, dict[str, int]]:
     without the agent; columns the agent can never occupy stay black). The tiles are Minigrid's
     cached ones, so a frame put together from them, tile by tile, is ``render_state``'s frame.
     """
-    prewarm(tile_size)
+    for skin in SKIN_NAMES:
+        prewarm(tile_size, skin)
     rows = {tile_name(obj): r for r, obj in enumerate(all_tiles())}
     atlas = np.zeros((len(rows) * tile_size, len(AGENT_DIRS) * tile_size, 3), dtype=np.uint8)
     for obj, agent_dir in shown_tiles():
@@ -111,23 +127,24 @@ def tile_atlas(tile_size: int) -> tuple[np.ndarray, dict[str, int]]:
     return atlas, rows
 
 
-def prewarm(tile_size: int = 32) -> None:
-    """Draw every tile gridbench can show once, so no episode pays Minigrid's cold-tile cost.
+def prewarm(tile_size: int = 32, skin: str = CLASSIC) -> None:
+    """Draw every tile gridbench can show in ``skin`` once, so no episode pays Minigrid's
+    cold-tile cost.
 
-    Runs once per tile size and process. It draws with the array primitives of
+    Runs once per tile size, skin and process. It draws with the array primitives of
     ``env.drawing`` (the same pixels as Minigrid's own), so all of them together cost less
-    than a single cold tile drawn Minigrid's way (about 0.1 s for the whole set on one core).
+    than a single cold tile drawn Minigrid's way (about 0.1 s for a skin's set on one core).
     """
-    if tile_size in _warm:
+    if (tile_size, skin) in _warm:
         return
     with _warm_lock:
-        if tile_size in _warm:
+        if (tile_size, skin) in _warm:
             return
         with fast_drawing():
-            for obj, agent_dir in shown_tiles():
+            for obj, agent_dir in shown_tiles(skin):
                 Grid.render_tile(obj, agent_dir=agent_dir, highlight=False, tile_size=tile_size)
-        _warm.add(tile_size)
+        _warm.add((tile_size, skin))
 
 
-def is_warm(tile_size: int) -> bool:
-    return tile_size in _warm
+def is_warm(tile_size: int, skin: str = CLASSIC) -> bool:
+    return (tile_size, skin) in _warm

@@ -23,6 +23,7 @@ ABORTS = (click.exceptions.Abort, typer.Abort, getattr(_typer_click, "Abort", cl
 COMMAND_MODULES = (
     "orchestrator.commands.maze",
     "orchestrator.commands.pool",
+    "orchestrator.commands.variants",
     "orchestrator.commands.run",
     "orchestrator.commands.compact",
     "orchestrator.commands.replay",

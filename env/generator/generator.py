@@ -465,12 +465,12 @@ def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None,
     if band is not None and not band[0] <= opt <= band[1]:
         return opt, "band"
     for r in _run_checks(maze):
-        if not r.passed and not _trap_by_the_rulebook(maze, r):
+        if not r.passed and not trap_by_the_rulebook(maze, r):
             return opt, f"{r.check}"
     return opt, None
 
 
-def _trap_by_the_rulebook(maze: Maze, failed) -> bool:
+def trap_by_the_rulebook(maze: Maze, failed) -> bool:
     """Under multinet-r1 picking up a decoy key is final (no swap, no drop), as with the study's own
     wrong-colour keys: the distractor check reports it, and the generator accepts it."""
     return (maze.ruleset == MULTINET_R1 and failed.check == "distractor_safety"

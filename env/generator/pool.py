@@ -69,24 +69,31 @@ def content_key(maze: Maze) -> str:
 
 
 def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str, Any]],
-              provenance: dict[str, Any], extra: Callable[[Path], None] | None = None) -> None:
-    """Write a set folder whole: into a temporary sibling first, then swapped into place."""
+              provenance: dict[str, Any], extra: Callable[[Path], None] | None = None,
+              header: dict[str, Any] | None = None) -> None:
+    """Write a set folder whole: into a temporary sibling first, then swapped into place.
+    ``header``: more manifest fields, after the provenance (a variant set's ``variants``)."""
     with atomic_folder(folder) as tmp:
         for m in mazes:
             (tmp / f"{m.id}.json").write_text(m.to_json(), encoding="utf-8")
         manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
-                    "mazes": entries}
+                    **(header or {}), "mazes": entries}
         (tmp / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
         if extra is not None:
             extra(tmp)
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
-    """The header fields indented, then one line per maze: diffs show which maze changed."""
-    head = {k: v for k, v in manifest.items() if k != "mazes"}
+    """The header fields indented, then one line per maze: diffs show which maze changed. A list
+    of records in the header (a variant set's ``not_written``) is written one record a line too."""
+    listed = [k for k, v in manifest.items() if k == "mazes" or (isinstance(v, list) and v and
+                                                                   all(isinstance(e, dict) for e in v))]
+    head = {k: v for k, v in manifest.items() if k not in listed}
     body = json.dumps(head, indent=1)[:-2]
-    lines = ",\n  ".join(json.dumps(e) for e in manifest["mazes"])
-    return f'{body},\n "mazes": [\n  {lines}\n ]\n}}\n'
+    for k in sorted(listed, key=lambda k: k == "mazes"):  # the mazes last
+        lines = ",\n  ".join(json.dumps(e) for e in manifest[k])
+        body += f',\n {json.dumps(k)}: [\n  {lines}\n ]'
+    return body + "\n}\n"
 
 
 def read_set(folder: Path) -> tuple[dict[str, Any], list[Maze]]:

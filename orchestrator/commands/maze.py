@@ -8,6 +8,7 @@ import typer
 
 from env import BadInput, initial_state, png_bytes, render_state, resolve_mazes, text_projection
 from env.files import atomic_write
+from env.variants import record_of
 
 maze_app = typer.Typer(help="Render, solve, check and import mazes.", no_args_is_help=True)
 
@@ -19,7 +20,8 @@ def show(
     text: bool = typer.Option(False, "--text", help="print the text projection"),
     tile_size: int = typer.Option(32, "--tile-size", min=4, max=128),
 ) -> None:
-    """Render mazes at their start state: PNG frames and/or the text projection."""
+    """Render mazes at their start state: PNG frames and/or the text projection (in the maze's
+    skin; a variant's text starts with what it changed and the maze it is the twin of)."""
     mazes = resolve_mazes(list(maze))
     if png is None and not text:
         text = True
@@ -28,6 +30,10 @@ def show(
         if text:
             if len(mazes) > 1:
                 typer.echo(f"== {m.id} ({m.width}x{m.height})")
+            record = record_of(m)
+            if record:
+                typer.echo(f"{record['family']} variant {record['name']} of {record['twin_of']}: "
+                           + "; ".join(record["changed"]))
             typer.echo(text_projection(m, s))
         if png is not None:
             out = png / f"{m.id}.png" if len(mazes) > 1 or png.is_dir() else png

@@ -92,12 +92,20 @@ def test_header_overrides_and_garbage():
                            "context_length"}
 
 
-@pytest.mark.parametrize("which", [{"maze": "example"}, {"mazes": "hand"}, {}], ids=["maze", "mazes", "named-sets"])
+@pytest.mark.parametrize("which", [{"maze": "example"}, {"mazes": "hand"}, {}, {"maze": "neutral"}],
+                         ids=["maze", "mazes", "named-sets", "reskinned-maze"])
 @pytest.mark.parametrize("observation", ["text", "image"])
-def test_oracle_mode_reads_the_state_from_the_prompt(observation, which, example_maze):
+def test_oracle_mode_reads_the_state_from_the_prompt(observation, which, example_maze, tmp_path):
+    """From the text map or the frame, in either skin (the neutral one names and draws everything
+    differently)."""
+    from agents.types import PastStep
+    from env.skins import with_skin
+
+    if which.get("maze") == "neutral":
+        example_maze = with_skin(example_maze, "neutral")
+        which = {"maze": str(env.save_maze(example_maze, tmp_path / "neutral.json"))}
     protocol = Protocol(observation=observation, icl_example=False, history_frames=1)
     state, history = env.initial_state(example_maze), []
-    from agents.types import PastStep
 
     with ScriptedServer(mode="oracle", **which) as srv:
         for n in range(1, 30):

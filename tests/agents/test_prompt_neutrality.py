@@ -14,10 +14,16 @@ say nothing of how the mechanisms work, its verbose level states the rules. Its 
 (which key opens which door, which switch works which gate) and the outcome record of its text
 observations (whose hints tell where to toggle) are part of its observation, checked against the
 study's table in tests/agents/test_study_prompt_content.py instead.
+
+A maze's skin names its objects in every prompt text of both styles: a neutral maze's prompts, of
+every level, observation, conversation and feedback setting, hold none of the classic words (key,
+door, lock, switch, gate, open, closed) and none of the classic frames; the classic skin's prompts
+are the ones gridbench always had (the golden prompts of test_agents_prompt.py hold them).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -25,13 +31,16 @@ from functools import cache
 import pytest
 
 from agents import PRESETS, Protocol, Turn, build_messages
-from agents.prompt import LEVELS, icl_episode, instructions, reask_messages, texts
+from agents.prompt import LEVELS, fingerprint, icl_episode, instructions, reask_messages, texts
 from agents.study_prompt import current_text, initial_maze_text
 from agents.study_prompt import texts as study_texts
+from env.maze import SKIN_NAMES
+from env.skins import SKINS, with_skin
 from env.text import text_projection
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
 
-KINDS = r"(?:keys?|doors?|switch(?:es)?|gates?|objects?|circles?)"
+# the classic skin's kinds and the neutral skin's words for them (env.skins)
+KINDS = r"(?:keys?|doors?|switch(?:es)?|gates?|objects?|circles?|dax(?:es)?|wugs?|feps?|zibs?)"
 # what a hint looks like: each pattern names the kind of rule it catches
 FORBIDDEN = {
     "where an action acts (standing on a cell)": re.compile(r"\b(?:stand|standing|stood|step|stepping)\s+on\b"),
@@ -90,15 +99,17 @@ def _strings(node) -> Iterator[str]:
             yield from _strings(v)
 
 
-def test_no_prompt_level_or_turn_sentence_gives_a_hint():
+@pytest.mark.parametrize("skin", SKIN_NAMES)
+def test_no_prompt_level_or_turn_sentence_gives_a_hint(skin):
     for level in LEVELS:
-        assert hints(instructions(level)) == [], level
-    for sentence in _strings(texts()):
+        assert hints(instructions(level, skin)) == [], level
+    for sentence in _strings(texts(skin)):
         assert hints(sentence) == [], sentence
 
 
-def test_the_study_style_withholds_the_rules_where_the_study_did_and_states_them_in_verbose():
-    t = study_texts()
+@pytest.mark.parametrize("skin", SKIN_NAMES)
+def test_the_study_style_withholds_the_rules_where_the_study_did_and_states_them_in_verbose(skin):
+    t = study_texts(skin)
     for level in ("minimal", "standard"):
         assert hints(t["levels"][level]) == [], level
     # what the verbose level adds is the rules: each kind of hint is there
@@ -168,11 +179,15 @@ def _without(text: str, observations) -> str:
     return text
 
 
+@pytest.mark.parametrize("skin", SKIN_NAMES)
 @pytest.mark.parametrize("name", list(shipped_protocols()))
-def test_no_rendered_prompt_of_a_preset_or_shipped_condition_gives_a_hint(name, example_maze, walk, midway_actions):
+def test_no_rendered_prompt_of_a_preset_or_shipped_condition_gives_a_hint(name, skin, example_maze, walk,
+                                                                          midway_actions):
     # key taken, door unlocked, switch on, then off again: the summary holds every kind of event
+    example_maze = with_skin(example_maze, skin)
     history, state = walk(example_maze, [*midway_actions, 4])
     icl_maze, icl_states, _ = icl_episode()
+    icl_maze = with_skin(icl_maze, skin)
     for variant, protocol in _variants(shipped_protocols()[name]).items():
         for past, now in (((), history[0].state_before), (history, state)):
             turn = Turn(example_maze, protocol, len(past) + 1, now, past, 57)
@@ -189,3 +204,54 @@ def test_no_rendered_prompt_of_a_preset_or_shipped_condition_gives_a_hint(name, 
             assert hints(text) == [], (name, variant, len(past))
             if protocol.steps_remaining:
                 assert "steps left" in text
+
+
+# ---- a maze's skin names its objects (docs/variants.md#reskin) -------------------------------------
+
+CLASSIC_WORDS = re.compile(r"\b(?:keys?|doors?|locked|unlock\w*|switch(?:es)?|gates?|opens?|opened|closed?)\b",
+                           re.IGNORECASE)
+
+
+def protocols(style: str) -> list[Protocol]:
+    """Every prompt level, observation and conversation of a style, with every text it can add."""
+    if style == "gridbench":
+        return [Protocol(prompt=level, observation=obs, conversation=conv, steps_remaining=True, icl_example=True,
+                         mechanism_locations=True, start_info=True, history_frames=2)
+                for level, obs, conv in itertools.product(LEVELS, ("image", "text", "image+text"), ("single", "multi"))]
+    base = PRESETS["study-baseline"].to_dict()
+    return [Protocol(**{**base, "prompt": level, "observation": obs, "conversation": conv, "feedback": feedback})
+            for level, obs, conv, feedback in itertools.product(
+                ("minimal", "standard", "verbose"), ("image", "text", "image+text"), ("single", "multi"),
+                ("none", "outcome", "hints"))]
+
+
+@pytest.mark.parametrize("skin", SKIN_NAMES)
+def test_every_fixed_text_has_every_word_in_every_skin(skin):
+    nouns = {one for one, _ in SKINS[skin].nouns.values()}
+    every = [*(instructions(level, skin) for level in LEVELS), *_strings(texts(skin)), *_strings(study_texts(skin))]
+    assert not [t for t in every if "$" in t]
+    if skin != "classic":
+        # {switches} is a format field (the switches' ids), not a word of the text
+        assert not [t for t in every if CLASSIC_WORDS.search(re.sub(r"\{\w+\}", "", t))]
+        assert {"dax", "wug", "fep", "zib"} <= nouns and any("dax" in t for t in every)
+
+
+@pytest.mark.parametrize("style", ["gridbench", "study"])
+def test_a_neutral_maze_is_named_in_its_own_words_and_drawn_in_its_own_glyphs(style, example_maze, walk):
+    # the key taken, the door opened, the switch on and off and on: every event phrase is said
+    actions = [2, 1, 2, 3, 0, 2, 4, 2, 2, 0, 2, 4, 4, 4, 1, 1, 5]
+    neutral = with_skin(example_maze, "neutral")
+    for protocol in protocols(style):
+        seen = {}
+        for maze in (example_maze, neutral):
+            history, state = walk(maze, actions)
+            turn = Turn(maze, protocol, len(history) + 1, state, history, 57)
+            messages = reask_messages(build_messages(turn), "not sure")
+            seen[maze.skin] = (_text(messages), set(fingerprint(messages)[1]))
+        text, images = seen["neutral"]
+        assert not CLASSIC_WORDS.search(text), (protocol, CLASSIC_WORDS.search(text))
+        if protocol.uses_text or protocol.prompt in ("standard", "detailed", "verbose") or protocol.summarised:
+            assert re.search(r"\b(?:dax|wug|fep|zib)", text), protocol
+        assert CLASSIC_WORDS.search(seen["classic"][0]) or protocol.prompt == "minimal", protocol
+        if protocol.uses_image:
+            assert images and not images & seen["classic"][1], protocol

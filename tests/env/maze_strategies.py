@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from env import COLORS, DIRECTIONS, Maze, MazeState, maze_from_dict, tiles
-from env.minigrid_env import build_grid
+from env.maze import SKIN_NAMES
+from env.minigrid_env import drawn_grid
 
 
 def obj(kind: str, color: str = "yellow", **extra) -> dict:
@@ -45,7 +46,7 @@ def make(rows: list[str], facing: str = "east", ruleset: str = "minigrid", rules
 
 @st.composite
 def mazes(draw, max_side: int = 8) -> Maze:
-    """Random valid mazes: walls anywhere inside the ring, every object kind, any states."""
+    """Random valid mazes: walls anywhere inside the ring, every object kind, any states, either skin."""
     width = draw(st.integers(5, max_side))
     height = draw(st.integers(4, max_side))
     inner = [(x, y) for y in range(1, height - 1) for x in range(1, width - 1)]
@@ -78,7 +79,7 @@ def mazes(draw, max_side: int = 8) -> Maze:
     return maze_from_dict(
         {"format": "gridbench.maze/1", "id": "random", "grid": grid,
          "start": {"pos": list(start), "dir": draw(st.sampled_from(DIRECTIONS))},
-         "goal": list(goal), "objects": objects},
+         "goal": list(goal), "objects": objects, "skin": draw(st.sampled_from(SKIN_NAMES))},
         "random",
     )
 
@@ -87,7 +88,7 @@ R1_KINDS = ("key", "door", "switch", "gate", "teleporter", "hazard", "block", "k
 
 
 def random_r1_maze(rng: random.Random) -> Maze:
-    """A random 9x6 multinet-r1 maze with every kind of object, any states and rules."""
+    """A random 9x6 multinet-r1 maze with every kind of object, any states and rules, either skin."""
     cells = [(x, y) for x in range(1, 8) for y in range(1, 5) if (x, y) not in ((1, 1), (7, 4))]
     rng.shuffle(cells)
     objects, gates = [], []
@@ -110,6 +111,7 @@ def random_r1_maze(rng: random.Random) -> Maze:
         if o["kind"] == "switch":
             o["controls"] = rng.sample(gates, min(len(gates), rng.randint(0, 2)))
     return maze_from_dict({"format": "gridbench.maze/1", "id": "r", "ruleset": "multinet-r1",
+                           "skin": rng.choice(SKIN_NAMES),
                            "rules": {"key_consumption": rng.random() < 0.7, "freeze_steps": rng.randint(1, 3)},
                            "grid": ["#########"] + ["#.......#"] * 4 + ["#########"],
                            "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 4], "objects": objects}, "r")
@@ -118,7 +120,7 @@ def random_r1_maze(rng: random.Random) -> Maze:
 def atlas_frame(maze: Maze, state: MazeState, size: int, switch_frames: str = "distinct") -> np.ndarray:
     """What the browser viewer draws: each cell's tile, by name, copied from the tile atlas."""
     atlas, rows = tiles.tile_atlas(size)
-    grid, _ = build_grid(maze, state, switch_frames)
+    grid = drawn_grid(maze, state, switch_frames)
     frame = np.zeros((maze.height * size, maze.width * size, 3), dtype=np.uint8)
     for y in range(maze.height):
         for x in range(maze.width):

@@ -19,6 +19,7 @@ from PIL import Image
 
 import env
 from env import MazeEnv, drawing, initial_state, png_bytes, render_state, step, text_projection, tiles
+from env.maze import SKIN_NAMES
 from env.objects import Gate, Switch
 from orchestrator.cli import main as cli_main
 
@@ -195,7 +196,8 @@ def test_prewarmed_tiles_equal_minigrid_drawing_them_itself(tile_size, monkeypat
     """Every tile the pre-warm draws is the tile Minigrid's own (slow) path would draw."""
     monkeypatch.setattr(tiles, "_warm", set())
     with _fresh_tile_cache():
-        tiles.prewarm(tile_size)
+        for skin in SKIN_NAMES:
+            tiles.prewarm(tile_size, skin)
         fast = dict(Grid.tile_cache)
     assert len(fast) >= 150
     with _fresh_tile_cache():
@@ -219,7 +221,7 @@ def test_drawing_swap_is_undone_after_prewarm(monkeypatch):
 @settings(max_examples=20, deadline=None)
 @given(maze=mazes(max_side=7), actions=st.lists(st.integers(0, 5), max_size=40))
 def test_after_prewarm_no_frame_draws_a_new_tile(maze, actions):
-    tiles.prewarm(8)
+    tiles.prewarm(8, maze.skin)
     cached = len(Grid.tile_cache)
     e = MazeEnv(maze, render_mode="rgb_array", tile_size=8)
     e.reset()
@@ -247,12 +249,14 @@ def test_atlas_names_every_tile_once():
     atlas, rows = tiles.tile_atlas(8)
     # per colour: a key, 3 doors, 2 switches, 2 gates; the white switches; per switch colour the
     # study's disc without and with its state core; per colour a teleporter and a block; lava, kill, ice
-    assert len(rows) == len(list(tiles.all_tiles())) == (3 + 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1)
-                                                         + 2 * len(env.COLORS) + 3)
+    objects = 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1) + 2 * len(env.COLORS) + 3
+    # floor, wall and goal, each object in the classic skin, and each again in the neutral one
+    assert len(rows) == len(list(tiles.all_tiles())) == 3 + 2 * objects
     assert atlas.shape == (len(rows) * 8, len(tiles.AGENT_DIRS) * 8, 3)
-    assert {"floor", "wall", "goal", "key-red", "door-red-locked", "door-grey-open", "switch-blue-on",
-            "gate-purple-closed", "switch-white-disc", "switch-yellow-disc-on", "teleporter-purple", "block-grey",
-            "hazard", "kill", "frozen"} <= set(rows)
+    classic = {"key-red", "door-red-locked", "door-grey-open", "switch-blue-on", "gate-purple-closed",
+               "switch-white-disc", "switch-yellow-disc-on", "teleporter-purple", "block-grey", "hazard", "kill",
+               "frozen"}
+    assert {"floor", "wall", "goal"} | classic | {f"neutral/{name}" for name in classic} <= set(rows)
 
 
 def test_maze_env_prewarms_once_per_process_and_tile_size(monkeypatch):
@@ -292,3 +296,36 @@ def test_switch_and_gate_survive_minigrid_encode_and_decode(on):
     switch, gate = decoded.get(5, 1), decoded.get(5, 2)
     assert isinstance(switch, Switch) and switch.is_on == on and switch.color == "blue"
     assert isinstance(gate, Gate) and gate.is_open == on and gate.can_overlap() == on
+
+
+# ---- skins ----------------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(maze=mazes(max_side=7), actions=st.lists(st.integers(0, 5), max_size=30))
+def test_a_skin_changes_every_object_cell_of_the_frame_and_the_text_and_never_a_step(maze, actions):
+    """The same maze in the other skin: each step gives the same state and event (MazeEnv too);
+    every cell holding an object is drawn differently, every other cell alike; the text map differs
+    exactly when an object is shown (the legend always)."""
+    from env.skins import with_skin
+
+    other = with_skin(maze, "neutral" if maze.skin == "classic" else "classic")
+    size = 8
+    s, e = initial_state(maze), MazeEnv(other)
+    e.reset()
+    for action in [None, *actions]:
+        if action is not None:
+            (s, event), (t, event2) = step(maze, s, action), step(other, s, action)
+            assert (t, event2) == (s, event) and e.step(action)[4]["event"] == event and e.state == s
+        a, b = render_state(maze, s, size), render_state(other, s, size)
+        shown = {k for k in s.keys if k is not None} | {o.pos for o in maze.objects if o.kind != "key"}
+        for x in range(maze.width):
+            for y in range(maze.height):
+                same = np.array_equal(a[y * size:(y + 1) * size, x * size:(x + 1) * size],
+                                      b[y * size:(y + 1) * size, x * size:(x + 1) * size])
+                assert same != ((x, y) in shown), (x, y)
+        text_a, text_b = text_projection(maze, s).splitlines(), text_projection(other, s).splitlines()
+        rows = maze.height + 1 + (maze.width > 10)  # the column header and the map
+        assert (text_a[:rows] != text_b[:rows]) == bool(shown - {s.pos})
+        assert (text_a[-1] != text_b[-1]) == (s.carrying >= 0)  # the inventory
+        assert text_a != text_b  # the legend

@@ -102,6 +102,7 @@ MALFORMED = [
     ("meta-distractor-unknown", _set("meta.distractors", ["zz"]), "meta.distractors[0]", "zz"),
     ("meta-deadend-malformed", _set("meta.distractors", ["deadend:x"]), "meta.distractors", "deadend:N"),
     ("meta-generator-type", _set("meta.generator", [1]), "meta.generator", "JSON object"),
+    ("skin-unknown", _set("skin", "retro"), "skin", "neutral"),
 ]
 
 
@@ -279,3 +280,15 @@ def test_meta_is_optional_and_round_trips_without_it(tmp_path):
     maze = load_maze(write(tmp_path, "nometa", doc))
     assert maze.meta is None and maze.to_dict() == doc
     assert load_maze(save_maze(maze, tmp_path / "again.json")) == maze
+
+
+def test_the_skin_is_left_out_at_its_default_and_kept_otherwise(tmp_path):
+    """A classic maze has the content and checksum it had before skins; a neutral one is another
+    maze, written with its skin after the id."""
+    classic = load_maze(write(tmp_path, "classic", edited(_set("skin", "classic"))))
+    assert classic.to_dict() == EXAMPLE and classic.checksum == resolve_maze("example").checksum
+    neutral = load_maze(write(tmp_path, "neutral", edited(_set("skin", "neutral"))))
+    assert neutral.checksum != classic.checksum and neutral.to_dict()["skin"] == "neutral"
+    text = save_maze(neutral, tmp_path / "again.json").read_text()
+    assert '"skin": "neutral"' in text.splitlines()[3]
+    assert load_maze(tmp_path / "again.json") == neutral

@@ -23,6 +23,7 @@ from agents.prompt import activity_summary
 from agents.types import PastStep
 from env import ACTIONS, maze_from_dict, png_bytes, render_state
 from env.errors import BadInput
+from env.skins import with_skin
 from orchestrator.replay import replay
 from orchestrator.web import viewer
 from orchestrator.web.viewer import MAX_STEP_FILES, build_view
@@ -111,8 +112,9 @@ R1_EVERY_KIND = {
 
 def every_kind_run(folder: Path, example_maze) -> Path:
     """The every-kind maze played through every state at tile sizes 32 and 16, the example maze by
-    the oracle (32) and a random walk (20), and a multinet-r1 maze with every kind by the oracle with
-    the study's switch frames and by a random walk (16)."""
+    the oracle (32) and a random walk (20), a multinet-r1 maze with every kind by the oracle with
+    the study's switch frames and by a random walk (16), and both every-kind mazes in the neutral
+    skin (every state at 16; the study's switch frames on a random walk at 16)."""
     maze = maze_from_dict(EVERY_KIND)
     long_enough = {"step_cap_factor": 20.0, "stall_window": 200}
     make_run(folder, [(maze, "script", "t32", 0)], Protocol(**long_enough), prefix="a", scripts={0: EVERY_STATE})
@@ -123,6 +125,10 @@ def every_kind_run(folder: Path, example_maze) -> Path:
     r1 = maze_from_dict(R1_EVERY_KIND)
     make_run(folder, [(r1, "builtin/oracle", "study", 0)], Protocol(tile_size=16, switch_frames="study"), prefix="e")
     make_run(folder, [(r1, "builtin/random", "t16", 2)], Protocol(tile_size=16, step_cap_factor=1.0), prefix="f")
+    make_run(folder, [(with_skin(maze, "neutral"), "script", "neutral", 0)], Protocol(tile_size=16, **long_enough),
+             prefix="g", scripts={0: EVERY_STATE})
+    make_run(folder, [(with_skin(r1, "neutral"), "builtin/random", "neutral-study", 1)],
+             Protocol(tile_size=16, step_cap_factor=1.0, switch_frames="study"), prefix="h")
     return folder
 
 
@@ -299,9 +305,9 @@ def _canvas(page) -> np.ndarray:
 
 @pytest.mark.slow
 def test_frames_drawn_in_the_browser_are_the_frames_the_model_saw(drawn_view, drawn_run, page):
-    """Every frame of six episodes (every object kind and state of both rulesets, every direction, a
-    carried, a moved and a used-up key, the study's switch frames, tile sizes 32, 20 and 16), drawn
-    on the canvas, against render_state's PNGs."""
+    """Every frame of eight episodes (every object kind and state of both rulesets in both skins,
+    every direction, a carried, a moved and a used-up key, the study's switch frames, tile sizes 32,
+    20 and 16), drawn on the canvas, against render_state's PNGs."""
     index = index_of(drawn_view)
     compared, sizes = 0, set()
     for i, rec in enumerate(records(drawn_view)):

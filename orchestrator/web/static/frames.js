@@ -8,7 +8,8 @@
 // doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}.
 // Under the multinet-r1 ruleset objects look as the MultiNet study drew them (switches as discs,
 // gates as grey doors), and switchFrames (the protocol's switch_frames) "study" draws every switch
-// the same on and off, as env.minigrid_env.build_grid does.
+// the same on and off, as env.minigrid_env.build_grid does. A maze in the neutral skin (maze.skin)
+// shows every object with the neutral glyph of the tile it would otherwise show ("neutral/" + name).
 window.gridbench = window.gridbench || {};
 window.gridbench.frames = (function () {
   const sheets = {};
@@ -34,7 +35,8 @@ window.gridbench.frames = (function () {
     const names = new Array(W * H);
     for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) names[y * W + x] = maze.grid[y][x] === "#" ? "wall" : "floor";
     names[maze.goal[1] * W + maze.goal[0]] = "goal";
-    const at = (pos, name) => { names[pos[1] * W + pos[0]] = name; };
+    const skin = maze.skin && maze.skin !== "classic" ? maze.skin + "/" : "";
+    const at = (pos, name) => { names[pos[1] * W + pos[0]] = skin + name; };
     const onOff = (on) => (on ? "on" : "off");
     for (const o of maze.objects) {
       if (o.kind === "door") at(o.pos, "door-" + o.color + "-" + state.doors[o.id]);
