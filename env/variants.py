@@ -31,6 +31,7 @@ from typing import Any
 from env.checks import CheckResult, run_checks
 from env.errors import BadInput
 from env.maze import COLORS, DIRECTIONS, MULTINET_R1, Maze, infer_category, maze_from_dict
+from env.names import MAX_NAME
 from env.oracle import solve
 from env.skins import SKINS, with_skin
 
@@ -167,10 +168,10 @@ def variant_id(source_id: str, name: str) -> str:
     """``<source id>.<variant name>``; a source id too long for that is cut and given a hash of
     itself, so the id stays a safe file name and stays the same for the same source and name."""
     vid = f"{source_id}.{name}"
-    if len(vid) <= 64:
+    if len(vid) <= MAX_NAME:
         return vid
     tag = hashlib.sha256(source_id.encode()).hexdigest()[:8]
-    return f"{source_id[:64 - len(name) - len(tag) - 2]}-{tag}.{name}"
+    return f"{source_id[:MAX_NAME - len(name) - len(tag) - 2]}-{tag}.{name}"
 
 
 def _variant(source: Maze, doc: dict[str, Any], kind: str, name: str, family: str, params: dict[str, Any],
