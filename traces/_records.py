@@ -164,15 +164,27 @@ class MazeSummary:
     n_gates: int = col("int32", "gates in the maze")
     n_distractors: int = col("int32", "entries of `meta.distractors` (decoy objects and dead ends)")
     chain_length: int = col("int32", "entries of `meta.chain`")
+    variant: str | None = col("string", "for a maze that is a variant of another (docs/variants.md): its name "
+                                        "(`mirror-tb`, `no-switches`, `reskin`, ...); null for an original")
+    variant_kind: str | None = col("string", "the variant's kind (`rotate`, `mirror`, `recolor`, `reskin`, "
+                                             "`no-switches`, `no-keys`, `no-distractors`, `drop-link`, "
+                                             "`control-none`, `control-other`); null for an original")
+    variant_family: str | None = col("string", "`isomorphic`, `near-isomorphic`, `reskin`, `ablation` or "
+                                               "`control`; null for an original")
+    twin_of: str | None = col("string", "the id of the maze this one is a variant of; null for an original")
+    twin_of_checksum: str | None = col("string", "that maze's checksum; null for an original")
 
     @classmethod
     def of(cls, maze: Maze) -> MazeSummary:
         meta = maze.meta
+        variant = ((meta.model_extra or {}).get("variant") if meta else None) or {}
         return cls(
             maze_checksum=maze.checksum, grid_width=maze.width, grid_height=maze.height,
             grid=f"{maze.width}x{maze.height}", category=maze.category, n_keys=len(maze.keys),
             n_doors=len(maze.doors), n_switches=len(maze.switches), n_gates=len(maze.gates),
             n_distractors=len(meta.distractors) if meta else 0, chain_length=len(meta.chain) if meta else 0,
+            variant=variant.get("name"), variant_kind=variant.get("kind"), variant_family=variant.get("family"),
+            twin_of=variant.get("twin_of"), twin_of_checksum=variant.get("twin_of_checksum"),
         )
 
 

@@ -1,0 +1,106 @@
+"""Discovery timelines: when an episode first met each mechanism, tried it, operated it and used
+it (docs/report.md, "Discovery").
+
+For every key, door, switch and gate of a maze, four steps of an episode (1-based; 0 for the
+start; None when the episode never got there):
+
+- ``contact``: the agent stood on the object's cell or next to it (one of the four cells
+  around it), after the step (the start counts as step 0);
+- ``attempt``: the first ``pickup`` or ``toggle`` taken while standing on the object's cell or
+  facing it (whatever it did);
+- ``success``: the object was first operated: a key taken, a door opened, a switch flipped, a gate
+  opened (by any of its switches, wherever the agent stood: a gate's success can come before its
+  contact, and its attempt, a toggle facing it, does nothing);
+- ``use``: its effect was first used: the agent walked onto the door's or the gate's cell (it can
+  only while it is open); for a key, once taken, onto the cell of a door of its colour that started
+  locked; for a switch, onto the cell of a gate it controls while it is on.
+
+The definitions are gridbench's: the study describes discovery in words only (its switch-gate
+finding). They depend only on the states, so they hold under both rulesets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from env.maze import KeyObject, Maze, MazeObject, SwitchObject
+from env.state import PICKUP, TOGGLE, MazeState
+
+STAGES = ("contact", "attempt", "success", "use")
+KINDS = ("key", "door", "switch", "gate")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The stages of one object in one episode."""
+
+    object_id: str
+    kind: str
+    contact: int | None = None
+    attempt: int | None = None
+    success: int | None = None
+    use: int | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """One step as the timeline reads it."""
+
+    step: int
+    action: int | None
+    before: MazeState
+    after: MazeState
+
+
+def _near(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1]) <= 1
+
+
+def timelines(maze: Maze, start: MazeState, moves: Sequence[Move]) -> list[Timeline]:
+    """Every key, door, switch and gate of ``maze`` with its four stages in this episode."""
+    out = []
+    gate_index = {g.id: i for i, g in enumerate(maze.gates)}
+    objects: list[tuple[str, int, MazeObject]] = [
+        *(("key", i, o) for i, o in enumerate(maze.keys)), *(("door", i, o) for i, o in enumerate(maze.doors)),
+        *(("switch", i, o) for i, o in enumerate(maze.switches)), *(("gate", i, o) for i, o in enumerate(maze.gates))]
+    for kind, index, obj in objects:
+        stages: dict[str, int | None] = dict.fromkeys(STAGES)
+        if _near(start.pos, obj.pos):
+            stages["contact"] = 0
+        for m in moves:
+            here, front = m.after.pos, m.before.front()
+            if stages["contact"] is None and _near(here, obj.pos):
+                stages["contact"] = m.step
+            if stages["attempt"] is None and m.action in (PICKUP, TOGGLE) and obj.pos in (m.before.pos, front):
+                stages["attempt"] = m.step
+            if stages["success"] is None and _operated(maze, kind, index, m):
+                stages["success"] = m.step
+            if stages["use"] is None and _used(maze, index, obj, m, gate_index) and (
+                    kind != "key" or stages["success"] is not None):
+                stages["use"] = m.step
+        out.append(Timeline(obj.id, kind, **stages))
+    return out
+
+
+def _operated(maze: Maze, kind: str, index: int, m: Move) -> bool:
+    b, a = m.before, m.after
+    if kind == "key":
+        return a.carrying == index and b.carrying != index
+    if kind == "door":
+        return a.doors[index] == 0 and b.doors[index] != 0
+    if kind == "switch":
+        return a.switches[index] != b.switches[index]
+    return maze.gates_open(a.switches)[index] and not maze.gates_open(b.switches)[index]
+
+
+def _used(maze: Maze, index: int, obj: MazeObject, m: Move, gate_index: dict[str, int]) -> bool:
+    a = m.after
+    if a.pos == m.before.pos:
+        return False
+    if isinstance(obj, KeyObject):
+        # onto a door of its colour that started locked (the agent is on it: it is open)
+        return any(d.pos == a.pos and d.color == obj.color and d.state == "locked" for d in maze.doors)
+    if isinstance(obj, SwitchObject):
+        return a.switches[index] and any(maze.gates[gate_index[g]].pos == a.pos for g in obj.controls)
+    return a.pos == obj.pos
