@@ -11,7 +11,8 @@ Public API::
   vocabulary of the ``termination`` column: ``Ending`` (a model's outcomes, ``ENDINGS``),
   ``ERROR`` and ``Termination`` (either);
 - tables: ``EPISODES_DIR``, ``STEPS_DIR`` (their schemas: ``EpisodeRecord.schema()``,
-  ``StepRecord.schema()``); the column codec ``mechanisms_json`` / ``recorded_state``;
+  ``StepRecord.schema()``); the column codec ``mechanisms_json`` / ``recorded_state``, and ``episode_timelines`` (an
+  episode's discovery timelines from its step rows);
 - storage: ``RunStore`` (a local folder or an ``s3://``/``gs://`` prefix), ``open_store``, ``is_uri``;
 - writing: ``encode_episode`` (an ``EncodedEpisode``), ``write_episode``, ``episodes_frame``;
 - reading: ``trace_dataset``, ``read_table``, ``read_run``, ``read_episodes``, ``read_episode``,
@@ -31,7 +32,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from traces._codec import mechanisms_json, recorded_state
+    from traces._codec import episode_timelines, mechanisms_json, recorded_state
     from traces._compaction import CompactionResult, compact, extract
     from traces._journal import Journals
     from traces._manifest import MANIFEST, read_manifest, write_manifest
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
-    **dict.fromkeys(("mechanisms_json", "recorded_state"), "traces._codec"),
+    **dict.fromkeys(("episode_timelines", "mechanisms_json", "recorded_state"), "traces._codec"),
     **dict.fromkeys(("CompactionResult", "compact", "extract"), "traces._compaction"),
     "Journals": "traces._journal",
     **dict.fromkeys(("MANIFEST", "read_manifest", "write_manifest"), "traces._manifest"),
@@ -86,7 +87,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ENDINGS", "ERROR", "Ending", "Termination", "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
     "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
-    "clean_partial", "compact", "completed_ids", "encode_episode", "episodes_frame", "extract", "is_uri",
+    "clean_partial", "compact", "completed_ids", "encode_episode", "episode_timelines", "episodes_frame", "extract",
+    "is_uri",
     "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",
     "recorded_state", "trace_dataset", "write_episode", "write_manifest",
 ]

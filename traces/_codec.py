@@ -4,16 +4,19 @@
 countdown after a step, as compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
 row records from its ``x``, ``y``, ``dir``, ``carrying`` and ``mechanisms`` columns, for the
 viewer, replay and the checks of a resumed episode. Both need the maze and its state only, not
-the dynamics, the frames or the oracle.
+the dynamics, the frames or the oracle. ``episode_timelines`` reads an episode's step rows as
+``env.discovery`` timelines, for the report and the viewer alike.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from env.maze import DOOR_STATES, Maze
-from env.state import MazeState, mechanism_info
+from env.discovery import Move, Timeline, timelines
+from env.state import ACTIONS, MazeState, initial_state, mechanism_info
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
@@ -41,3 +44,18 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
         switches=tuple(bool(switches[s.id]) for s in maze.switches),
         frozen=int(mechanisms.get("frozen", 0)),
     )
+
+
+def episode_timelines(maze: Maze, steps: Iterable[Mapping[str, Any]]) -> list[Timeline]:
+    """Each key, door, switch and gate of ``maze`` with its discovery stages in one episode, from
+    the episode's step rows (``step``, ``action``, ``x``, ``y``, ``dir``, ``carrying``,
+    ``mechanisms``), in any order."""
+    start = before = initial_state(maze)
+    moves = []
+    for row in sorted(steps, key=lambda r: int(r["step"])):
+        after = recorded_state(maze, int(row["x"]), int(row["y"]), int(row["dir"]), row["carrying"],
+                               json.loads(row["mechanisms"]))
+        action = row["action"]
+        moves.append(Move(int(row["step"]), None if action is None else ACTIONS.index(action), before, after))
+        before = after
+    return timelines(maze, start, moves)

@@ -39,3 +39,20 @@ def test_an_agent_that_never_acts_only_makes_contact():
     stages = timelines(maze, initial_state(maze), walk(maze, plan))
     assert all(t.attempt is None and t.success is None and t.use is None for t in stages)
     assert any(t.contact is not None for t in stages)
+
+
+def test_a_recorded_episode_reads_back_as_the_same_timelines_in_any_row_order():
+    import json
+
+    from env import ACTIONS
+    from traces import episode_timelines, mechanisms_json
+
+    maze = resolve_maze("example")
+    moves = walk(maze, solve(maze).plan)
+    rows = [{"step": m.step, "action": ACTIONS[m.action], "x": m.after.pos[0], "y": m.after.pos[1],
+             "dir": m.after.dir, "carrying": None if m.after.carrying < 0 else maze.keys[m.after.carrying].id,
+             "mechanisms": mechanisms_json(maze, m.after)} for m in moves]
+    assert json.loads(rows[0]["mechanisms"])  # the column as traces hold it
+    expected = timelines(maze, initial_state(maze), moves)
+    assert episode_timelines(maze, rows[::-1]) == expected
+    assert any(t.use is not None for t in expected)
