@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from env.maze import DOOR_STATES, Maze
 from env.discovery import Move, Timeline, timelines
+from env.maze import DOOR_STATES, Maze
 from env.state import ACTIONS, MazeState, initial_state, mechanism_info
 
 
