@@ -48,6 +48,7 @@ from traces import (
     encode_episode,
     episodes_frame,
     extract,
+    git_info,
     open_store,
     read_episodes,
     write_episode,
@@ -279,11 +280,14 @@ class Driver:
             extract(self.store, [s.episode_id for s in todo])
         for spec in todo:
             self.pending.add(Task(spec))
+        # the commit before any actor starts: on a machine with several Ray nodes, a node that sets up
+        # a job's working dir for its actors deletes and unpacks the copy the driver runs from
+        git = git_info()
         self.actors.start_cpu(len(self.pending.cpu))  # actors import and pre-warm while the manifest is written
         invocation = {"command": list(self.settings.command), "planned": len(specs), "to_run": len(todo),
                       "retry_errors": self.settings.retry_errors, "max_cost": self.settings.max_cost}
         write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(),
-                       mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation)
+                       mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation, git=git)
         todo_ids = {s.episode_id for s in todo}
         self.reporter.start(self.sweep, _per_model(specs), _per_model(s for s in specs if s.episode_id not in todo_ids))
         try:

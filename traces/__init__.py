@@ -18,7 +18,7 @@ Public API::
 - reading: ``trace_dataset``, ``read_table``, ``read_run``, ``read_episodes``, ``read_episode``,
   ``completed_ids``;
 - keeping a run exact: ``clean_partial``, ``compact`` (a ``CompactionResult``), ``extract``;
-- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``;
+- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``, ``git_info`` (the commit it records);
 - durable steps: ``Journals``, the journal files of a run's unfinished episodes.
 
 Every module behind this face is private. Names load on first use, and reading a run imports
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from traces._codec import episode_timelines, mechanisms_json, recorded_state
     from traces._compaction import CompactionResult, compact, extract
     from traces._journal import Journals
-    from traces._manifest import MANIFEST, read_manifest, write_manifest
+    from traces._manifest import MANIFEST, git_info, read_manifest, write_manifest
     from traces._records import (
         ENDINGS,
         ERROR,
@@ -67,7 +67,7 @@ _HOMES = {
     **dict.fromkeys(("episode_timelines", "mechanisms_json", "recorded_state"), "traces._codec"),
     **dict.fromkeys(("CompactionResult", "compact", "extract"), "traces._compaction"),
     "Journals": "traces._journal",
-    **dict.fromkeys(("MANIFEST", "read_manifest", "write_manifest"), "traces._manifest"),
+    **dict.fromkeys(("MANIFEST", "git_info", "read_manifest", "write_manifest"), "traces._manifest"),
     **dict.fromkeys(("ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
                      "StepRecord", "Termination"), "traces._records"),
     **dict.fromkeys(("EPISODES_DIR", "STEPS_DIR"), "traces._schema"),
@@ -88,7 +88,7 @@ __all__ = [
     "ENDINGS", "ERROR", "Ending", "Termination", "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
     "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
     "clean_partial", "compact", "completed_ids", "encode_episode", "episode_timelines", "episodes_frame", "extract",
-    "is_uri",
+    "git_info", "is_uri",
     "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",
     "recorded_state", "trace_dataset", "write_episode", "write_manifest",
 ]

@@ -95,13 +95,15 @@ def write_manifest(
     mazes: dict[str, dict[str, Any]],
     invocation: dict[str, Any],
     replace_last: bool = False,
+    git: dict[str, Any] | None = None,
 ) -> PurePath:
     """Create or update ``manifest.json``.
 
     ``sweep`` is the resolved sweep (no secrets: only names of key variables ever reach it);
     ``mazes`` maps each maze checksum to its content, so a run replays without the maze files.
     A resumed run keeps its creation time and earlier mazes and appends its invocation
-    (``replace_last``: completes the invocation this process appended when it started).
+    (``replace_last``: completes the invocation this process appended when it started). ``git`` is
+    the source's ``git_info()`` when the caller read it earlier than now.
     ``location`` is where the run lives (a folder or a URI, which never holds credentials).
     """
     store = open_store(run_dir)
@@ -110,7 +112,10 @@ def write_manifest(
     last = (old.get("invocations") or [{}])[-1]
     # an invocation ran the commit it started with: its source may be gone by the time it ends
     # (`ray job stop` removes a job's working dir while the driver still writes its last update)
-    git = last["git"] if replace_last and isinstance(last.get("git"), dict) else git_info()
+    if replace_last and isinstance(last.get("git"), dict):
+        git = last["git"]
+    elif git is None:
+        git = git_info()
     manifest = {
         "format": MANIFEST_FORMAT,
         "run": run,

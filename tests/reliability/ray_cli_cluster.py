@@ -60,6 +60,7 @@ class RayCliCluster:
         self.tag = uuid.uuid4().hex
         self.env = env or {}
         self.gcs_port, self.dashboard_port, self.client_port = free_ports(3)
+        self.nodes = 0
 
     @property
     def address(self) -> str:
@@ -79,8 +80,13 @@ class RayCliCluster:
     def _start(self, home: Path, num_cpus: int, args: list[str]) -> None:
         home.mkdir(parents=True, exist_ok=True)
         ports = dict(zip(NODE_PORTS, free_ports(len(NODE_PORTS)), strict=True))
+        # a temp dir per node, as on machines of their own: nodes sharing one also share the
+        # unpacked working dirs of jobs, and a node that unpacks a job's copy again (Ray deletes
+        # it first) pulls the files from under the driver another node runs there
+        temp = self.temp_dir / f"n{self.nodes}"
+        self.nodes += 1
         done = self.ray("start", *args, "--num-cpus", str(num_cpus),
-                        "--temp-dir", str(self.temp_dir), "--disable-usage-stats",
+                        "--temp-dir", str(temp), "--disable-usage-stats",
                         "--object-store-memory", str(OBJECT_STORE),
                         *(f"--{k}={v}" for k, v in ports.items()), home=home, env=self.env)
         if done.returncode != 0:
