@@ -79,6 +79,7 @@ def test_a_run_without_twins_has_no_twin_sections_and_renders(tmp_path):
             for m, p in (("a", 0.5), ("b", 1.0)) for i in range(3)]
     metrics = build_report([write_run(tmp_path / "plain", rows, [])], tmp_path / "report")
     assert not {"paired", "invariance", "attribution"} & set(metrics["definitions"])
+    assert "ranking" in metrics["definitions"]
 
 
 def test_the_twin_sections_render_in_markdown_and_html(tmp_path):
