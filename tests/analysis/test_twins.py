@@ -90,8 +90,9 @@ def test_the_twin_sections_render_in_markdown_and_html(tmp_path):
     metrics = build_report([run], tmp_path / "report")
     assert {"paired", "invariance", "attribution"} <= set(metrics["definitions"])
     md, html = ((tmp_path / "report" / f"report.{x}").read_text() for x in ("md", "html"))
-    for title in ("Paired effects of the twins", "Invariance", "Attribution to the study's failure modes"):
-        assert f"## {title}" in md and f"<h2 id=" in html and escape(title) in html
+    for key, title in (("paired", "Paired effects of the twins"), ("invariance", "Invariance"),
+                       ("attribution", "Attribution to the study's failure modes")):
+        assert f"## {title}" in md and f"<h2 id='{key}'>" in html and escape(title) in html
     assert "paired_effects.png" in metrics["figures"]
     table = pd.DataFrame(metrics["tables"]["attribution"])
     assert table["attributed"].tolist() == [twins.DISCOVERY_SWITCH]
