@@ -8,7 +8,8 @@ Public API::
 
 The modules behind it: ``load`` (runs to tables), ``metrics`` (solves, progress, bands,
 difficulty axes), ``steps`` (the steps streamed into DuckDB once, with their per-step derived columns), ``failure`` (verbs, live switches, wall
-bumps, quarters, regret, horizon), ``compute`` (tokens, thinking, cost), ``ablation``,
+bumps, quarters, regret, horizon), ``compute`` (tokens, thinking, cost), ``ablation``, ``twins`` (variants against their
+originals, invariance, attribution), ``ranking`` (pairs of arms, the planner), ``discovery``,
 ``stats`` (maze bootstrap, regressions), ``figures`` and ``report``.
 """
 

@@ -472,3 +472,43 @@ def ablation(t: pd.DataFrame) -> Figure:
         ax.set_title(f"Effect on {title} (95% CI)")
     fig.suptitle("Ablations against baseline (n = mazes run under both)")
     return fig
+
+
+def _diff_panel(ax, t: pd.DataFrame, col: str, labels: list[str], xlabel: str, colors: list[str]) -> None:
+    """Differences with their 95% intervals, one row each, and the zero line."""
+    y = np.arange(len(t))
+    lo = (t[col] - t[f"{col}_ci_low"]).clip(lower=0).fillna(0)
+    hi = (t[f"{col}_ci_high"] - t[col]).clip(lower=0).fillna(0)
+    for i in range(len(t)):
+        ax.errorbar(t[col].iloc[i], y[i], xerr=[[lo.iloc[i]], [hi.iloc[i]]], fmt="o", capsize=3, color=colors[i])
+    ax.axvline(0, color="grey", lw=1)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+
+
+def paired_effects(t: pd.DataFrame) -> Figure:
+    """Twin minus original per arm and variant kind, action progress and solve rate."""
+    fig, axes = _fig(h=max(2.6, 0.4 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
+    labels = [f"{a}: {k} (n={n})" for a, k, n in zip(t["arm"], t["kind"], t["mazes"], strict=True)]
+    family = {"isomorphic": "#457b9d", "near-isomorphic": "#8ecae6", "reskin": "#9d4edd", "ablation": "#2a9d8f",
+              "control": "#e76f51"}
+    colors = [family.get(f, "#264653") for f in t["family"]]
+    _diff_panel(axes[0], t, "progress_diff", labels, "action progress: twin - original (paired by maze)", colors)
+    _diff_panel(axes[1], t, "solve_rate_diff", [""] * len(t), "solve rate: twin - original (paired by maze)", colors)
+    axes[0].set_title("Effect on action progress (95% CI)")
+    axes[1].set_title("Effect on solve rate (95% CI)")
+    fig.suptitle("Twins against their originals (n = source mazes run both ways; colour: family)")
+    return fig
+
+
+def ranking(t: pd.DataFrame) -> Figure:
+    """Each pair of arms: the paired difference in action progress with its interval, marked when
+    it survives Holm's correction."""
+    fig, (ax,) = _fig(h=max(2.4, 0.4 * len(t) + 1.4), w=WIDTH + 1)
+    labels = [f"{a} - {b} (n={n}; solves {x}:{y})" for a, b, n, x, y in
+              zip(t["arm_a"], t["arm_b"], t["mazes"], t["a_only_solves"], t["b_only_solves"], strict=True)]
+    colors = ["#e76f51" if s else "#264653" for s in t["progress_significant"]]
+    _diff_panel(ax, t, "progress_diff", labels, "action progress: first arm - second arm (paired by maze)", colors)
+    ax.set_title("Pairs of arms: paired difference in action progress (95% CI; red: significant after Holm)")
+    return fig

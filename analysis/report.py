@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from analysis import ablation, compute, failure, figures, metrics, protocols, study
+from analysis import ablation, compute, discovery, failure, figures, metrics, protocols, ranking, study, twins
 from analysis import steps as steps_mod
 from analysis.load import ALL, GROUP, Traces, load_runs
 from analysis.sections import Built, Context, Section
@@ -137,6 +137,8 @@ SECTIONS: tuple[Section, ...] = (
     compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, metrics.SOLVES_SECTION,
     metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
     failure.ONSET_SECTION, compute.COMPUTE_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
+    twins.PAIRED_SECTION, twins.INVARIANCE_SECTION, twins.ATTRIBUTION_SECTION, ranking.RANKING_SECTION,
+    discovery.DISCOVERY_SECTION,
 )
 
 

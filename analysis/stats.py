@@ -125,3 +125,43 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
         "slope": float("nan") if constant else float(full.params[-1]),
         "p_value": float("nan") if constant else float(full.pvalues[-1]),
     }
+
+
+ALPHA = 1 - CONFIDENCE  # the level of every test of the report
+
+
+def paired_p(differences) -> float:
+    """Two-sided p-value of a zero mean of independent paired differences (one per maze): the
+    sign-flip permutation test (``scipy.stats.permutation_test``, exact up to 2^13 mazes' worth of
+    flips, else 9,999 random flips with the report's seed). NaN with fewer than two."""
+    d = np.asarray(differences, dtype=float)
+    d = d[~np.isnan(d)]
+    if len(d) < 2:
+        return float("nan")
+    if np.allclose(d, 0):
+        return 1.0
+    res = stats.permutation_test((d,), np.mean, permutation_type="samples", vectorized=True,
+                                 n_resamples=RESAMPLES, alternative="two-sided", rng=np.random.default_rng(SEED))
+    return float(res.pvalue)
+
+
+def mcnemar_p(a_only: int, b_only: int) -> float:
+    """Exact McNemar p-value (statsmodels, binomial on the discordant pairs) of paired solves: ``a_only``
+    pairs solved by the first side only, ``b_only`` by the second only. 1 with no discordant pair."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    if a_only + b_only == 0:
+        return 1.0
+    return float(mcnemar([[0, a_only], [b_only, 0]], exact=True).pvalue)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm-adjusted p-values (statsmodels ``multipletests``); NaN stays NaN and is not counted."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(len(p), np.nan)
+    known = ~np.isnan(p)
+    if known.any():
+        out[known] = multipletests(p[known], alpha=ALPHA, method="holm")[1]
+    return out

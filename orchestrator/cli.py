@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "orchestrator.commands.compact",
     "orchestrator.commands.replay",
     "orchestrator.commands.report",
+    "orchestrator.commands.plan",
     "orchestrator.commands.view",
     "orchestrator.commands.play",
 )

@@ -1,0 +1,125 @@
+"""Discovery timelines per arm and mechanism kind: when episodes first met, tried, operated and used
+their keys, doors, switches and gates (``env.discovery``, read from the step rows by
+``traces.episode_timelines``).
+
+An episode counts for a kind when its maze is known and has an object of that kind. Its stage
+step for the kind is the earliest over the kind's objects (the first key taken, whichever key);
+per arm and kind the table gives the share of those episodes that reached each stage and the
+median step among those that did. The steps are read for at most ``SAMPLE`` episodes per arm (a
+seeded sample when an arm has more), only the columns the timelines need, so a large run pays
+for a bounded number of episodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from analysis.load import Traces
+from analysis.metrics import order_arms, with_pooled
+from analysis.sections import Built, Context, Section
+from analysis.stats import SEED
+from env.discovery import KINDS, STAGES
+from traces import episode_timelines
+
+SAMPLE = 2_000  # episodes per arm whose steps are read
+COLUMNS = ["run", "episode_id", "step", "action", "x", "y", "dir", "carrying", "mechanisms"]
+
+
+def _eligible(traces: Traces) -> pd.DataFrame:
+    """The episodes on known mazes with a mechanism, at most ``SAMPLE`` per arm."""
+    eps = traces.episodes
+    has = {m: bool(z.keys or z.doors or z.switches or z.gates) for m, z in traces.mazes.items() if z is not None}
+    eps = eps[eps["maze_id"].map(has).eq(True)]
+    rng = np.random.default_rng(SEED)
+    parts = [g if len(g) <= SAMPLE else g.iloc[np.sort(rng.choice(len(g), SAMPLE, replace=False))]
+             for _, g in eps.groupby("arm", sort=True)]
+    return pd.concat(parts) if parts else eps
+
+
+def episode_stages(traces: Traces) -> pd.DataFrame:
+    """Per episode read and mechanism kind of its maze: the earliest step of each stage (NaN: never)."""
+    eps = _eligible(traces)
+    ids = eps["episode_id"].astype(str).unique().tolist()
+    found: dict[tuple[str, str], list[dict]] = {}
+    for run in traces.steps:
+        if not ids:
+            break
+        # rows as Python values (a null stays None, as the timelines read it)
+        for row in run.dataset.to_table(columns=COLUMNS, filter=pc.field("episode_id").isin(ids)).to_pylist():
+            # the run folder's name stands in for a blank run column, as for the episodes
+            found.setdefault((row["run"] or run.name, row["episode_id"]), []).append(row)
+    rows = []
+    for e in eps[["run", "episode_id", "arm", "maze_id"]].itertuples(index=False):
+        if (mine := found.get((e.run, e.episode_id))) is None:
+            continue
+        for t in _timelines(traces, e.maze_id, mine):
+            rows.append({"arm": e.arm, "run": e.run, "episode_id": e.episode_id, "kind": t.kind,
+                         **{s: getattr(t, s) for s in STAGES}})
+    cols = ["arm", "run", "episode_id", "kind", *STAGES]
+    per_object = pd.DataFrame(rows, columns=cols)
+    for s in STAGES:
+        per_object[s] = per_object[s].astype("float64")
+    return per_object.groupby(["arm", "run", "episode_id", "kind"], sort=False)[list(STAGES)].min().reset_index()
+
+
+def _timelines(traces: Traces, maze_id: str, steps: list[dict]):
+    maze = traces.mazes[maze_id]
+    assert maze is not None  # _eligible kept known mazes only
+    return episode_timelines(maze, steps)
+
+
+def discovery(traces: Traces) -> pd.DataFrame:
+    per = episode_stages(traces)
+    if per.empty:
+        return pd.DataFrame()
+    rows = []
+    for (arm, kind), g in with_pooled(per).groupby(["arm", "kind"], sort=False):
+        row: dict = {"arm": arm, "kind": kind, "episodes": len(g)}
+        for s in STAGES:
+            reached = g[s].dropna()
+            row[f"{s}_episodes"] = len(reached)
+            row[f"{s}_share"] = len(reached) / len(g)
+            row[f"{s}_median_step"] = float(reached.median()) if len(reached) else np.nan
+        rows.append(row)
+    t = pd.DataFrame(rows)
+    t["kind"] = pd.Categorical(t["kind"], categories=list(KINDS), ordered=True)
+    t = t.sort_values("kind", kind="stable")
+    t["kind"] = t["kind"].astype(str)
+    return order_arms(t, traces)
+
+
+def as_json(t: pd.DataFrame) -> dict:
+    """metrics.json ``discovery``: arm -> kind -> stage -> {share, median_step, episodes}."""
+    out: dict = {}
+    for r in t.to_dict("records"):
+        out.setdefault(r["arm"], {})[r["kind"]] = {
+            "episodes": r["episodes"],
+            **{s: {"episodes": r[f"{s}_episodes"], "share": r[f"{s}_share"], "median_step": r[f"{s}_median_step"]}
+               for s in STAGES}}
+    return out
+
+
+# ---- sections ------------------------------------------------------------------------------------
+
+def _discovery(ctx: Context) -> Built | None:
+    table = discovery(ctx.traces)
+    if table.empty:
+        return None  # no episode on a known maze with a mechanism
+    return Built({"discovery": table}, json={"discovery": as_json(table)})
+
+
+DISCOVERY_SECTION = Section(
+    "discovery", "Discovery timelines",
+    "For each key, door, switch and gate of an episode's maze, four stages (docs/report.md, `env.discovery`): "
+    "`contact` (the agent stood on the object's cell or next to it; 0 at the start), `attempt` (the first pickup "
+    "or toggle on or facing it), `success` (first operated: a key taken, a door opened, a switch flipped, a gate "
+    "opened by any of its switches) and `use` (its effect first used: walked through the door or gate; for a key, "
+    "through a door of its colour that started locked; for a switch, through a gate it controls while on). "
+    "**Definition used:** per episode and kind the earliest step over the kind's objects; per arm and kind, over "
+    "the episodes whose maze has that kind (`episodes`), the share that reached each stage and the median step "
+    f"among those that did. Steps are read for at most {SAMPLE:,} episodes per arm (a seeded sample beyond "
+    "that); episodes whose maze is not found are left out.",
+    _discovery,
+)
