@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,10 +30,11 @@ from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
 from orchestrator.serving.spec import ServeSpec, parse_serve
+from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, parse_variants, with_twins
 from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
-SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
+SWEEP_KEYS = ("name", "description", "mazes", "variants", "repeats", "protocol", "models", "conditions")
 MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "max_cost", "serve", "mazes", "protocol")
 DEFAULT_LLM_CONCURRENCY = 4
 DEFAULT_CONDITION = "default"
@@ -143,6 +144,10 @@ class Sweep:
     description: str = ""
     run_name: str = ""  # the run's folder name (``--name``; the sweep's name by default)
     max_cost: float | None = None  # USD the whole run may spend (``--max-cost``)
+    # ``variants:``: the kinds of twin each maze runs with (its twins follow it in ``mazes``), and
+    # the twins left out, each with the reason
+    variants: list[str] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)
 
     def episodes(self) -> list[EpisodeSpec]:
         """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
@@ -189,6 +194,8 @@ class Sweep:
             ],
             "episodes": len(self.episodes()),
             "env_version": ENV_VERSION,
+            **({"variants": {"kinds": self.variants, "seed": VARIANT_SEED,
+                             "left_out": [v.to_dict() for v in self.left_out]}} if self.variants else {}),
         }
 
     def serve_spec(self, model: ModelEntry) -> ServeSpec:
@@ -284,12 +291,13 @@ def find_sweep(spec: str | os.PathLike) -> Path:
 
 
 def load_sweep(spec: str | os.PathLike, mazes: Any = None, *, models: list[str] | None = None,
-               run_name: str | None = None, max_cost: float | None = None) -> Sweep:
+               run_name: str | None = None, max_cost: float | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Sweep:
     """Load a sweep by path or shipped name, with what the command line lays over it: ``mazes``
     (``--mazes``) replaces the file's maze set, ``models`` (``--model``) keeps only those,
     ``run_name`` (``--name``) and ``max_cost`` (``--max-cost``, the whole run's budget). A run
     plays no human model (``gridbench play`` does)."""
-    sweep = _read_sweep(spec, mazes).select(models)
+    sweep = _read_sweep(spec, mazes, progress).select(models)
     for m in sweep.models:
         if m.config.human:
             raise BadInput(sweep.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
@@ -299,7 +307,7 @@ def load_sweep(spec: str | os.PathLike, mazes: Any = None, *, models: list[str] 
     return replace(sweep, run_name=run_name, max_cost=max_cost)
 
 
-def _read_sweep(spec: str | os.PathLike, mazes: Any) -> Sweep:
+def _read_sweep(spec: str | os.PathLike, mazes: Any, progress: Callable[[int, int], None] | None) -> Sweep:
     path = find_sweep(spec)
     source = str(path) if Path(spec).is_file() else f"sweeps/{path.name}"
     try:
@@ -311,7 +319,7 @@ def _read_sweep(spec: str | os.PathLike, mazes: Any) -> Sweep:
         raise BadInput(source, "(file)", f"not valid YAML: {problem}{where}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise BadInput(source, "", f"cannot read: {err.__class__.__name__}") from None
-    return parse_sweep(data, source, base_dir=path.parent, mazes=mazes)
+    return parse_sweep(data, source, base_dir=path.parent, mazes=mazes, progress=progress)
 
 
 # ---- validation -----------------------------------------------------------------------------
@@ -511,10 +519,12 @@ def _condition_models(source: str, where: str, raw: Any, model_names: list[str],
     return out
 
 
-def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None) -> Sweep:
+def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None,
+                progress: Callable[[int, int], None] | None = None) -> Sweep:
     """Validate a parsed sweep document; any broken rule is one ``BadInput`` line.
 
-    ``mazes`` replaces the document's maze set (the command line's ``--mazes``).
+    ``mazes`` replaces the document's maze set (the command line's ``--mazes``); ``progress(done,
+    total)`` is told how far the twins of ``variants:`` are built (once the rest is valid).
     """
     if not isinstance(data, dict):
         raise BadInput(source, "(file)", "a sweep is a YAML mapping (name, mazes, models, ...)")
@@ -559,7 +569,23 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
+    kinds = parse_variants(data["variants"], source) if data.get("variants") is not None else []
+    left_out: list[LeftOut] = []
+    if kinds:
+        resolved, models, left_out = _with_twins(resolved, models, kinds, progress)
     for i, m in enumerate(models):
         _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
     return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
-                 protocol=protocol, models=models, conditions=conditions, description=description, run_name=name)
+                 protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
+                 variants=kinds, left_out=left_out)
+
+
+def _with_twins(mazes: list[Maze], models: list[ModelEntry], kinds: list[str],
+                progress: Callable[[int, int], None] | None) -> tuple[list[Maze], list[ModelEntry], list[LeftOut]]:
+    """The sweep's mazes and every model's own, each followed by its twins, and the twins left out."""
+    from traces import cache_home
+
+    twins = with_twins([*mazes, *(mz for m in models if m.mazes is not None for mz in m.mazes)], kinds,
+                       cache_home(), progress)
+    models = [replace(m, mazes=tuple(twins.expand(m.mazes))) if m.mazes is not None else m for m in models]
+    return twins.expand(mazes), models, twins.left_out
