@@ -1,5 +1,5 @@
 """A sweep's ``variants:``: each maze with its twins, the originals' episode ids unchanged, the twins
-cached, the ones left out said, bad entries one line."""
+cached, the ones left out said, bad entries one line; the shipped ``attribution`` sweep."""
 
 from __future__ import annotations
 
@@ -102,3 +102,13 @@ def test_cli_bad_variants_exit_2_and_dry_run_lists_twins_and_those_left_out(tmp_
     assert plan["episodes"] == 7 and plan["variants"]["kinds"]["no-switches"] == {
         "mazes": 1, "left_out": 1, "episodes": 1}
     assert plan["variants"]["kinds"]["original"]["episodes"] == 2
+def test_the_attribution_sweep_is_mains_protocol_and_models_with_the_four_modes_twins():
+    main = yaml.safe_load((SWEEPS_DIR / "main.yaml").read_text())
+    attribution = yaml.safe_load((SWEEPS_DIR / "attribution.yaml").read_text())
+    assert attribution["variants"] == ["no-switches", "reskin", "no-distractors", "control-none", "mirror-tb"]
+    for key in ("mazes", "repeats", "protocol", "models"):
+        assert attribution[key] == main[key], key
+    # on the same mazes its originals are main's own episodes
+    plain = load_sweep("main", mazes=TWO[0])
+    twins = load_sweep("attribution", mazes=TWO[0])
+    assert {e.episode_id for e in plain.episodes()} < {e.episode_id for e in twins.episodes()}
