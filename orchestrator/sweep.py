@@ -30,7 +30,7 @@ from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
 from orchestrator.serving.spec import ServeSpec, parse_serve
-from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, parse_variants, with_twins
+from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, Twins, parse_variants, with_twins
 from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
@@ -136,7 +136,7 @@ class Sweep:
     name: str
     source: str
     mazes_spec: Any
-    mazes: list[Maze]
+    sources: list[Maze]  # the sweep's mazes as it lists them; ``mazes`` adds their twins
     repeats: int
     protocol: Protocol
     models: list[ModelEntry]
@@ -144,17 +144,43 @@ class Sweep:
     description: str = ""
     run_name: str = ""  # the run's folder name (``--name``; the sweep's name by default)
     max_cost: float | None = None  # USD the whole run may spend (``--max-cost``)
-    # ``variants:``: the kinds of twin each maze runs with (its twins follow it in ``mazes``), and
-    # the twins left out, each with the reason
+    # ``variants:``: the kinds of twin each maze runs with (its twins follow it in ``mazes``), built
+    # when first needed (``build_twins``)
     variants: list[str] = field(default_factory=list)
-    left_out: list[LeftOut] = field(default_factory=list)
+    _twins: Twins | None = field(default=None, repr=False, compare=False)
+
+    def build_twins(self, progress: Callable[[int, int], None] | None = None) -> Twins:
+        """The twins of every maze of the sweep (its own and every model's), built or read from the
+        cache on first use (``orchestrator.sweep_variants``); ``progress(done, total)`` meanwhile."""
+        if self._twins is None:
+            from traces import cache_home
+
+            every = [*self.sources, *(mz for m in self.models if m.mazes is not None for mz in m.mazes)]
+            self._twins = with_twins(every, self.variants, cache_home(), progress)
+        return self._twins
+
+    @property
+    def mazes(self) -> list[Maze]:
+        """The sweep's mazes, each followed by its twins."""
+        return self.build_twins().expand(self.sources) if self.variants else self.sources
+
+    @property
+    def left_out(self) -> list[LeftOut]:
+        """The twins ``variants:`` names that the sweep does not run, each with the reason."""
+        return self.build_twins().left_out if self.variants else []
+
+    def model_mazes(self, model: ModelEntry) -> list[Maze] | None:
+        """A model's own mazes, each followed by its twins; None for a model that has none."""
+        if model.mazes is None:
+            return None
+        return self.build_twins().expand(model.mazes) if self.variants else list(model.mazes)
 
     def episodes(self) -> list[EpisodeSpec]:
         """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
         out = []
         conditions = {m.name: model_conditions(m, self.conditions) for m in self.models}
         sweep_mazes = {mz.checksum for mz in self.mazes}
-        own = {m.name: {mz.checksum for mz in m.mazes} for m in self.models if m.mazes is not None}
+        own = {m.name: {mz.checksum for mz in self.model_mazes(m) or ()} for m in self.models if m.mazes is not None}
         seen: set[str] = set()
         for maze in self.all_mazes:
             for model in self.models:
@@ -172,7 +198,7 @@ class Sweep:
     def all_mazes(self) -> list[Maze]:
         """The sweep's mazes and every model's own, each once, in order."""
         seen: dict[str, Maze] = {}
-        for maze in [*self.mazes, *(mz for m in self.models if m.mazes is not None for mz in m.mazes)]:
+        for maze in [*self.mazes, *(mz for m in self.models for mz in self.model_mazes(m) or ())]:
             seen.setdefault(maze.checksum, maze)
         return list(seen.values())
 
@@ -200,7 +226,7 @@ class Sweep:
 
     def serve_spec(self, model: ModelEntry) -> ServeSpec:
         """A served model's spec with what this sweep decides filled in (``resolve_serve``)."""
-        return resolve_serve(model, self.conditions, model.mazes or self.mazes)
+        return resolve_serve(model, self.conditions, self.model_mazes(model) or self.mazes)
 
     def check_keys(self) -> list[str]:
         """Every model's key variable is set (``BadInput`` naming the first that is not); returns
@@ -291,13 +317,12 @@ def find_sweep(spec: str | os.PathLike) -> Path:
 
 
 def load_sweep(spec: str | os.PathLike, mazes: Any = None, *, models: list[str] | None = None,
-               run_name: str | None = None, max_cost: float | None = None,
-               progress: Callable[[int, int], None] | None = None) -> Sweep:
+               run_name: str | None = None, max_cost: float | None = None) -> Sweep:
     """Load a sweep by path or shipped name, with what the command line lays over it: ``mazes``
     (``--mazes``) replaces the file's maze set, ``models`` (``--model``) keeps only those,
     ``run_name`` (``--name``) and ``max_cost`` (``--max-cost``, the whole run's budget). A run
     plays no human model (``gridbench play`` does)."""
-    sweep = _read_sweep(spec, mazes, progress).select(models)
+    sweep = _read_sweep(spec, mazes).select(models)
     for m in sweep.models:
         if m.config.human:
             raise BadInput(sweep.source, "models", f"{m.model}: a human plays with `gridbench play`, not in a sweep run")
@@ -307,7 +332,7 @@ def load_sweep(spec: str | os.PathLike, mazes: Any = None, *, models: list[str] 
     return replace(sweep, run_name=run_name, max_cost=max_cost)
 
 
-def _read_sweep(spec: str | os.PathLike, mazes: Any, progress: Callable[[int, int], None] | None) -> Sweep:
+def _read_sweep(spec: str | os.PathLike, mazes: Any) -> Sweep:
     path = find_sweep(spec)
     source = str(path) if Path(spec).is_file() else f"sweeps/{path.name}"
     try:
@@ -319,7 +344,7 @@ def _read_sweep(spec: str | os.PathLike, mazes: Any, progress: Callable[[int, in
         raise BadInput(source, "(file)", f"not valid YAML: {problem}{where}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise BadInput(source, "", f"cannot read: {err.__class__.__name__}") from None
-    return parse_sweep(data, source, base_dir=path.parent, mazes=mazes, progress=progress)
+    return parse_sweep(data, source, base_dir=path.parent, mazes=mazes)
 
 
 # ---- validation -----------------------------------------------------------------------------
@@ -426,13 +451,14 @@ def _check_provider(source: str, i: int, model: ModelEntry, conditions: list[Con
         raise BadInput(source, where, f"{model.name} ({config.model}) in condition {c.name!r}: {why}")
 
 
-def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition],
-                        mazes: list[Maze]) -> None:
-    """A vLLM limit the sweep gives holds every request the model's conditions render: vLLM
-    would answer the others with HTTP 400, and every such episode would end in error."""
+def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition], sweep: Sweep) -> None:
+    """A vLLM limit the sweep gives holds every request the model's conditions render on its mazes
+    (twins included: they are built here only when there is a limit to check): vLLM would answer
+    the others with HTTP 400, and every such episode would end in error."""
     spec = model.serve
-    if spec is None or spec.engine != "vllm":
+    if spec is None or spec.engine != "vllm" or (spec.limit_mm_per_prompt is None and spec.max_model_len is None):
         return
+    mazes = sweep.model_mazes(model) or sweep.mazes
     from orchestrator.serving.limits import images_per_request, longest_request
 
     for c in model_conditions(model, conditions):
@@ -519,12 +545,11 @@ def _condition_models(source: str, where: str, raw: Any, model_names: list[str],
     return out
 
 
-def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None,
-                progress: Callable[[int, int], None] | None = None) -> Sweep:
-    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line.
+def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None) -> Sweep:
+    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line. The twins of
+    ``variants:`` are built when first needed (``Sweep.build_twins``).
 
-    ``mazes`` replaces the document's maze set (the command line's ``--mazes``); ``progress(done,
-    total)`` is told how far the twins of ``variants:`` are built (once the rest is valid).
+    ``mazes`` replaces the document's maze set (the command line's ``--mazes``).
     """
     if not isinstance(data, dict):
         raise BadInput(source, "(file)", "a sweep is a YAML mapping (name, mazes, models, ...)")
@@ -570,22 +595,10 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
     kinds = parse_variants(data["variants"], source) if data.get("variants") is not None else []
-    left_out: list[LeftOut] = []
-    if kinds:
-        resolved, models, left_out = _with_twins(resolved, models, kinds, progress)
+    sweep = Sweep(name=name, source=source, mazes_spec=mazes_spec, sources=resolved, repeats=repeats,
+                  protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
+                  variants=kinds)
     for i, m in enumerate(models):
-        _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
-    return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
-                 protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
-                 variants=kinds, left_out=left_out)
+        _check_serve_limits(source, i, m, conditions, sweep)
+    return sweep
 
-
-def _with_twins(mazes: list[Maze], models: list[ModelEntry], kinds: list[str],
-                progress: Callable[[int, int], None] | None) -> tuple[list[Maze], list[ModelEntry], list[LeftOut]]:
-    """The sweep's mazes and every model's own, each followed by its twins, and the twins left out."""
-    from traces import cache_home
-
-    twins = with_twins([*mazes, *(mz for m in models if m.mazes is not None for mz in m.mazes)], kinds,
-                       cache_home(), progress)
-    models = [replace(m, mazes=tuple(twins.expand(m.mazes))) if m.mazes is not None else m for m in models]
-    return twins.expand(mazes), models, twins.left_out

@@ -346,12 +346,13 @@ def run_command(
 
     if json_out and not dry_run:
         raise BadInput("--json", "", "goes with --dry-run")
-    with _building_twins() as progress:
-        s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost, progress=progress)
-    for left in s.left_out:  # a twin the sweep names and does not run is said, never dropped silently
-        Console(stderr=True).print(f"[yellow]note[/]: {left.line()}", highlight=False, soft_wrap=True)
+    s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
     store = open_store(out, "--out").child(s.run_name)
     store.check_location()  # before any server or actor starts
+    with _building_twins() as progress:
+        s.build_twins(progress)
+    for left in s.left_out:  # a twin the sweep names and does not run is said, never dropped silently
+        Console(stderr=True).print(f"[yellow]note[/]: {left.line()}", highlight=False, soft_wrap=True)
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:

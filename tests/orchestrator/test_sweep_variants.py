@@ -53,7 +53,9 @@ def test_each_maze_runs_with_its_twins_and_the_originals_keep_their_episode_ids(
 
 def test_twins_are_cached_and_read_back_not_rebuilt(variant_cache, monkeypatch):
     seen: list[tuple[int, int]] = []
-    first = parse_sweep(_main_with(variants=KINDS), "main.yaml", progress=lambda d, t: seen.append((d, t)))
+    first = parse_sweep(_main_with(variants=KINDS), "main.yaml")
+    assert not variant_cache.exists()  # loading a sweep builds nothing: its twins are built when needed
+    first.build_twins(lambda done, total: seen.append((done, total)))
     assert seen[-1] == (6, 6) and len(list(variant_cache.glob("*.json"))) == 6
 
     def refuse(*args, **kwargs):
@@ -67,7 +69,7 @@ def test_twins_are_cached_and_read_back_not_rebuilt(variant_cache, monkeypatch):
     broken = sorted(variant_cache.glob("*.json"))[0]
     broken.write_text("{not json")
     with pytest.raises(AssertionError, match="built again"):
-        parse_sweep(_main_with(variants=KINDS), "main.yaml")
+        parse_sweep(_main_with(variants=KINDS), "main.yaml").build_twins()
 
 
 @pytest.mark.parametrize("value,message", [
