@@ -1,7 +1,8 @@
 """Sweep files (docs/design.md §6): parse, validate, and expand into episodes.
 
 A sweep names a maze set, models, a base protocol and conditions; its matrix is
-mazes x models x conditions x repeats. Every rule breaks with one ``BadInput`` line naming the
+mazes x models x conditions x repeats, each maze followed by the twins its ``variants:`` name
+(``orchestrator.sweep_variants``). Every rule breaks with one ``BadInput`` line naming the
 file and the field. Shipped sweeps live in ``orchestrator/sweeps/`` and resolve by name
 (``gridbench run main``).
 
