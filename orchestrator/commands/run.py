@@ -325,7 +325,7 @@ def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: s
 
 
 def run_command(
-    sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, quickstart)"),
+    sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, attribution, quickstart, ...)"),
     model: list[str] = typer.Option(None, "--model", help="run only these models (name or model string); repeatable"),
     mazes: str | None = typer.Option(None, "--mazes", help="replace the sweep's mazes: a named set, a folder or a maze id"),
     out: str = typer.Option("results", "--out", help="where runs are kept: a folder, or s3://BUCKET/PREFIX or "
