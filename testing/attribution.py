@@ -1,8 +1,9 @@
 """A small attribution run with agents whose defects are known, made by the real ``gridbench run``
 on an embedded local Ray (docs/variants.md#a-small-attribution-run).
 
-Three of the study's mazes, chosen so that each mechanism appears once: a switch-gate maze, a
-key-door maze with a decoy key nearer than the right one, a plain maze with no mechanism. Each
+Four of the study's mazes, chosen so that each mechanism appears: a switch-gate maze, two key-door
+mazes with a decoy key nearer than the right one (two, so that the decoy's twins have an interval
+over mazes), a plain maze with no mechanism. Each
 runs with the attribution sweep's twins and a recolouring, played by four models, each a mode of
 the scripted server: ``oracle`` and the three defects of ``testing.defects``. What each model is
 built to fail is ``FAILS`` (``expected_solved``); the report's sections are checked against it.
@@ -21,6 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 MAZES = ["study/r1_B1_8x8_corridor_swg_0",  # switch-gate: its gate is shut until the switch is on
          "study/r1_D1_10x10_dense_wrong_ky_kr_sg_kb_0",  # key-door with a decoy key (and a switch-gate)
+         "study/r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1",  # the same, and a decoy switch
          "study/r1_S4_10x10_dense_1"]  # no mechanism
 VARIANTS = ["no-switches", "reskin", "no-distractors", "control-none", "mirror-tb", "recolor"]
 MODELS = ("oracle", "never-toggle", "colour-blind", "mirror-blind")
@@ -28,18 +30,19 @@ RUN = "attribution-small"
 # text only, no frames; room for a detour; the stall watchdog ends a loop or a `done`
 PROTOCOL = {"observation": "text", "history_frames": 0, "thinking": False, "icl_example": False,
             "stall_window": 10, "step_cap_factor": 2}
-SWITCH, DECOY, PLAIN = (m.split("/")[1] for m in MAZES)
+SWITCH, DECOY, DECOY_2, PLAIN = (m.split("/")[1] for m in MAZES)
 # what each model is built to fail: per model, the source mazes and the variant kinds ("original":
 # the maze itself) whose episodes it fails; it solves every other episode. The oracle fails none.
 FAILS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "oracle": (frozenset(), frozenset()),
-    # every maze whose goal needs a switch: both mazes with a switch-gate, all but their switchless twins
-    "never-toggle": (frozenset({SWITCH, DECOY}),
+    # every maze whose goal needs a switch: the three with a switch-gate, all but their switchless twins
+    "never-toggle": (frozenset({SWITCH, DECOY, DECOY_2}),
                      frozenset({"original", "reskin", "no-distractors", "mirror", "recolor"})),
-    # the decoy maze, whatever else changes, as long as the decoy is still there
-    "colour-blind": (frozenset({DECOY}), frozenset({"original", "no-switches", "reskin", "mirror", "recolor"})),
+    # the decoy mazes, whatever else changes, as long as the decoy is still there
+    "colour-blind": (frozenset({DECOY, DECOY_2}),
+                     frozenset({"original", "no-switches", "reskin", "mirror", "recolor"})),
     # every mirror
-    "mirror-blind": (frozenset({SWITCH, DECOY, PLAIN}), frozenset({"mirror"})),
+    "mirror-blind": (frozenset({SWITCH, DECOY, DECOY_2, PLAIN}), frozenset({"mirror"})),
 }
 
 

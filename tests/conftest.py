@@ -9,10 +9,11 @@ import pytest
 
 @pytest.fixture(scope="session")
 def attribution_run(tmp_path_factory) -> Path:
-    """The run folder of a small attribution run (``testing.attribution``): three study mazes with
+    """The run folder of a small attribution run (``testing.attribution``): four study mazes with
     the attribution twins and a recolouring, played by the oracle and the three scripted agents
     with a known defect, through the real ``gridbench run`` on a local Ray. What each is built to
-    fail: ``testing.attribution.FAILS``. Its twins are built into a cache of its own."""
+    fail: ``testing.attribution.FAILS``; what the report should say of it: docs/variants.md, "A small
+    attribution run". Its twins are built into a cache of its own."""
     from testing.attribution import attribution_run as run
 
     root = tmp_path_factory.mktemp("attribution")
