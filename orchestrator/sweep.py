@@ -1,7 +1,8 @@
 """Sweep files (docs/design.md §6): parse, validate, and expand into episodes.
 
 A sweep names a maze set, models, a base protocol and conditions; its matrix is
-mazes x models x conditions x repeats. Every rule breaks with one ``BadInput`` line naming the
+mazes x models x conditions x repeats, each maze followed by the twins its ``variants:`` name
+(``orchestrator.sweep_variants``). Every rule breaks with one ``BadInput`` line naming the
 file and the field. Shipped sweeps live in ``orchestrator/sweeps/`` and resolve by name
 (``gridbench run main``).
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,11 @@ from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
 from orchestrator.serving.spec import ServeSpec, parse_serve
+from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, Twins, parse_variants, with_twins
 from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
-SWEEP_KEYS = ("name", "description", "mazes", "repeats", "protocol", "models", "conditions")
+SWEEP_KEYS = ("name", "description", "mazes", "variants", "repeats", "protocol", "models", "conditions")
 MODEL_KEYS = (*AGENT_KEYS, "max_concurrency", "max_cost", "serve", "mazes", "protocol")
 DEFAULT_LLM_CONCURRENCY = 4
 DEFAULT_CONDITION = "default"
@@ -135,7 +137,7 @@ class Sweep:
     name: str
     source: str
     mazes_spec: Any
-    mazes: list[Maze]
+    sources: list[Maze]  # the sweep's mazes as it lists them; ``mazes`` adds their twins
     repeats: int
     protocol: Protocol
     models: list[ModelEntry]
@@ -143,13 +145,43 @@ class Sweep:
     description: str = ""
     run_name: str = ""  # the run's folder name (``--name``; the sweep's name by default)
     max_cost: float | None = None  # USD the whole run may spend (``--max-cost``)
+    # ``variants:``: the kinds of twin each maze runs with (its twins follow it in ``mazes``), built
+    # when first needed (``build_twins``)
+    variants: list[str] = field(default_factory=list)
+    _twins: Twins | None = field(default=None, repr=False, compare=False)
+
+    def build_twins(self, progress: Callable[[int, int], None] | None = None) -> Twins:
+        """The twins of every maze of the sweep (its own and every model's), built or read from the
+        cache on first use (``orchestrator.sweep_variants``); ``progress(done, total)`` meanwhile."""
+        if self._twins is None:
+            from traces import cache_home
+
+            every = [*self.sources, *(mz for m in self.models if m.mazes is not None for mz in m.mazes)]
+            self._twins = with_twins(every, self.variants, cache_home(), progress)
+        return self._twins
+
+    @property
+    def mazes(self) -> list[Maze]:
+        """The sweep's mazes, each followed by its twins."""
+        return self.build_twins().expand(self.sources) if self.variants else self.sources
+
+    @property
+    def left_out(self) -> list[LeftOut]:
+        """The twins ``variants:`` names that the sweep does not run, each with the reason."""
+        return self.build_twins().left_out if self.variants else []
+
+    def model_mazes(self, model: ModelEntry) -> list[Maze] | None:
+        """A model's own mazes, each followed by its twins; None for a model that has none."""
+        if model.mazes is None:
+            return None
+        return self.build_twins().expand(model.mazes) if self.variants else list(model.mazes)
 
     def episodes(self) -> list[EpisodeSpec]:
         """The matrix, grouped by maze so that one actor can reuse a maze's distance table."""
         out = []
         conditions = {m.name: model_conditions(m, self.conditions) for m in self.models}
         sweep_mazes = {mz.checksum for mz in self.mazes}
-        own = {m.name: {mz.checksum for mz in m.mazes} for m in self.models if m.mazes is not None}
+        own = {m.name: {mz.checksum for mz in self.model_mazes(m) or ()} for m in self.models if m.mazes is not None}
         seen: set[str] = set()
         for maze in self.all_mazes:
             for model in self.models:
@@ -167,7 +199,7 @@ class Sweep:
     def all_mazes(self) -> list[Maze]:
         """The sweep's mazes and every model's own, each once, in order."""
         seen: dict[str, Maze] = {}
-        for maze in [*self.mazes, *(mz for m in self.models if m.mazes is not None for mz in m.mazes)]:
+        for maze in [*self.mazes, *(mz for m in self.models for mz in self.model_mazes(m) or ())]:
             seen.setdefault(maze.checksum, maze)
         return list(seen.values())
 
@@ -189,11 +221,13 @@ class Sweep:
             ],
             "episodes": len(self.episodes()),
             "env_version": ENV_VERSION,
+            **({"variants": {"kinds": self.variants, "seed": VARIANT_SEED,
+                             "left_out": [v.to_dict() for v in self.left_out]}} if self.variants else {}),
         }
 
     def serve_spec(self, model: ModelEntry) -> ServeSpec:
         """A served model's spec with what this sweep decides filled in (``resolve_serve``)."""
-        return resolve_serve(model, self.conditions, model.mazes or self.mazes)
+        return resolve_serve(model, self.conditions, self.model_mazes(model) or self.mazes)
 
     def check_keys(self) -> list[str]:
         """Every model's key variable is set (``BadInput`` naming the first that is not); returns
@@ -418,13 +452,14 @@ def _check_provider(source: str, i: int, model: ModelEntry, conditions: list[Con
         raise BadInput(source, where, f"{model.name} ({config.model}) in condition {c.name!r}: {why}")
 
 
-def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition],
-                        mazes: list[Maze]) -> None:
-    """A vLLM limit the sweep gives holds every request the model's conditions render: vLLM
-    would answer the others with HTTP 400, and every such episode would end in error."""
+def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list[Condition], sweep: Sweep) -> None:
+    """A vLLM limit the sweep gives holds every request the model's conditions render on its mazes
+    (twins included: they are built here only when there is a limit to check): vLLM would answer
+    the others with HTTP 400, and every such episode would end in error."""
     spec = model.serve
-    if spec is None or spec.engine != "vllm":
+    if spec is None or spec.engine != "vllm" or (spec.limit_mm_per_prompt is None and spec.max_model_len is None):
         return
+    mazes = sweep.model_mazes(model) or sweep.mazes
     from orchestrator.serving.limits import images_per_request, longest_request
 
     for c in model_conditions(model, conditions):
@@ -512,7 +547,8 @@ def _condition_models(source: str, where: str, raw: Any, model_names: list[str],
 
 
 def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, mazes: Any = None) -> Sweep:
-    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line.
+    """Validate a parsed sweep document; any broken rule is one ``BadInput`` line. The twins of
+    ``variants:`` are built when first needed (``Sweep.build_twins``).
 
     ``mazes`` replaces the document's maze set (the command line's ``--mazes``).
     """
@@ -559,7 +595,11 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
+    kinds = parse_variants(data["variants"], source) if data.get("variants") is not None else []
+    sweep = Sweep(name=name, source=source, mazes_spec=mazes_spec, sources=resolved, repeats=repeats,
+                  protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
+                  variants=kinds)
     for i, m in enumerate(models):
-        _check_serve_limits(source, i, m, conditions, list(m.mazes or resolved))
-    return Sweep(name=name, source=source, mazes_spec=mazes_spec, mazes=resolved, repeats=repeats,
-                 protocol=protocol, models=models, conditions=conditions, description=description, run_name=name)
+        _check_serve_limits(source, i, m, conditions, sweep)
+    return sweep
+

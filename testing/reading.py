@@ -161,13 +161,18 @@ class MazeStates:
 
 
 def study_tokens(maze: Maze, state: MazeState, cardinal: bool) -> list[str]:
-    """The oracle's plan from ``state`` in the study style's tokens: its egocentric ones, or
-    absolute moves (the turns before a forward folded into the heading it moves in)."""
-    from agents.actions import token_of
+    """The oracle's plan from ``state`` in the study style's tokens (``plan_tokens``)."""
     from env.oracle import solve
-    from env.state import FORWARD, LEFT, PICKUP, RIGHT
 
-    plan = solve(maze, start=state).plan
+    return plan_tokens(state, solve(maze, start=state).plan, cardinal)
+
+
+def plan_tokens(state: MazeState, plan: list[int], cardinal: bool) -> list[str]:
+    """A plan from ``state`` in the study style's tokens: its egocentric ones, or absolute moves
+    (the turns before a forward folded into the heading it moves in)."""
+    from agents.actions import token_of
+    from env.state import DONE, FORWARD, LEFT, PICKUP, RIGHT
+
     if not cardinal:
         return [token_of(a) for a in plan]
     heading, out = state.dir, []
@@ -177,5 +182,5 @@ def study_tokens(maze: Maze, state: MazeState, cardinal: bool) -> list[str]:
         elif a == FORWARD:
             out.append(("MOVE_EAST", "MOVE_SOUTH", "MOVE_WEST", "MOVE_NORTH")[heading])
         else:
-            out.append("PICKUP" if a == PICKUP else "INTERACT")
+            out.append("PICKUP" if a == PICKUP else "DONE" if a == DONE else "INTERACT")
     return out

@@ -16,6 +16,9 @@ Where the replies come from (``mode``):
   (a set, folder or list; default: every named set) whose walls match the request's last text
   map or last image. The state is the one whose text projection, or frame, the request shows
   last, among the states the oracle's sweep reaches (``testing.reading``).
+- ``never-toggle``, ``colour-blind``, ``mirror-blind``: as ``oracle``, the answer of an agent with
+  that one defect (``testing.defects``): it never toggles a switch, it cannot tell colours apart,
+  it cannot tell a maze from its mirror image (it needs its source among ``mazes``).
 - ``garbage``: prose that names no action on its last line.
 
 How it behaves as a provider (``persona``, docs/providers.md, ``testing.personas``): ``openai`` (the default for
@@ -63,6 +66,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from testing.defects import DEFECTS, defect_plan
 from testing.personas import (
     ANTHROPIC,
     LlamaCppPersona,
@@ -76,6 +80,7 @@ from testing.personas import (
 from testing.reading import (
     MazeStates,
     last_image,
+    plan_tokens,
     request_images,
     request_text,
     step_asked,
@@ -90,7 +95,7 @@ if TYPE_CHECKING:  # imported where used, so that a bare server starts without t
 FAULTS = (
     "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
 )
-MODES = ("script", "actions", "oracle", "garbage")
+MODES = ("script", "actions", "oracle", *DEFECTS, "garbage")
 PERSONAS = ("openai", "moonshot", "vllm", "llama-cpp")
 
 _GARBAGE = (
@@ -252,6 +257,7 @@ class ScriptedServer:
         return {"reply": self._oracle_reply(body, headers)}
 
     def _oracle_reply(self, body: dict, headers: dict[str, str]) -> str:
+        """The oracle's answer, or (a defect's mode) the answer of an agent with that defect."""
         from agents.builtin import OracleAgent
         from env.sets import resolve_maze
         from env.state import ACTIONS
@@ -268,19 +274,23 @@ class ScriptedServer:
         if state is None:
             return "I cannot see where I am."
         text = request_text(body)
+        plan = (defect_plan(self.mode, maze, state, step_asked(body), self._known)
+                if self.mode in DEFECTS else None)
         if "FINAL_OUTPUT" not in text:
-            action = ACTIONS[OracleAgent.choose(maze, state)]
+            action = ACTIONS[plan[0] if plan is not None else OracleAgent.choose(maze, state)]
             return f"The shortest way on is {action}.\nACTION: {action}"
         # the study style's sentinel: one action, or the whole rest of the plan when the request
         # asks for a sub-goal or a trajectory; absolute moves when its action list has them
-        tokens = study_tokens(maze, state, cardinal="MOVE_NORTH" in text)
+        cardinal = "MOVE_NORTH" in text
+        tokens = (plan_tokens(state, plan, cardinal) if plan is not None
+                  else study_tokens(maze, state, cardinal=cardinal))
         if "SUB_GOAL" not in text and "<action>, <action>" not in text:
             tokens = tokens[:1]
         head = "SUB_GOAL: the goal\n" if "SUB_GOAL" in text else ""
         return f"The shortest way on.\n{head}FINAL_OUTPUT: {', '.join(tokens)}"
 
-    def _candidates(self, body: dict) -> list[Maze]:
-        """Mazes whose walls match the last text map or image of the request."""
+    def _mazes_by_walls(self) -> dict[tuple[str, ...], list[Maze]]:
+        """The mazes the server recognises (``mazes``), by their walls."""
         with self._lock:
             if self._by_walls is None:
                 from env.sets import NAMED_SETS, resolve_mazes, set_dir
@@ -290,13 +300,22 @@ class ScriptedServer:
                 self._by_walls = {}
                 for maze in resolve_mazes(spec):
                     self._by_walls.setdefault(tuple(maze.grid), []).append(maze)
+            return self._by_walls
+
+    def _candidates(self, body: dict) -> list[Maze]:
+        """Mazes whose walls match the last text map or image of the request."""
+        by_walls = self._mazes_by_walls()
         walls = walls_from_text(body)
         if walls is not None:
-            return self._by_walls.get(walls, [])
+            return by_walls.get(walls, [])
         pixels = last_image(body)
         if pixels is None:
             return []
-        return [m for grid, ms in self._by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+        return [m for grid, ms in by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+
+    def _known(self, checksum: str) -> Maze | None:
+        """The maze of this checksum among those the server recognises, None when it has none."""
+        return next((m for ms in self._mazes_by_walls().values() for m in ms if m.checksum == checksum), None)
 
     def shared_prefix_tokens(self, body: dict) -> int:
         """Tokens of the longest start this request's prompt shares with an earlier one: what an
@@ -472,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=MODES, default=None)
     ap.add_argument("--script", help="JSON list of script items, or @file.json")
     ap.add_argument("--actions", help="comma-separated action names, sent in turn")
-    ap.add_argument("--maze", help="maze for --mode oracle (file, id or set/id)")
+    ap.add_argument("--maze", help="maze for --mode oracle or a defect's mode (file, id or set/id)")
     ap.add_argument("--mazes", help="for --mode oracle without --maze: a set or folder to recognise mazes from")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     ap.add_argument("--model", default="scripted")

@@ -14,6 +14,7 @@ Public API::
   ``StepRecord.schema()``); the column codec ``mechanisms_json`` / ``recorded_state``, and ``episode_timelines`` (an
   episode's discovery timelines from its step rows);
 - storage: ``RunStore`` (a local folder or an ``s3://``/``gs://`` prefix), ``open_store``, ``is_uri``;
+  ``cache_home`` (gridbench's folder under ``$XDG_CACHE_HOME``);
 - writing: ``encode_episode`` (an ``EncodedEpisode``), ``write_episode``, ``episodes_frame``;
 - reading: ``trace_dataset``, ``read_table``, ``read_run``, ``read_episodes``, ``read_episode``,
   ``completed_ids``;
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
         Termination,
     )
     from traces._schema import EPISODES_DIR, STEPS_DIR
-    from traces._store import RunStore, is_uri, open_store
+    from traces._store import RunStore, cache_home, is_uri, open_store
     from traces._tables import (
         EncodedEpisode,
         clean_partial,
@@ -71,7 +72,7 @@ _HOMES = {
     **dict.fromkeys(("ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
                      "StepRecord", "Termination"), "traces._records"),
     **dict.fromkeys(("EPISODES_DIR", "STEPS_DIR"), "traces._schema"),
-    **dict.fromkeys(("RunStore", "is_uri", "open_store"), "traces._store"),
+    **dict.fromkeys(("RunStore", "cache_home", "is_uri", "open_store"), "traces._store"),
     **dict.fromkeys(("EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame",
                      "read_episode", "read_episodes", "read_run", "read_table", "trace_dataset", "write_episode"),
                     "traces._tables"),
@@ -87,8 +88,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ENDINGS", "ERROR", "Ending", "Termination", "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
     "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
-    "clean_partial", "compact", "completed_ids", "encode_episode", "episode_timelines", "episodes_frame", "extract",
-    "git_info", "is_uri",
+    "cache_home", "clean_partial", "compact", "completed_ids", "encode_episode", "episode_timelines", "episodes_frame",
+    "extract", "git_info", "is_uri",
     "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",
     "recorded_state", "trace_dataset", "write_episode", "write_manifest",
 ]

@@ -90,6 +90,7 @@ def _small_puts(fs: pafs.FileSystem) -> pafs.FileSystem:
 
 
 def cache_home() -> Path:
+    """gridbench's cache folder: journals of object-storage runs, local copies, built variants."""
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gridbench"
 
 

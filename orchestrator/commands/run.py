@@ -10,6 +10,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -29,6 +31,7 @@ from env.errors import BadInput
 from orchestrator.reporter import Reporter
 
 if TYPE_CHECKING:
+    from env import Maze
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
     from orchestrator.sweep import EpisodeSpec, Sweep
@@ -137,6 +140,56 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
         table.add_row(c.name, changed, *counts, str(len(mine)), str(sum(1 for s in mine if s.episode_id in todo_ids)))
     table.add_row("all", "", *[str(sum(1 for s in specs if s.model.name == m.name)) for m in sweep.models],
                   str(len(specs)), str(len(todo_ids)), style="bold")
+    return table
+
+
+@contextmanager
+def _building_twins() -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr while a sweep's twins are built (shown once building starts)."""
+    bar = Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task: list[TaskID] = []
+
+    def progress(done: int, total: int) -> None:
+        if not task:
+            bar.start()
+            task.append(bar.add_task("variants", total=total))
+        bar.update(task[0], completed=done)
+
+    try:
+        yield progress
+    finally:
+        bar.stop()
+
+
+def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
+    """Per kind of twin (``original`` first): the mazes run, those left out, and the episodes."""
+    from env.variants import KINDS, ORIGINAL, record_of
+
+    def kind(maze: Maze) -> str:
+        record = record_of(maze)
+        return record["kind"] if record else ORIGINAL
+
+    out: dict[str, dict[str, int]] = {}
+
+    def count(k: str, what: str) -> None:
+        out.setdefault(k, {"mazes": 0, "left_out": 0, "episodes": 0})[what] += 1
+
+    for maze in s.all_mazes:
+        count(kind(maze), "mazes")
+    for left in s.left_out:
+        count(left.kind, "left_out")
+    for e in s.episodes():
+        count(kind(e.maze), "episodes")
+    return {k: out[k] for k in sorted(out, key=lambda k: (k != ORIGINAL, KINDS.index(k) if k in KINDS else 99))}
+
+
+def _variant_table(s: Sweep) -> Table:
+    table = Table(title=f"each maze and its twins ({len(s.left_out)} left out: on stderr)")
+    for col in ("kind", "mazes", "left out", "episodes"):
+        table.add_column(col, justify="left" if col == "kind" else "right")
+    for k, n in _variant_counts(s).items():
+        table.add_row(k, str(n["mazes"]), str(n["left_out"]), str(n["episodes"]))
     return table
 
 
@@ -272,7 +325,7 @@ def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: s
 
 
 def run_command(
-    sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, quickstart)"),
+    sweep: str = typer.Argument(..., help="a sweep file, or the name of a shipped sweep (main, ablation, attribution, quickstart, ...)"),
     model: list[str] = typer.Option(None, "--model", help="run only these models (name or model string); repeatable"),
     mazes: str | None = typer.Option(None, "--mazes", help="replace the sweep's mazes: a named set, a folder or a maze id"),
     out: str = typer.Option("results", "--out", help="where runs are kept: a folder, or s3://BUCKET/PREFIX or "
@@ -296,6 +349,10 @@ def run_command(
     s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
     store = open_store(out, "--out").child(s.run_name)
     store.check_location()  # before any server or actor starts
+    with _building_twins() as progress:
+        s.build_twins(progress)
+    for left in s.left_out:  # a twin the sweep names and does not run is said, never dropped silently
+        Console(stderr=True).print(f"[yellow]note[/]: {left.line()}", highlight=False, soft_wrap=True)
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:
@@ -328,9 +385,13 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
             "sweep": s.name, "run": store.display(), "episodes": len(s.episodes()), "to_run": len(todo),
             "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
             "notes": notes,
+            **({"variants": {"kinds": _variant_counts(s), "left_out": [v.to_dict() for v in s.left_out]}}
+               if s.variants else {}),
         }, indent=2))
         return
     stdout.print(_matrix_table(s, todo))
+    if s.variants:
+        stdout.print(_variant_table(s))
     stdout.print(_estimate_table(rows, s.max_cost))
     for line in assumptions:
         stdout.print(line, markup=False, highlight=False)

@@ -45,6 +45,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from agents.prompt import activity_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
+from env.discovery import STAGES
 from env.files import atomic_write
 from env.oracle import solve
 from env.tiles import AGENT_DIRS, tile_atlas
@@ -53,6 +54,7 @@ from traces import (
     MANIFEST,
     STEPS_DIR,
     StepRecord,
+    episode_timelines,
     is_uri,
     open_store,
     read_manifest,
@@ -81,6 +83,8 @@ STEP_COLUMNS = (
     "finish_reason", "retries", "reasks",
 )
 # step columns with few distinct values: stored as codes into one list per bundle
+# the step columns a discovery timeline reads, besides the mechanisms
+TIMELINE_COLUMNS = ("step", "action", "x", "y", "dir", "carrying")
 CODED_STEP_COLUMNS = ("action", "parse", "event", "carrying", "finish_reason")
 INDEX_ORDER = ("model_name", "condition", "maze_id", "repeat", "episode_id")
 STATIC_FILES = ("viewer.css", "viewer.js", "episode.js", "frames.js")
@@ -233,6 +237,14 @@ class StepCodes:
         return {c: list(codes) for c, codes in self.codes.items()}
 
 
+def discovery(maze: Maze, steps: dict[str, list[Any]], mechanisms_text: list[str]) -> list[dict[str, Any]]:
+    """Each key, door, switch and gate of the episode with the step of each discovery stage it
+    reached (``traces.episode_timelines``, ``env.discovery``), for the step chart's marks."""
+    rows = [{**{c: steps[c][i] for c in TIMELINE_COLUMNS}, "mechanisms": text} for i, text in enumerate(mechanisms_text)]
+    return [{"object": t.object_id, "kind": t.kind, **{stage: getattr(t, stage) for stage in STAGES}}
+            for t in episode_timelines(maze, rows)]
+
+
 def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
                    maze: Maze | None, with_summary: bool, codes: StepCodes) -> dict[str, Any]:
     """What an opened episode shows, apart from its index row: facts, steps, states, summaries."""
@@ -240,12 +252,14 @@ def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms
     mechanism_of_step = [seen.setdefault(t, len(seen)) for t in mechanisms_text]
     record: dict[str, Any] = {"episode": detail, "n": len(mechanisms_text), "steps": None, "mechanisms": None,
                               "mechanism_of_step": None, "summaries": None, "summary_of_step": None,
-                              "problem": None}
+                              "discovery": [], "problem": None}
     try:
         mechanisms = [json.loads(t) for t in seen]
         if maze is not None and with_summary:
             record["summaries"], shown = summaries(maze, steps, mechanisms, mechanism_of_step)
             record["summary_of_step"] = _same_or_list(shown)
+        if maze is not None:
+            record["discovery"] = discovery(maze, steps, mechanisms_text)
     except (KeyError, ValueError, TypeError, IndexError) as err:
         mechanisms = []
         record["problem"] = (f"the recorded states do not fit maze {maze.id if maze else '?'} "

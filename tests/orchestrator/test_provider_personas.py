@@ -50,7 +50,7 @@ def persona_for(sweep, model) -> tuple[dict, str]:
 @pytest.mark.parametrize("sweep_name, entry", ENTRIES, ids=[f"{s}-{e}" for s, e in ENTRIES])
 def test_every_condition_of_a_shipped_entry_runs_against_its_provider(sweep_name, entry, monkeypatch):
     sweep = load_sweep(sweep_name, mazes=str(TINY))
-    (maze,) = sweep.mazes
+    (maze,) = sweep.sources  # a sweep's twins (attribution's) are other mazes, not other requests
     model = next(m for m in sweep.models if m.name == entry)
     if model.config.api_key_env:
         monkeypatch.setenv(model.config.api_key_env, "sk-persona-test-key-0123456789")

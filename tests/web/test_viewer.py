@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import re
 import subprocess
@@ -191,6 +192,21 @@ def test_bundle_is_a_handful_of_files_with_every_episode_and_its_recorded_steps(
     assert set(data_payload(view / "data" / "tiles.js")) == {"32"}
 
 
+def test_each_episode_carries_the_discovery_timelines_of_its_mechanisms(view, small_run, example_maze):
+    """The chart's marks are ``traces.episode_timelines`` of the recorded steps, the report's reading."""
+    from traces import episode_timelines
+
+    _, steps = read_run(small_run)
+    for rec in records(view):
+        trace = steps[steps.episode_id == rec["episode"]["episode_id"]]
+        expected = [{"object": t.object_id, "kind": t.kind, "contact": t.contact, "attempt": t.attempt,
+                     "success": t.success, "use": t.use}
+                    for t in episode_timelines(example_maze, trace.replace({np.nan: None}).to_dict("records"))]
+        assert rec["discovery"] == expected
+    oracle = records(view)[column(index_of(view), "model_name").index("oracle")]["discovery"]
+    assert {t["kind"] for t in oracle if t["use"] is not None} == {"key", "door", "switch", "gate"}
+
+
 def test_activity_summaries_are_the_ones_the_model_saw(view, small_run, drawn_view, drawn_run):
     """Against the definition: the summary of step i is built from every step before it."""
     for run, bundle in ((small_run, view), (drawn_run, drawn_view)):
@@ -373,6 +389,30 @@ def test_stepping_through_an_episode(view, page, tmp_path):
     assert page.is_visible("#rows") and not page.is_visible("#frame")
     assert page.title() == "gridbench · small"
     page.screenshot(path=str(tmp_path / "index.png"), full_page=True)
+    assert page.errors == []
+
+
+def test_the_step_chart_marks_each_mechanisms_discovery_stages(view, page):
+    _open(page, (view / "index.html").as_uri(), "index")
+    page.click("#rows tr:nth-child(2) .c-maze_id a")  # the oracle's episode
+    page.wait_for_selector("body[data-ready='episode']")
+    rec = records(view)[column(index_of(view), "model_name").index("oracle")]
+    reached = {(t["object"], st): t[st] for t in rec["discovery"] for st in ("contact", "attempt", "success", "use")
+               if t[st] is not None}
+    assert {st for _, st in reached} == {"contact", "attempt", "success", "use"}
+    marks = page.eval_on_selector_all(
+        "#chart .disc", "ms => ms.map(m => [m.dataset.object, m.dataset.stage, Number(m.dataset.step), "
+                        "m.getBBox().x + m.getBBox().width / 2, m.getBBox().y])")
+    assert {(o, st): step for o, st, step, _, _ in marks} == reached and len(marks) == len(reached)
+    # a mark stands at its step on the chart's axis, one row per mechanism
+    by_step = sorted((step, x) for _, _, step, x, _ in marks)
+    assert all(a[1] < b[1] for a, b in itertools.pairwise(by_step) if a[0] < b[0])
+    rows = {o: y for o, _, _, _, y in marks}
+    assert len(set(rows.values())) == len({o for o, _ in reached})
+    lanes = page.eval_on_selector_all("#chart text.lane", "ts => ts.map(t => t.textContent)")
+    assert sorted(lanes) == sorted({o for o, _ in reached})
+    legend = page.inner_text("#discovery-legend")
+    assert page.is_visible("#discovery-legend") and all(w in legend for w in ("contact", "attempt", "success", "use"))
     assert page.errors == []
 
 

@@ -11,6 +11,14 @@ window.gridbench = window.gridbench || {};
   const SVG = "http://www.w3.org/2000/svg";
   const DIRS = ["east", "south", "west", "north"];
   const MOVES = ["moved", "turned", "bump", "noop", "teleported", "frozen"];
+  // the discovery stages (env.discovery) and the mark each gets on the step chart, centred at x, y
+  const STAGES = ["contact", "attempt", "success", "use"];
+  const MARKS = {
+    contact: (x, y) => "M" + (x - 4) + "," + y + "a4,4 0 1,0 8,0a4,4 0 1,0 -8,0",
+    attempt: (x, y) => "M" + x + "," + (y - 5) + "L" + (x + 5) + "," + (y + 4) + "L" + (x - 5) + "," + (y + 4) + "Z",
+    success: (x, y) => "M" + x + "," + (y - 5) + "L" + (x + 5) + "," + y + "L" + x + "," + (y + 5) + "L" + (x - 5) + "," + y + "Z",
+    use: (x, y) => "M" + (x - 4) + "," + (y - 4) + "h8v8h-8Z",
+  };
   const fmt = (v) => v === null || v === undefined || v === "" ? "–" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v);
 
   function facts(dl, pairs) {
@@ -54,7 +62,7 @@ window.gridbench = window.gridbench || {};
       r.summary = shown && rec.summaries ? rec.summaries[shown[s]] : null;
       steps.push(r);
     }
-    return { episode: rec.episode, steps, problem: rec.problem, summaries: rec.summaries };
+    return { episode: rec.episode, steps, problem: rec.problem, summaries: rec.summaries, discovery: rec.discovery || [] };
   }
 
   let view = null;  // what is shown now: {i, ep, steps, go}
@@ -136,10 +144,12 @@ window.gridbench = window.gridbench || {};
     overlay.append(heat, path);
     overlays();
 
-    // ---- distance chart ------------------------------------------------------------------------------
+    // ---- distance chart, with a lane of discovery marks per mechanism below it ------------------------
     const chart = $("chart");
     chart.replaceChildren();
-    const CW = 560, CH = 170, PL = 34, PB = 22, PT = 8, PR = 8;
+    const lanes = rec.discovery.filter((t) => STAGES.some((st) => t[st] !== null && t[st] !== undefined));
+    const LANE = 14, PLOT = 170;
+    const CW = 560, CH = PLOT + (lanes.length ? 6 + LANE * lanes.length : 0), PL = 34, PB = 22 + CH - PLOT, PT = 8, PR = 8;
     chart.setAttribute("viewBox", "0 0 " + CW + " " + CH);
     const action = [ep.d_start_action].concat(steps.map((s) => s.action_distance));
     const tile = [ep.d_start_tile].concat(steps.map((s) => s.tile_distance));
@@ -153,7 +163,7 @@ window.gridbench = window.gridbench || {};
       const t = svg("text", { x: PL - 4, y: Y(v) + 4, class: "tick", "text-anchor": "end" }); t.textContent = label;
       chart.appendChild(t);
     }
-    const last = svg("text", { x: CW - PR, y: CH - 6, class: "tick", "text-anchor": "end" });
+    const last = svg("text", { x: CW - PR, y: PLOT - 6, class: "tick", "text-anchor": "end" });
     last.textContent = "step " + n; chart.appendChild(last);
     function series(values, cls) {
       let pts = [];
@@ -163,6 +173,22 @@ window.gridbench = window.gridbench || {};
     }
     series(tile, "series tile");
     series(action, "series action");
+    lanes.forEach((t, k) => {
+      const y = PLOT - 8 + LANE * (k + 1);
+      const label = svg("text", { x: PL - 4, y: y + 4, class: "tick lane", "text-anchor": "end" });
+      label.textContent = t.object;
+      chart.appendChild(label);
+      chart.appendChild(svg("line", { x1: PL, y1: y, x2: CW - PR, y2: y, class: "lane-line" }));
+      for (const st of STAGES) {
+        if (t[st] === null || t[st] === undefined) continue;
+        const mark = svg("path", { d: MARKS[st](X(t[st]), y), class: "disc " + st,
+          "data-object": t.object, "data-stage": st, "data-step": t[st] });
+        const tip = svg("title", {}); tip.textContent = t.kind + " " + t.object + ": " + st + " at step " + t[st];
+        mark.appendChild(tip);
+        chart.appendChild(mark);
+      }
+    });
+    $("discovery-legend").hidden = !lanes.length;
     const marker = svg("line", { y1: PT, y2: Y(0), class: "now", id: "now" });
     chart.appendChild(marker);
     chart.onclick = (ev) => {

@@ -1,0 +1,22 @@
+"""Fixtures shared across the suite's folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def attribution_run(tmp_path_factory) -> Path:
+    """The run folder of a small attribution run (``testing.attribution``): four study mazes with
+    the attribution twins and a recolouring, played by the oracle and the three scripted agents
+    with a known defect, through the real ``gridbench run`` on a local Ray. What each is built to
+    fail: ``testing.attribution.FAILS``; what the report should say of it: docs/variants.md, "A small
+    attribution run". Its twins are built into a cache of its own."""
+    from testing.attribution import attribution_run as run
+
+    root = tmp_path_factory.mktemp("attribution")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
+        return run(root / "results")
