@@ -82,9 +82,9 @@ STEP_COLUMNS = (
     "action_distance", "tile_distance", "tokens_in", "tokens_out", "tokens_reasoning", "latency_s",
     "finish_reason", "retries", "reasks",
 )
-# step columns with few distinct values: stored as codes into one list per bundle
 # the step columns a discovery timeline reads, besides the mechanisms
 TIMELINE_COLUMNS = ("step", "action", "x", "y", "dir", "carrying")
+# step columns with few distinct values: stored as codes into one list per bundle
 CODED_STEP_COLUMNS = ("action", "parse", "event", "carrying", "finish_reason")
 INDEX_ORDER = ("model_name", "condition", "maze_id", "repeat", "episode_id")
 STATIC_FILES = ("viewer.css", "viewer.js", "episode.js", "frames.js")

@@ -114,3 +114,18 @@ def test_the_attribution_sweep_is_mains_protocol_and_models_with_the_four_modes_
     plain = load_sweep("main", mazes=TWO[0])
     twins = load_sweep("attribution", mazes=TWO[0])
     assert {e.episode_id for e in plain.episodes()} < {e.episode_id for e in twins.episodes()}
+
+
+def test_twins_of_gridbench_s_own_mazes_run_under_their_ruleset_too():
+    sweep = parse_sweep({"name": "own", "mazes": "example", "variants": ["mirror-lr", "rotate-90", "no-switches"],
+                         "repeats": 1, "protocol": {"preset": "gridbench-final"},
+                         "models": [{"name": "oracle", "model": "builtin/oracle"}]}, "own.yaml")
+    source, *twins = sweep.mazes
+    assert source.ruleset == "minigrid" and [record_of(t)["name"] for t in twins] == ["mirror-lr", "rotate-90",
+                                                                                     "no-switches"]
+    assert all(t.ruleset == "minigrid" for t in twins) and not sweep.left_out
+    # under gridbench's own rules a mirror and a rotation are exact: the oracle's count is the source's
+    from env.oracle import solve
+
+    counts = {record_of(t)["name"]: len(solve(t).plan) for t in twins}
+    assert counts["mirror-lr"] == counts["rotate-90"] == len(solve(source).plan) != counts["no-switches"]
