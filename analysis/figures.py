@@ -498,6 +498,11 @@ def paired_effects(t: pd.DataFrame) -> Figure:
     _diff_panel(axes[1], t, "solve_rate_diff", [""] * len(t), "solve rate: twin - original (paired by maze)", colors)
     axes[0].set_title("Effect on action progress (95% CI)")
     axes[1].set_title("Effect on solve rate (95% CI)")
+    from matplotlib.lines import Line2D
+
+    shown = [f for f in family if f in set(t["family"])]
+    axes[1].legend([Line2D([], [], color=family[f], marker="o", linestyle="") for f in shown], shown,
+                   title="family", loc="best", fontsize="small")
     fig.suptitle("Twins against their originals (n = source mazes run both ways; colour: family)")
     return fig
 
@@ -510,5 +515,7 @@ def ranking(t: pd.DataFrame) -> Figure:
               zip(t["arm_a"], t["arm_b"], t["mazes"], t["a_only_solves"], t["b_only_solves"], strict=True)]
     colors = ["#e76f51" if s else "#264653" for s in t["progress_significant"]]
     _diff_panel(ax, t, "progress_diff", labels, "action progress: first arm - second arm (paired by maze)", colors)
-    ax.set_title("Pairs of arms: paired difference in action progress (95% CI; red: significant after Holm)")
+    # the labels take the left of the figure: the title is set over the whole figure to fit
+    fig.suptitle("Pairs of arms: paired difference in action progress\n(95% CI; red: significant after Holm)",
+                 fontsize="medium")
     return fig
