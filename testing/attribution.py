@@ -52,6 +52,7 @@ def expected_solved(model: str, source: str, kind: str) -> bool:
     sources, kinds = FAILS[model]
     return not (source in sources and kind in kinds)
 
+
 def attribution_run(out: Path, repeats: int = 1, timeout: float = 600) -> Path:
     """Runs the small attribution sweep into ``out`` and returns the run folder; the twins come from
     (and go to) the variant cache of this process's environment (``XDG_CACHE_HOME``)."""
