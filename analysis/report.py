@@ -206,7 +206,8 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
         arms = onset[onset["arm"] != ALL] if (onset["arm"] != ALL).any() else onset
         arms = arms[arms["unsolved_episodes"] > 0]
         if not arms.empty:
-            lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
+            lines.append("Failure onset (last new minimum of the oracle distance, turns left out), unsolved episodes "
+                         "whose onset "
                          "came in their first half: " + "; ".join(
                              f"{r.arm} {r.onset_first_half} of {r.unsolved_episodes}" for r in arms.itertuples()) + ".")
     for m in head.get("study_mazes_unreproduced", []):
