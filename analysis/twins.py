@@ -103,8 +103,8 @@ def invariance(effects: pd.DataFrame) -> pd.DataFrame:
     t["flagged"] = _excludes_zero(t, "progress_diff") | _excludes_zero(t, "solve_rate_diff")
     cols = [*[c for c in GROUP if c in t], "arm", "kind", "family", "exact", "variants", "mazes",
             "original_progress", "twin_progress", "progress_diff", "progress_diff_ci_low", "progress_diff_ci_high",
-            "original_solve_rate", "twin_solve_rate", "solve_rate_diff", "solve_rate_diff_ci_low",
-            "solve_rate_diff_ci_high", "flagged"]
+            "progress_diff_ci_note", "original_solve_rate", "twin_solve_rate", "solve_rate_diff",
+            "solve_rate_diff_ci_low", "solve_rate_diff_ci_high", "solve_rate_diff_ci_note", "flagged"]
     return t[cols].reset_index(drop=True)
 
 
@@ -183,8 +183,10 @@ def attribution(effects: pd.DataFrame, traces: Traces) -> tuple[pd.DataFrame, pd
 def _evidence(r: pd.Series, reads: str, mode: str, hit: bool, note: str) -> dict:
     return {"arm": r["arm"], "kind": r["kind"], "reads": reads, "mode": mode, "mazes": r["mazes"],
             "progress_diff": r["progress_diff"], "progress_diff_ci_low": r["progress_diff_ci_low"],
-            "progress_diff_ci_high": r["progress_diff_ci_high"], "twin_progress": r["twin_progress"],
-            "twin_progress_level_ci_high": r["twin_progress_level_ci_high"], "attributed": hit, "note": note}
+            "progress_diff_ci_high": r["progress_diff_ci_high"], "progress_diff_ci_note": r["progress_diff_ci_note"],
+            "twin_progress": r["twin_progress"],
+            "twin_progress_level_ci_high": r["twin_progress_level_ci_high"],
+            "twin_progress_level_ci_note": r["twin_progress_level_ci_note"], "attributed": hit, "note": note}
 
 
 # ---- sections ------------------------------------------------------------------------------------
