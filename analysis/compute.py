@@ -238,8 +238,10 @@ def _compute(ctx: Context) -> Built:
 OVERVIEW_SECTION = Section(
     "overview", "Overview",
     "One row per model (arm), pooled as `all` when there are several: episodes, mazes, solves, "
-    "mean action progress (`progress_action`, defined under *Progress*) with its 95% interval "
-    "(mazes resampled, as under *Progress by optimal path length*), output and reasoning tokens, "
+    "mean action progress (`progress_action`, the study's unclipped formula, defined under *Progress*) "
+    "with its 95% interval (mazes resampled, as under *Progress by optimal path length*; `_ci_note` "
+    "flags an interval on fewer than 10 mazes and replaces one with no variation), the clipped mean "
+    "(`mean_progress_action_clipped`), output and reasoning tokens, "
     "mean output tokens per episode and cost in USD. `budgets` shows what each arm's requests "
     "carried, over the steps where it was recorded: `thinking` (on or off by the provider's own "
     "switch; empty when the provider has none), `thinking_budget` (a thinking-token budget; empty "

@@ -113,8 +113,10 @@ def _discovery(ctx: Context) -> Built | None:
 DISCOVERY_SECTION = Section(
     "discovery", "Discovery timelines",
     "For each key, door, switch and gate of an episode's maze, four stages (docs/report.md, `env.discovery`): "
-    "`contact` (the agent stood on the object's cell or next to it; 0 at the start), `attempt` (the first pickup "
-    "or toggle on or facing it), `success` (first operated: a key taken, a door opened, a switch flipped, a gate "
+    "`contact` (the agent stood on the object's cell or on one of its four orthogonal neighbours, diagonals "
+    "not counted; 0 at the start), `attempt` (the first pickup or toggle on or facing it, whatever it did: for "
+    "a gate a toggle facing it, which opens it only when made standing on a switch that controls it), "
+    "`success` (first operated: a key taken, a door opened, a switch flipped, a gate "
     "opened by any of its switches) and `use` (its effect first used: walked through the door or gate; for a key, "
     "through a door of its colour that started locked; for a switch, through a gate it controls while on). "
     "**Definition used:** per episode and kind the earliest step over the kind's objects; per arm and kind, over "

@@ -172,9 +172,10 @@ EARLY = 0.5  # an unsolved episode "fails early" when its last progress came in 
 def onset(traces: Traces, st: StepTable) -> tuple[pd.DataFrame, pd.DataFrame]:
     """When each episode stopped making progress (the study's Figures 7-8): per episode and per arm.
 
-    ``onset_step`` is the last step that reached a new minimum of the oracle action distance:
-    lower than the start distance and than every distance before it (0 when no step did; the
-    goal unreachable counts as infinitely far). ``onset_share = onset_step / steps``: the
+    ``onset_step`` is the last step, other than a turn, that reached a new minimum of the oracle
+    action distance: lower than the start distance and than the distance after every earlier step
+    that was not a turn (0 when no step did; the goal unreachable counts as infinitely far; turns
+    only change the facing, which the action distance counts: ``analysis.steps``, ``new_min``). ``onset_share = onset_step / steps``: the
     episode made no novel progress after that share of its steps. ``novel_onset_step`` and
     ``novel_onset_share`` do the same for the last step that reached a never-seen (position,
     carried key, mechanism state) combination, the trace's ``novel`` column. A solved episode's
@@ -256,8 +257,11 @@ FAILURE_SECTION = Section(
 ONSET_SECTION = Section(
     "onset", "Failure onset",
     "When an episode stopped making progress. **Definition used:** the failure onset is the last "
-    "step that reached a new minimum of the oracle action distance, lower than the start "
-    "distance and than every distance before it (`onset_step`, 0 when no step did); "
+    "step, other than a turn, that reached a new minimum of the oracle action distance, lower than "
+    "the start distance and than the distance after every earlier step that was not a turn "
+    "(`onset_step`, 0 when no step did). Turns are left out because the action distance counts the "
+    "facing: a turn toward the goal lowers it by one without the agent going anywhere, and near the "
+    "end of a stalled episode such a turn is often the only step that can set a new minimum; "
     "`onset_share = onset_step / steps` is the share of the episode after which it made no "
     "further progress toward the goal. A second reading is given beside it: the last step that "
     "reached a never-seen (position, carried key, mechanism state) combination (`novel_onset_step`, "

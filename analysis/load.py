@@ -117,6 +117,20 @@ def path_band(optimal: pd.Series) -> pd.Series:
     return cut.astype("object")
 
 
+def study_progress(d_start: pd.Series, d_end: pd.Series, solved: pd.Series) -> pd.Series:
+    """Progress as the study computes it: ``1 - d_remaining / d_start``, **not clipped**, so an
+    episode that ended farther from the goal than it started scores below 0.
+
+    A solved episode ends on the goal (remaining distance 0) and so scores 1. The study is silent
+    on two cases, and gridbench keeps the trace's reading of them: an episode with no known start
+    distance (or 0), or whose goal can no longer be reached (no remaining distance: ``1 - inf /
+    d_start`` has no value), scores 0 unless it solved."""
+    start = pd.to_numeric(d_start, errors="coerce").astype("float64")
+    end = pd.to_numeric(d_end, errors="coerce").astype("float64")
+    value = 1.0 - end / start.where(start > 0)
+    return value.where(value.notna() | ~solved.astype(bool), 1.0).fillna(0.0)
+
+
 def _arm_labels(eps: pd.DataFrame) -> pd.Series:
     runs = eps["run"].nunique() > 1
     conds = eps["condition"].nunique() > 1
@@ -183,6 +197,11 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool =
     ok["band"] = path_band(ok["optimal_actions"])
     ok["grid_side"] = ok[["grid_width", "grid_height"]].max(axis=1)
     ok["solved"] = ok["solved"].fillna(False).astype(bool)
+    # the trace's progress columns are clipped to [0, 1]; the report's are the study's formula
+    # (``study_progress``), with the clipped reading kept beside them under its own name
+    for kind in ("action", "tile"):
+        ok[f"progress_{kind}_clipped"] = ok[f"progress_{kind}"]
+        ok[f"progress_{kind}"] = study_progress(ok[f"d_start_{kind}"], ok[f"d_end_{kind}"], ok["solved"])
 
     mazes: dict[str, Maze | None] = {}
     if resolve_mazes:

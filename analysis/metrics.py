@@ -12,7 +12,7 @@ import pandas as pd
 from analysis import figures
 from analysis.load import ALL, BANDS, GROUP, Traces
 from analysis.sections import Built, Context, Section, drawn
-from analysis.stats import cluster_ratio_ci, property_r2
+from analysis.stats import ALPHA, cluster_ratio_ci, holm, property_r2, solve_rate_ci
 from traces import ENDINGS, ERROR
 
 PROPERTIES = {
@@ -53,13 +53,17 @@ def order_arms(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
 
 
 def _rates(eps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    keys = ["arm", *by]
-    g = eps.groupby(keys, sort=False, dropna=False)
-    t = g.agg(episodes=("episode_id", "size"), solves=("solved", "sum"),
-              mean_progress_action=("progress_action", "mean")).reset_index()
-    t["solves"] = t["solves"].astype(int)
-    t["solve_rate"] = t["solves"] / t["episodes"]
-    return t
+    """Solves per group with the solve rate's 95% interval (``analysis.stats.solve_rate_ci``: exact
+    binomial where the trials are independent, its method named in ``solve_rate_ci_method``)."""
+    rows = []
+    for key, g in eps.groupby(["arm", *by], sort=False, dropna=False):
+        rate, method = solve_rate_ci(g["solved"], g["maze_id"])
+        rows.append({**dict(zip(["arm", *by], key if isinstance(key, tuple) else (key,), strict=True)),
+                     "episodes": len(g), "mazes": g["maze_id"].nunique(), "solves": int(g["solved"].sum()),
+                     **rate.as_dict("solve_rate"), "solve_rate_ci_method": method,
+                     "mean_progress_action": float(g["progress_action"].mean()),
+                     "mean_progress_action_clipped": float(g["progress_action_clipped"].mean())})
+    return pd.DataFrame(rows)
 
 
 def _grid_area(grid: str) -> tuple[int, str]:
@@ -120,14 +124,18 @@ def progress(traces: Traces) -> pd.DataFrame:
     """Mean action and tile progress and the closest approach, per arm."""
     eps = with_pooled(traces.episodes)
     near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
-    t = eps.assign(near_unsolved=near).groupby("arm", sort=False).agg(
+    t = eps.assign(near_unsolved=near, farther=eps["progress_action"] < 0).groupby("arm", sort=False).agg(
         episodes=("episode_id", "size"),
         mean_progress_action=("progress_action", "mean"),
+        mean_progress_action_clipped=("progress_action_clipped", "mean"),
+        ended_farther=("farther", "sum"),
         mean_progress_tile=("progress_tile", "mean"),
+        mean_progress_tile_clipped=("progress_tile_clipped", "mean"),
         median_closest_action=("closest_action", "median"),
         near_unsolved=("near_unsolved", "sum"),
     ).reset_index()
     t["near_unsolved"] = t["near_unsolved"].astype(int)
+    t["ended_farther"] = t["ended_farther"].astype(int)
     return order_arms(t, traces)
 
 
@@ -164,6 +172,7 @@ def overview(traces: Traces) -> pd.DataFrame:
         rows.append({
             "arm": arm, "episodes": len(g), "mazes": g["maze_id"].nunique(), "solves": int(g["solved"].sum()),
             **prog.as_dict("mean_progress_action"),
+            "mean_progress_action_clipped": float(g["progress_action_clipped"].mean()),
             "tokens_out": int(g["tokens_out"].fillna(0).sum()),
             "tokens_reasoning": int(g["tokens_reasoning"].fillna(0).sum()),
             "mean_tokens_out_per_episode": float(g["tokens_out"].mean()),
@@ -184,11 +193,12 @@ def bands(traces: Traces) -> pd.DataFrame:
     rows = []
     for (arm, band), g in eps.groupby(["arm", "band"], sort=False):
         prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
-        rate = cluster_ratio_ci(g["solved"].astype(float), g["maze_id"])
+        rate, method = solve_rate_ci(g["solved"], g["maze_id"])
         rows.append({
             "arm": arm, "band": band, "episodes": len(g), "mazes": g["maze_id"].nunique(),
             "solves": int(g["solved"].sum()),
-            **rate.as_dict("solve_rate"), **prog.as_dict("mean_progress_action"),
+            **rate.as_dict("solve_rate"), "solve_rate_ci_method": method, **prog.as_dict("mean_progress_action"),
+            "mean_progress_action_clipped": float(g["progress_action_clipped"].mean()),
         })
     t = pd.DataFrame(rows)
     if t.empty:
@@ -198,13 +208,31 @@ def bands(traces: Traces) -> pd.DataFrame:
 
 
 def difficulty_axes(traces: Traces) -> pd.DataFrame:
-    """One regression per maze property, on all episodes and on episodes with optimal <= 45."""
+    """One regression per maze property, on all episodes and on episodes with optimal <= 45.
+
+    ``p_value`` (maze-clustered) tests the property's increment over the model-only fit;
+    ``p_value_holm`` corrects it over the properties of the subset (Holm), and ``distinguishable``
+    is an adjusted p-value below the report's alpha: only then can the increment be told from 0."""
     eps = traces.episodes
-    rows = []
+    parts = []
     for subset, frame in (("all", eps), (f"optimal<={SHORT_PATH}", eps[eps["optimal_actions"] <= SHORT_PATH])):
-        for prop, label in PROPERTIES.items():
-            rows.append({"subset": subset, "label": label, **property_r2(frame, prop)})
-    return pd.DataFrame(rows)
+        t = pd.DataFrame([{"subset": subset, "label": label, **property_r2(frame, prop)}
+                          for prop, label in PROPERTIES.items()])
+        t["p_value_holm"] = holm(t["p_value"])
+        t["distinguishable"] = t["p_value_holm"] < ALPHA
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True)
+
+
+def strongest_axis(axes: pd.DataFrame, subset: str = "all") -> tuple[pd.Series | None, pd.Series | None]:
+    """The property with the largest R^2 increment in ``subset`` (None when no property has one),
+    and the same row again only when its increment is distinguishable from zero (its
+    maze-clustered p-value, Holm-corrected over the subset's properties, below the alpha)."""
+    g = axes[(axes["subset"] == subset) & axes["r2_increment"].notna()]
+    if g.empty:
+        return None, None
+    top = g.sort_values("r2_increment", ascending=False, kind="stable").iloc[0]
+    return top, (top if bool(top["distinguishable"]) else None)
 
 
 def unsolved_by_all(traces: Traces) -> dict[str, int]:
@@ -220,6 +248,9 @@ def headline(traces: Traces) -> dict[str, float | None]:
         "episodes": int(len(eps)), "error_episodes": int(len(traces.errors)),
         "solves": int(eps["solved"].sum()), **unsolved_by_all(traces),
         "mean_progress_action": float(eps["progress_action"].mean()),
+        "mean_progress_action_clipped": float(eps["progress_action_clipped"].mean()),
+        "episodes_ended_farther": int((eps["progress_action"] < 0).sum()),
+        "episodes_goal_unreachable": int((~eps["solved"] & eps["d_end_action"].isna()).sum()),
         "mean_progress_tile": float(eps["progress_tile"].mean()),
         "median_closest_action": float(eps["closest_action"].median()) if len(eps) else float("nan"),
         "near_unsolved": int(near.sum()),
@@ -277,7 +308,10 @@ def _difficulty(ctx: Context) -> Built:
 SOLVES_SECTION = Section(
     "solves", "Solves",
     "An episode is solved when the agent enters the goal cell. Rows per model (arm) and, "
-    "with several arms, pooled as `all`. `content` groups mazes by mechanisms: key-door "
+    "with several arms, pooled as `all`. The solve rate's 95% interval names its method "
+    "(`solve_rate_ci_method`): the exact binomial (Clopper-Pearson) interval over the episodes when "
+    "each maze gives the row one episode, over the mazes when a maze's episodes all agree, else the "
+    "maze bootstrap (flagged by `_ci_note` as under *Progress by optimal path length*). `content` groups mazes by mechanisms: key-door "
     "(at least one key and one door), switch-gate (at least one switch and one gate), both, none. "
     "Episodes that ended in an infrastructure `error` are excluded from every metric and "
     "counted only in the terminations table.",
@@ -287,9 +321,13 @@ SOLVES_SECTION = Section(
 
 PROGRESS_SECTION = Section(
     "progress", "Progress and closest approach",
-    "`progress_action = clip(1 - d_end / d_start, 0, 1)` over oracle action distances (barriers "
-    "count), `progress_tile` the same over tile distances (barriers ignored); solved episodes "
-    "score 1. Closest approach is the least action distance reached during the episode; "
+    "`progress_action = 1 - d_end / d_start` over oracle action distances (barriers count), the "
+    "study's formula, **not clipped**: an episode that ended farther from the goal than it started "
+    "scores below 0 (`ended_farther` counts them); `progress_tile` the same over tile distances "
+    "(barriers ignored). **Definition used** where the study is silent: solved episodes score 1, an "
+    "episode whose goal became unreachable (or whose start distance is unknown) scores 0. The traces' "
+    "clipped reading, `clip(1 - d_end / d_start, 0, 1)`, is kept as `mean_progress_action_clipped` and "
+    "`mean_progress_tile_clipped`. Closest approach is the least action distance reached during the episode; "
     f"`near_unsolved` counts unsolved episodes that came within {NEAR} actions of the goal. "
     f"`near_goal` tells two things apart among unsolved episodes: `came_within_{NEAR}`, "
     f"those that **came** within {NEAR} actions of the goal at some step (closest approach, "
@@ -305,7 +343,11 @@ BANDS_SECTION = Section(
     "Episodes grouped by the maze's optimal number of actions (<=30, 31-45, 46-60, >=61). "
     "Intervals are 95% percentile bootstrap intervals (9,999 replicates, fixed seed) that "
     "resample mazes, keeping all episodes of a drawn maze (scipy.stats.bootstrap over per-maze "
-    "sums and counts). No interval is given with fewer than two mazes.",
+    "sums and counts). `_ci_note` says what an interval rests on: `fewer than 10 mazes` (too few "
+    "for a bootstrap to cover well: read it as indicative); `no variation between mazes` or "
+    "`fewer than 2 mazes`, and then no interval is given rather than one of zero width. Solve rates "
+    "take the exact binomial interval where it applies (`solve_rate_ci_method`, as under *Solves*). "
+    "Progress is the study's unclipped formula; `mean_progress_action_clipped` is the clipped mean.",
     _bands,
 )
 
@@ -317,6 +359,12 @@ DIFFICULTY_SECTION = Section(
     "R^2 = 1 - SS_res / SS_tot: the share of the variance in action progress explained by the "
     "property and the model together (the study's definition). `r2_model_only` is the R^2 of "
     "the model term alone and `r2_increment = r2 - r2_model_only` the property's own share. "
+    "`p_value` tests the slope (so the increment) with standard errors clustered by maze (statsmodels "
+    "`cov_type='cluster'`, t with mazes - 1 degrees of freedom: a maze run by several arms is one "
+    "cluster); `p_value_iid` treats episodes as independent; `p_value_holm` corrects `p_value` over the "
+    "subset's properties (Holm) and `distinguishable` is that below 0.05. **Headline rule:** the summary "
+    "names the property with the largest increment the strongest axis only when it is distinguishable, "
+    "for all episodes and for the restricted subset alike. "
     "A property that is constant in the subset adds nothing (increment 0, no slope). "
     "`grid_side` is the larger grid dimension in cells.",
     _difficulty,

@@ -5,9 +5,12 @@ Only original mazes count (twins are compared with their originals under *Paired
 **Action progress**: per maze each arm's mean over its repeats, the difference first minus second,
 the mean over the mazes both arms ran with a 95% bootstrap interval resampling mazes
 (``analysis.stats.mean_ci``), and a two-sided sign-flip permutation test of a zero mean
-(``analysis.stats.paired_p``). **Solves**: episodes paired by maze and repeat, the exact McNemar
-test on the discordant pairs (statsmodels); a repeat that only one arm ran on a maze is left out
-of that test (``unmatched_episodes`` counts them) and kept in the progress means. Each test's
+(``analysis.stats.sign_flip_test``: exact over the non-zero differences when they are few, its
+method named in ``progress_test``). **Solves**: episodes paired by maze and repeat, the exact
+McNemar test on the discordant pairs (statsmodels) when each maze gives one pair, the sign-flip
+test of per-maze differences when repeats put several pairs on a maze (``solves_test``); a
+repeat that only one arm ran on a maze is left out of that test (``unmatched_episodes`` counts
+them) and kept in the progress means. Each test's
 p-values are Holm-corrected across the pairs (statsmodels ``multipletests``) at the report's
 alpha (0.05).
 """
@@ -23,7 +26,7 @@ import pandas as pd
 from analysis import figures
 from analysis.load import Traces
 from analysis.sections import Built, Context, Section
-from analysis.stats import ALPHA, holm, mcnemar_p, mean_ci, paired_p
+from analysis.stats import ALPHA, holm, mean_ci, paired_solves_test, sign_flip_test
 from analysis.twins import originals
 from env.errors import BadInput
 
@@ -55,12 +58,15 @@ def ranking(traces: Traces) -> pd.DataFrame:
         paired = sides[0].merge(sides[1], on=["maze_id", "repeat"], suffixes=("_a", "_b"))
         a_only = int((paired["solved_a"] & ~paired["solved_b"]).sum())
         b_only = int((paired["solved_b"] & ~paired["solved_a"]).sum())
+        progress_test, solves_test = sign_flip_test(d), paired_solves_test(paired)
         rows.append({"arm_a": a, "arm_b": b, "mazes": len(both), "progress_a": both["mean_a"].mean(),
                      "progress_b": both["mean_b"].mean(), **mean_ci(d).as_dict("progress_diff"),
-                     "progress_p": paired_p(d), "paired_episodes": len(paired),
+                     "progress_p": progress_test.p, "progress_test": progress_test.method,
+                     "paired_episodes": len(paired),
                      "unmatched_episodes": len(sides[0]) + len(sides[1]) - 2 * len(paired),
                      "solves_a": int(paired["solved_a"].sum()), "solves_b": int(paired["solved_b"].sum()),
-                     "a_only_solves": a_only, "b_only_solves": b_only, "solves_p": mcnemar_p(a_only, b_only)})
+                     "a_only_solves": a_only, "b_only_solves": b_only, "solves_p": solves_test.p,
+                     "solves_test": solves_test.method})
     t = pd.DataFrame(rows)
     if t.empty:
         return t
@@ -146,10 +152,14 @@ RANKING_SECTION = Section(
     "Every pair of arms over the original mazes both ran (`mazes`). **Action progress**: per maze each "
     "arm's mean over its repeats, the difference first arm minus second (`progress_diff`), its mean over the "
     "mazes with a 95% bootstrap interval resampling mazes (9,999 replicates, fixed seed) and the p-value of "
-    "a two-sided sign-flip permutation test of a zero mean (`progress_p`, scipy). **Solves**: episodes paired "
+    "a two-sided sign-flip permutation test of a zero mean (`progress_p`, scipy): exact, over every sign "
+    "pattern of the non-zero differences, when there are at most 16 of them, else 9,999 random patterns "
+    "whose resolution (the smallest p-value they can give) `progress_test` states. **Solves**: episodes paired "
     "by maze and repeat (`paired_episodes`; a repeat only one arm ran is left out of this test and counted in "
-    "`unmatched_episodes`), the pairs solved by one arm only (`a_only_solves`, `b_only_solves`) and the exact "
-    "McNemar p-value (`solves_p`, statsmodels). Each test's p-values are Holm-corrected across the pairs "
+    "`unmatched_episodes`), the pairs solved by one arm only (`a_only_solves`, `b_only_solves`) and "
+    "`solves_p`: the exact McNemar test (statsmodels) when each maze gives one pair, and with repeats, whose "
+    "pairs on one maze are not independent, the sign-flip test of the per-maze differences in solves "
+    "(`solves_test` names which). Each test's p-values are Holm-corrected across the pairs "
     "(`_p_holm`, statsmodels `multipletests`); `_significant` is an adjusted p below 0.05; `ahead` names the "
     "arm ahead in progress when that difference is significant. `gridbench plan RUN --delta D` says how many "
     "mazes and repeats would separate two arms that differ by D.",

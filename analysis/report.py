@@ -185,7 +185,9 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
         f"{head['episodes']} episodes ({head['error_episodes']} more ended in infrastructure errors and "
         f"are excluded) over {head['mazes']} mazes; {head['solves']} solved; "
         f"{head['mazes_solved_by_none']} mazes solved by no model.",
-        f"Mean action progress {head['mean_progress_action']:.3f}, tile progress {head['mean_progress_tile']:.3f}; "
+        f"Mean action progress {head['mean_progress_action']:.3f} as the study computes it (1 - d_end / d_start, "
+        f"unclipped: {head['episodes_ended_farther']} episodes ended farther from the goal than they started), "
+        f"{head['mean_progress_action_clipped']:.3f} clipped to [0, 1]; tile progress {head['mean_progress_tile']:.3f}; "
         f"median closest approach {head['median_closest_action']:g} actions; "
         f"{head['near_unsolved']} unsolved episodes came within {metrics.NEAR} actions of the goal at some "
         f"step, {head['ended_near_unsolved']} ended within {metrics.NEAR} actions of it.",
@@ -197,16 +199,15 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
                      f"{head['solves_with_switches']} on mazes with a switch, {head['solves_with_distractors']} "
                      "on mazes with distractors.")
     ax = t.get("difficulty_axes")
-    if ax is not None and ax["r2_increment"].notna().any():
-        top = ax[ax["subset"] == "all"].sort_values("r2_increment", ascending=False).iloc[0]
-        lines.append(f"Strongest single difficulty axis: {top['label']} (R^2 {top['r2']:.3f} with the model "
-                     f"term, increment {top['r2_increment']:.3f}).")
+    if ax is not None:
+        lines += [line for subset in ax["subset"].unique() if (line := _axis_line(ax, subset))]
     onset = t.get("failure_onset")
     if onset is not None and not onset.empty:
         arms = onset[onset["arm"] != ALL] if (onset["arm"] != ALL).any() else onset
         arms = arms[arms["unsolved_episodes"] > 0]
         if not arms.empty:
-            lines.append("Failure onset (last new minimum of the oracle distance), unsolved episodes whose onset "
+            lines.append("Failure onset (last new minimum of the oracle distance, turns left out), unsolved episodes "
+                         "whose onset "
                          "came in their first half: " + "; ".join(
                              f"{r.arm} {r.onset_first_half} of {r.unsolved_episodes}" for r in arms.itertuples()) + ".")
     for m in head.get("study_mazes_unreproduced", []):
@@ -217,6 +218,21 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
         lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
                      "need the maze (wall bumps, live switches) leave those episodes out.")
     return lines
+
+
+def _axis_line(ax: pd.DataFrame, subset: str) -> str | None:
+    """The summary's sentence on the difficulty axes of one subset: the strongest axis only when its
+    increment over the model-only fit can be told from zero (``metrics.strongest_axis``)."""
+    top, named = metrics.strongest_axis(ax, subset)
+    if top is None:
+        return None
+    where = "" if subset == "all" else f" (episodes with {subset.replace('optimal', 'optimal path ')} actions)"
+    numbers = (f"R^2 {top['r2']:.3f} with the model term, increment {top['r2_increment']:.4f}, "
+               f"maze-clustered p {top['p_value']:.3g}, Holm-adjusted {top['p_value_holm']:.3g}")
+    if named is not None:
+        return f"Strongest single difficulty axis{where}: {top['label']} ({numbers})."
+    return (f"No single difficulty axis stands out{where}: the largest increment over the model term "
+            f"({top['label']}: {numbers}) cannot be told from zero at the 0.05 level.")
 
 
 def _png(fig: plt.Figure) -> bytes:

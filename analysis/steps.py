@@ -29,8 +29,12 @@ Added to each step (steps ordered within an episode):
   ``bump`` counts every blocked forward (walls, keys, closed doors, closed gates).
 - ``on_live_switch``: it ends on a switch that controls at least one gate (needs the maze).
 - ``next_reasoning``: the reasoning tokens of the episode's next turn (null on its last step).
-- ``new_min``: the step reached a new minimum of the action distance: lower than the start
-  distance and than every distance before it (the failure onset of ``analysis.failure.onset``).
+- ``new_min``: the step, **not a turn**, reached a new minimum of the action distance: lower than
+  the start distance and than the distance after every earlier step that was not a turn (the
+  failure onset of ``analysis.failure.onset``). Turns are left out because the action distance
+  counts the facing: a turn toward the goal lowers it by one without the agent going anywhere,
+  and late in a stalled episode such turns would set the onset (the forward that follows
+  such a turn is the step that counts).
 
 The start cell is inferred from the first step, not the maze: a ``forward`` that moved came
 from the cell behind the agent, anything else left the agent where it was. An agent only ever
@@ -86,8 +90,10 @@ WITH firsts AS (
         count(*) OVER (PARTITION BY ep) AS n_steps,
         lag(action_distance) OVER w AS d_prev,
         lead(tokens_reasoning) OVER w AS next_reasoning,
-        min(coalesce(action_distance::DOUBLE, {_INF})) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-            AS best_before,
+        -- the least distance before this step over steps that were not turns (``new_min``)
+        min(CASE WHEN coalesce(action IN ('left', 'right'), false) THEN {_INF}
+                 ELSE coalesce(action_distance::DOUBLE, {_INF}) END)
+            OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS best_before,
         first_value(x) OVER w AS x0, first_value(y) OVER w AS y0, first_value(dir) OVER w AS dir0,
         first_value({_MOVED}) OVER w AS moved0
     FROM raw_steps
@@ -128,8 +134,9 @@ SELECT
                                     OR p.front_y >= size.height OR wall.maze_id IS NOT NULL) END AS wall_bump,
     CASE WHEN size.maze_id IS NULL THEN NULL ELSE live.maze_id IS NOT NULL END AS on_live_switch,
     p.next_reasoning,
-    coalesce(p.action_distance::DOUBLE, {_INF}) < least(coalesce(p.best_before, {_INF}),
-                                                        coalesce(p.d_start::DOUBLE, {_INF})) AS new_min
+    NOT coalesce(p.action IN ('left', 'right'), false)
+        AND coalesce(p.action_distance::DOUBLE, {_INF}) < least(coalesce(p.best_before, {_INF}),
+                                                                coalesce(p.d_start::DOUBLE, {_INF})) AS new_min
 FROM placed p
 LEFT JOIN maze_sizes size ON size.maze_id = p.maze_id
 LEFT JOIN maze_walls wall ON wall.maze_id = p.maze_id AND wall.x = p.front_x AND wall.y = p.front_y

@@ -152,12 +152,15 @@ def _band(band: str) -> Callable[[Tables, dict], tuple[str, dict]]:
         if b.empty:
             return "no episodes in this band", {}
         r = b.iloc[0]
-        ci = (f" (95% CI {_f(r['mean_progress_action_ci_low'])} to {_f(r['mean_progress_action_ci_high'])})"
-              if _num(r["mean_progress_action_ci_low"]) is not None else "")
-        return (f"{_f(r['mean_progress_action'])}{ci}; {_n(int(r['solves']), 'solve')} in "
-                f"{_n(int(r['episodes']), 'episode')}",
+        note = r["mean_progress_action_ci_note"]
+        ci = (f" (95% CI {_f(r['mean_progress_action_ci_low'])} to {_f(r['mean_progress_action_ci_high'])}"
+              f"{'; ' + note if note else ''})" if _num(r["mean_progress_action_ci_low"]) is not None
+              else f" (no interval: {note})" if note else "")
+        return (f"{_f(r['mean_progress_action'])}{ci}, clipped {_f(r['mean_progress_action_clipped'])}; "
+                f"{_n(int(r['solves']), 'solve')} in {_n(int(r['episodes']), 'episode')}",
                 {"mean_progress_action": r["mean_progress_action"], "ci_low": r["mean_progress_action_ci_low"],
-                 "ci_high": r["mean_progress_action_ci_high"], "solves": int(r["solves"]),
+                 "ci_high": r["mean_progress_action_ci_high"], "ci_note": note,
+                 "mean_progress_action_clipped": r["mean_progress_action_clipped"], "solves": int(r["solves"]),
                  "episodes": int(r["episodes"])})
     return compute
 
@@ -192,8 +195,12 @@ def _r2(subset: str, labels: tuple[str, ...]) -> Callable[[Tables, dict], tuple[
         ax = ax[ax["subset"] == subset].set_index("label")
         n = int(ax["n"].max()) if len(ax) else 0
         vals = {lab: _num(ax.loc[lab, "r2"]) if lab in ax.index else None for lab in labels}
-        return (f"{n} episodes; " + ", ".join(f"{lab} {_f(v)}" for lab, v in vals.items()),
-                {"episodes": n, "r2": vals})
+        inc = {lab: _num(ax.loc[lab, "r2_increment"]) if lab in ax.index else None for lab in labels}
+        told = {lab: bool(ax.loc[lab, "distinguishable"]) if lab in ax.index else None for lab in labels}
+        return (f"{n} episodes; " + ", ".join(
+                    f"{lab} {_f(v)} (increment {_f(inc[lab])}{'' if told[lab] else ', not told from 0'})"
+                    for lab, v in vals.items()),
+                {"episodes": n, "r2": vals, "r2_increment": inc, "distinguishable": told})
     return compute
 
 

@@ -22,7 +22,7 @@ from analysis import figures
 from analysis.load import GROUP, Traces
 from analysis.metrics import order_arms
 from analysis.sections import Built, Context, Section
-from analysis.stats import mean_ci
+from analysis.stats import NO_VARIATION, mean_ci
 from env.variants import record_of
 
 OUTCOMES = {"progress": "progress_action", "solve_rate": "solved"}
@@ -80,8 +80,18 @@ def paired_effects(traces: Traces) -> pd.DataFrame:
     return order_arms(pd.DataFrame(rows), traces)
 
 
+def _bound(t, name: str, side: str):
+    """An interval's end for the rules below. Where every source maze gave the same difference the
+    report prints no interval (``NO_VARIATION``), but the rules read that common value as both ends,
+    as the interval would have: the data put no uncertainty around it."""
+    flat = t[f"{name}_ci_note"] == NO_VARIATION
+    if isinstance(t, pd.DataFrame):
+        return t[f"{name}_ci_{side}"].where(~flat, t[name])
+    return t[name] if flat else t[f"{name}_ci_{side}"]
+
+
 def _excludes_zero(t: pd.DataFrame, name: str) -> pd.Series:
-    return (t[f"{name}_ci_low"] > 0) | (t[f"{name}_ci_high"] < 0)
+    return (_bound(t, name, "low") > 0) | (_bound(t, name, "high") < 0)
 
 
 def invariance(effects: pd.DataFrame) -> pd.DataFrame:
@@ -93,8 +103,8 @@ def invariance(effects: pd.DataFrame) -> pd.DataFrame:
     t["flagged"] = _excludes_zero(t, "progress_diff") | _excludes_zero(t, "solve_rate_diff")
     cols = [*[c for c in GROUP if c in t], "arm", "kind", "family", "exact", "variants", "mazes",
             "original_progress", "twin_progress", "progress_diff", "progress_diff_ci_low", "progress_diff_ci_high",
-            "original_solve_rate", "twin_solve_rate", "solve_rate_diff", "solve_rate_diff_ci_low",
-            "solve_rate_diff_ci_high", "flagged"]
+            "progress_diff_ci_note", "original_solve_rate", "twin_solve_rate", "solve_rate_diff",
+            "solve_rate_diff_ci_low", "solve_rate_diff_ci_high", "solve_rate_diff_ci_note", "flagged"]
     return t[cols].reset_index(drop=True)
 
 
@@ -129,7 +139,7 @@ CONTROL = "control-none"
 
 
 def _clears(row: pd.Series, direction: str) -> bool:
-    low, high = row["progress_diff_ci_low"], row["progress_diff_ci_high"]
+    low, high = _bound(row, "progress_diff", "low"), _bound(row, "progress_diff", "high")
     return bool(low > 0) if direction == "raises" else bool(high < 0)
 
 
@@ -151,16 +161,17 @@ def attribution(effects: pd.DataFrame, traces: Traces) -> tuple[pd.DataFrame, pd
             explained = [k for k in rule.unless if cleared.get(k)]
             hit = cleared[rule.kind] and not explained
             note = (f"explained by {', '.join(explained)}: {rule.why}" if cleared[rule.kind] and explained else
-                    "" if hit else "interval does not clear 0" if pd.notna(r["progress_diff_ci_low"])
+                    "" if hit else "interval does not clear 0" if pd.notna(_bound(r, "progress_diff", "low"))
                     else "no interval (fewer than two mazes)")
             evidence.append(_evidence(r, f"progress {rule.direction}", rule.mode, hit, note))
             modes += [rule.mode] if hit else []
         if CONTROL in by_kind:
             r = by_kind[CONTROL]
-            defined = pd.notna(r["progress_diff_ci_low"]) and pd.notna(r["twin_progress_level_ci_high"])
-            hit = bool(defined and not r["progress_diff_ci_low"] > 0 and r["twin_progress_level_ci_high"] < 1)
+            low, level_high = _bound(r, "progress_diff", "low"), _bound(r, "twin_progress_level", "high")
+            defined = pd.notna(low) and pd.notna(level_high)
+            hit = bool(defined and not low > 0 and level_high < 1)
             note = ("" if hit else "no interval (fewer than two mazes)" if not defined else
-                    "the control's progress is above the original's" if r["progress_diff_ci_low"] > 0 else
+                    "the control's progress is above the original's" if low > 0 else
                     "the control's progress is not below 1")
             evidence.append(_evidence(r, "control not above the original, and below 1", EXECUTION, hit, note))
             modes += [EXECUTION] if hit else []
@@ -172,8 +183,10 @@ def attribution(effects: pd.DataFrame, traces: Traces) -> tuple[pd.DataFrame, pd
 def _evidence(r: pd.Series, reads: str, mode: str, hit: bool, note: str) -> dict:
     return {"arm": r["arm"], "kind": r["kind"], "reads": reads, "mode": mode, "mazes": r["mazes"],
             "progress_diff": r["progress_diff"], "progress_diff_ci_low": r["progress_diff_ci_low"],
-            "progress_diff_ci_high": r["progress_diff_ci_high"], "twin_progress": r["twin_progress"],
-            "twin_progress_level_ci_high": r["twin_progress_level_ci_high"], "attributed": hit, "note": note}
+            "progress_diff_ci_high": r["progress_diff_ci_high"], "progress_diff_ci_note": r["progress_diff_ci_note"],
+            "twin_progress": r["twin_progress"],
+            "twin_progress_level_ci_high": r["twin_progress_level_ci_high"],
+            "twin_progress_level_ci_note": r["twin_progress_level_ci_note"], "attributed": hit, "note": note}
 
 
 # ---- sections ------------------------------------------------------------------------------------

@@ -4,13 +4,17 @@ it (docs/report.md, "Discovery").
 For every key, door, switch and gate of a maze, four steps of an episode (1-based; 0 for the
 start; None when the episode never got there):
 
-- ``contact``: the agent stood on the object's cell or next to it (one of the four cells
-  around it), after the step (the start counts as step 0);
+- ``contact``: the agent stood on the object's cell or next to it, after the step (the start
+  counts as step 0). "Next to" is one of the **four orthogonal neighbours** (north, south, east,
+  west: the cells the agent can face from where it stands); a diagonal neighbour is not contact;
 - ``attempt``: the first ``pickup`` or ``toggle`` taken while standing on the object's cell or
-  facing it (whatever it did);
+  facing it, whatever it did. For a gate that is a toggle facing it: a toggle never acts on a
+  gate itself, but one made while standing on a switch flips that switch, and when the switch
+  controls the gate that toggle opens it (its attempt and success are then the same step; the
+  oracle opens gates that way). A toggle facing a gate from anywhere else does nothing;
 - ``success``: the object was first operated: a key taken, a door opened, a switch flipped, a gate
   opened (by any of its switches, wherever the agent stood: a gate's success can come before its
-  contact, and its attempt, a toggle facing it, does nothing);
+  contact and its attempt);
 - ``use``: its effect was first used: the agent walked onto the door's or the gate's cell (it can
   only while it is open); for a key, once taken, onto the cell of a door of its colour that started
   locked; for a switch, onto the cell of a gate it controls while it is on.
@@ -54,6 +58,7 @@ class Move:
 
 
 def _near(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """The same cell or one of its four orthogonal neighbours (Manhattan distance at most 1)."""
     return abs(a[0] - b[0]) + abs(a[1] - b[1]) <= 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -47,8 +49,13 @@ def test_each_pair_is_tested_as_the_libraries_test_it(three):
         a = eps[eps["arm"] == row.arm_a].set_index(["maze_id", "repeat"])["solved"]
         b = eps[eps["arm"] == row.arm_b].set_index(["maze_id", "repeat"])["solved"]
         both = pd.concat([a, b], axis=1, join="inner", keys=["a", "b"])
-        table = pd.crosstab(both["a"], both["b"]).reindex(index=[False, True], columns=[False, True], fill_value=0)
-        assert row.solves_p == pytest.approx(mcnemar(table.to_numpy(), exact=True).pvalue)
+        # three repeats per maze: the solves are tested clustered by maze, on the per-maze differences,
+        # with every sign pattern of the non-zero ones (here enumerated by hand)
+        per_maze = (both["a"].astype(float) - both["b"].astype(float)).groupby(level="maze_id").mean()
+        nonzero = per_maze[per_maze != 0].to_numpy()
+        flips = np.array(list(itertools.product((1, -1), repeat=len(nonzero))))
+        exact = np.mean(np.abs(flips @ nonzero) >= abs(nonzero.sum()) - 1e-12) if len(nonzero) else 1.0
+        assert row.solves_p == pytest.approx(exact) and row.solves_test.startswith("clustered by maze")
         assert row.paired_episodes == len(both) and row.unmatched_episodes == len(a) + len(b) - 2 * len(both)
         # the progress difference: per-maze means first, every repeat kept
         d = eps[eps["arm"] == row.arm_a].groupby("maze_id")["progress_action"].mean() - \
@@ -61,6 +68,17 @@ def test_each_pair_is_tested_as_the_libraries_test_it(three):
         assert t[f"{test}_p_holm"].to_numpy() == pytest.approx(multipletests(t[f"{test}_p"], method="holm")[1])
     # b is 0.15 ahead of both: separated after the correction; a and c (0.02 apart) are not
     assert t["ahead"].tolist() == ["b", "not separated", "b"]
+
+
+def test_solves_with_one_repeat_are_mcnemars_exact_test(tmp_path):
+    traces = _run(tmp_path, {"a": 0.0, "b": 0.3}, mazes=30, repeats=1, seed=5)
+    row = ranking.ranking(traces).iloc[0]
+    eps = traces.episodes
+    a = eps[eps["arm"] == "a"].set_index("maze_id")["solved"]
+    b = eps[eps["arm"] == "b"].set_index("maze_id")["solved"]
+    table = pd.crosstab(a, b).reindex(index=[False, True], columns=[False, True], fill_value=0)
+    assert row["solves_p"] == pytest.approx(mcnemar(table.to_numpy(), exact=True).pvalue)
+    assert "McNemar" in row["solves_test"]
 
 
 def test_the_paired_bootstrap_covers_a_known_mean_about_95_times_in_100():

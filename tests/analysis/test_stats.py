@@ -8,7 +8,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.stats import RESAMPLES, SEED, cluster_ratio_ci, counted_median, mean_ci, property_r2
+from analysis.stats import (
+    FEW_MAZES,
+    NO_VARIATION,
+    RESAMPLES,
+    SEED,
+    cluster_ratio_ci,
+    counted_median,
+    mean_ci,
+    property_r2,
+)
 
 
 def _r2_lstsq(y: np.ndarray, columns: list[np.ndarray]) -> float:
@@ -46,7 +55,8 @@ def test_r2_equals_least_squares_with_model_dummies(frame):
         assert got["r2"] == pytest.approx(full, abs=1e-10)
         assert got["r2_model_only"] == pytest.approx(base, abs=1e-10)
         assert got["r2_increment"] == pytest.approx(full - base, abs=1e-10)
-        assert got["slope"] < 0 and got["p_value"] < 0.01
+        assert got["slope"] < 0 and got["p_value_iid"] < 0.01
+        assert np.isnan(got["p_value"])  # no maze column: nothing to cluster by
 
 
 def test_r2_equals_statsmodels_formula_with_a_categorical_model_term(frame):
@@ -57,7 +67,7 @@ def test_r2_equals_statsmodels_formula_with_a_categorical_model_term(frame):
         got = property_r2(frame, prop)
         assert got["r2"] == pytest.approx(fit.rsquared, abs=1e-10)
         assert got["slope"] == pytest.approx(fit.params[prop], rel=1e-9)
-        assert got["p_value"] == pytest.approx(fit.pvalues[prop], rel=1e-6)
+        assert got["p_value_iid"] == pytest.approx(fit.pvalues[prop], rel=1e-6)
 
 
 def test_r2_of_a_constant_property_is_the_model_term_alone(frame):
@@ -118,7 +128,9 @@ def test_degenerate_intervals():
     one = cluster_ratio_ci([0.2, 0.4], ["m", "m"])
     assert one.value == pytest.approx(0.3) and np.isnan(one.low) and one.clusters == 1
     flat = cluster_ratio_ci([0.0, 0.0, 0.0], ["a", "b", "c"])
-    assert (flat.value, flat.low, flat.high) == (0.0, 0.0, 0.0)
+    # no variation: no interval of zero width, a note instead
+    assert flat.value == 0.0 and np.isnan(flat.low) and np.isnan(flat.high) and flat.note == NO_VARIATION
+    assert one.note and cluster_ratio_ci([0.1, 0.5, 0.2], ["a", "b", "c"]).note == FEW_MAZES
     assert cluster_ratio_ci([], []).n == 0
 
 

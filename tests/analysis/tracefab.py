@@ -24,7 +24,15 @@ from traces._schema import EPISODES, STEPS
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+# the start distance an episode row gets when a test gives its progress and not its distances
+PROGRESS_SCALE = 1_000_000_000
+
+
 def episode_row(**kw) -> dict:
+    """An episode row: defaults, then ``kw``. The report computes progress from the distances
+    (the study's unclipped formula), so a progress given without them (``progress_action=0.3``)
+    gets a start distance of ``PROGRESS_SCALE`` and the end distance that reproduces it to 1e-9;
+    a clipped trace column of at least 0 is kept as given."""
     row = {name: None for name in EPISODES.names}
     row.update(run="run-a", model_name="m", model="builtin/test", condition="baseline", protocol="{}",
                protocol_hash="p", repeat=0, maze_id="maze", maze_checksum="", grid_width=10,
@@ -36,6 +44,12 @@ def episode_row(**kw) -> dict:
                reasoning_estimated=False, cost_usd=0.0, model_latency_s=0.0, wall_s=1.0, attempts=1,
                gridbench_version="0", env_version="1", started_at=T0, finished_at=T0)
     row.update(kw)
+    for kind in ("action", "tile"):
+        given = kw.get(f"progress_{kind}")
+        if given is not None and f"d_start_{kind}" not in kw and f"d_end_{kind}" not in kw:
+            row[f"d_start_{kind}"] = PROGRESS_SCALE
+            row[f"d_end_{kind}"] = round(PROGRESS_SCALE * (1 - given))
+            row[f"progress_{kind}"] = min(1.0, max(0.0, given))
     if "episode_id" not in kw or row["episode_id"] is None:
         row["episode_id"] = f"{row['model_name']}-{row['maze_id']}-{row['condition']}-{row['repeat']}"
     return row
