@@ -275,22 +275,31 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
 
 
 def _server_commands(sweep: Sweep) -> list[dict[str, object]]:
-    """Each served model's exact server command line, as one replica would start it."""
+    """Each served model's exact server command line, as one replica would start it, and the
+    weights it serves (a bundled model's pinned checksum; a file's when it is on this machine)."""
     import shlex
 
-    from orchestrator.serving.commands import vllm_command
-    from orchestrator.serving.spec import NODE_IP
+    from agents.model import request_name
+    from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights, vllm_command
+    from orchestrator.serving.spec import NODE_IP, Weights
 
     out: list[dict[str, object]] = []
     for m in sweep.models:
-        if m.serve is None or m.serve.engine != "vllm":
+        if m.serve is None:
             continue
         spec = sweep.serve_spec(m)
         host = "<node-ip>" if spec.host == NODE_IP else spec.host
-        argv = vllm_command(m.model, spec, host=host, port=spec.port_range[0])
-        out.append({"model": m.name, "replicas": spec.replicas, "gpus_per_replica": spec.tensor_parallel_size,
+        if spec.engine == "vllm":
+            argv = vllm_command(m.model, spec, host=host, port=spec.port_range[0])
+            weights, gpus = Weights(request_name(m.model)), spec.tensor_parallel_size
+        else:
+            path, weights, chat_format = llama_cpp_weights(spec, start=False)
+            argv = llama_cpp_command(m.model, spec, model_path=path, host=host, port=spec.port_range[0],
+                                     chat_format=chat_format)
+            gpus = 0
+        out.append({"model": m.name, "engine": spec.engine, "replicas": spec.replicas, "gpus_per_replica": gpus,
                     "port": f"the first free port of {spec.port_range[0]}-{spec.port_range[1]}",
-                    "argv": argv, "command": shlex.join(argv)})
+                    "weights": weights.to_dict(), "argv": argv, "command": shlex.join(argv)})
     return out
 
 
@@ -396,14 +405,18 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     for line in assumptions:
         stdout.print(line, markup=False, highlight=False)
     for server in servers:
-        stdout.print(f"{server['model']}: {server['replicas']} replica(s) of {server['gpus_per_replica']} GPU(s), "
-                     f"each (port: {server['port']}):")
+        where = f"of {server['gpus_per_replica']} GPU(s)" if server["gpus_per_replica"] else "on CPU"
+        weights = server["weights"]
+        assert isinstance(weights, dict)
+        served = weights["name"] + (f" (sha256 {weights['sha256']})" if weights["sha256"] else "")
+        stdout.print(f"{server['model']}: {server['replicas']} replica(s) {where} serving {served}, "
+                     f"each (port: {server['port']}):", markup=False, highlight=False, soft_wrap=True)
         stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"run folder: {store.display()}")
 
 
 def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
-             command: list[str]) -> tuple[RunOutcome, float]:
+             command: list[str], preflight: bool = True) -> tuple[RunOutcome, float]:
     """Ray (joined or embedded), the sweep's model servers, then the driver; all shut down after.
     Returns the outcome and when Ray was up (``time.monotonic``)."""
     from orchestrator.connect import connect
