@@ -84,11 +84,13 @@ def secured_run(tmp_path_factory):
     ray_tmp = Path(tempfile.mkdtemp(prefix="gbsec", dir="/tmp"))  # short: Ray's socket paths must fit
     mazes = copy_mazes(tmp / "mazes", ["scale-8"])
     replies = hostile_replies(marker)
+    # each lists its model, as a real endpoint does (the run's preflight asks); "denied" takes the
+    # key for its listing and refuses it on every chat call, so its 401s reach the traces
     servers = {
-        "works": ScriptedServer(mode="oracle", mazes=str(MAZES)),
-        "denied": ScriptedServer(["401"]),
-        "broken": ScriptedServer(["500"]),
-        "hostile": ScriptedServer(replies),
+        "works": ScriptedServer(mode="oracle", mazes=str(MAZES), model="works"),
+        "denied": ScriptedServer(["401"], model="denied"),
+        "broken": ScriptedServer(["500"], model="broken"),
+        "hostile": ScriptedServer(replies, model="hostile"),
     }
     for s in servers.values():
         s.start()
