@@ -69,7 +69,7 @@ def main() -> None:
     model_path = str(bundled_model_path())
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
-    spec = parse_serve({"engine": "llama_cpp", "n_ctx": N_CTX})
+    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": N_CTX})
     served = ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
     http_lat, http_out, agent_lat, agent_out = [], [], [], []
     with tempfile.TemporaryDirectory() as run_dir:

@@ -273,6 +273,8 @@ class Driver:
 
     def execute(self) -> RunOutcome:
         clean_partial(self.store)
+        if self.pool is not None:  # every episode records the weights its server serves
+            self.sweep = self.sweep.with_weights(self.pool.weights())
         specs, todo = self.plan()
         if self.settings.retry_errors and todo:
             # episodes to rerun that a compaction packed: back to files of their own, which the

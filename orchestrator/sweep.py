@@ -30,7 +30,8 @@ from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
-from orchestrator.serving.spec import ServeSpec, parse_serve
+from orchestrator.serving.bundled import is_bundled
+from orchestrator.serving.spec import ServeSpec, Weights, parse_serve
 from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, Twins, parse_variants, with_twins
 from traces import EpisodeIdentity
 
@@ -54,6 +55,9 @@ class ModelEntry:
     # a slow local model can run a few text-only mazes in the same sweep as fast models
     mazes: tuple[Maze, ...] | None = None
     protocol: dict[str, Any] = field(default_factory=dict)
+    # what the model's servers serve, as they report it once started (``Sweep.with_weights``);
+    # not part of the identity: a file's path is, and its checksum is recorded with each episode
+    weights: Weights | None = None
 
     @property
     def name(self) -> str:
@@ -69,11 +73,15 @@ class ModelEntry:
 
     @property
     def serving(self) -> str | None:
-        """How the sweep serves the model (the episodes' ``serving`` column); None: not served."""
+        """How the sweep serves the model (the episodes' ``serving`` column): the engine, the
+        weights its servers reported (``model=<file> sha256=<hex>``) and vLLM's reasoning parser;
+        None: not served."""
         if self.serve is None:
             return None
         parser = self.serve.reasoning_parser if self.serve.engine == "vllm" else None
-        return f"{self.serve.engine} reasoning_parser={parser}" if parser else self.serve.engine
+        parts = [self.serve.engine, self.weights.describe() if self.weights else None,
+                 f"reasoning_parser={parser}" if parser else None]
+        return " ".join(p for p in parts if p)
 
     def identity(self) -> dict[str, Any]:
         """What makes this model's answers what they are; part of every episode id. The client is
@@ -88,6 +96,8 @@ class ModelEntry:
                 out[key] = getattr(self, key)
         if self.serve is not None:
             out["serve"] = self.serve.model_dump(mode="json")
+        if self.weights is not None:
+            out["weights"] = self.weights.to_dict()
         if self.mazes is not None:
             out["maze_ids"] = [m.id for m in self.mazes]
         if self.protocol:
@@ -228,6 +238,11 @@ class Sweep:
     def serve_spec(self, model: ModelEntry) -> ServeSpec:
         """A served model's spec with what this sweep decides filled in (``resolve_serve``)."""
         return resolve_serve(model, self.conditions, self.model_mazes(model) or self.mazes)
+
+    def with_weights(self, weights: dict[str, Weights]) -> Sweep:
+        """This sweep with what each served model's servers serve (``ServerPool.weights``), so
+        that every episode records it."""
+        return replace(self, models=[replace(m, weights=weights.get(m.name, m.weights)) for m in self.models])
 
     def check_keys(self) -> list[str]:
         """Every model's key variable is set (``BadInput`` naming the first that is not); returns
@@ -395,6 +410,9 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
             serve = parse_serve(serve, source)
         except BadInput as err:
             raise BadInput(source, f"{where}.{err.field}", err.message) from None
+        if serve.model is not None and not is_bundled(serve.model) and base_dir is not None:
+            # a GGUF path relative to the sweep file, as its mazes are
+            serve = serve.model_copy(update={"model": str((base_dir / Path(serve.model).expanduser()).resolve())})
     config = parse_model_config({k: entry[k] for k in AGENT_KEYS if k in entry}, source, where,
                                 served=serve is not None, engine=serve.engine if serve is not None else None,
                                 reasoning_parser=serve.reasoning_parser if serve is not None else None)

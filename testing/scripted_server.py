@@ -35,6 +35,10 @@ text out unless ``display: summarized`` is asked; older Claude thinks within ``b
 below ``max_tokens``. Each recorded request holds what the persona applied (``applied``:
 thinking, effort, thinking budget, output cap), which tests compare with what gridbench recorded.
 
+``api_key``: the one key the server takes. A request without it (``Authorization: Bearer <key>``, or
+Anthropic's ``x-api-key`` header) is refused with 401 before anything else, its model
+listing included, with the body the provider sends (OpenAI's echoes part of the key it got).
+
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
 (a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
 in ``requests``, with the step number the prompt asks about: counting the answered ones per
@@ -167,6 +171,7 @@ class ScriptedServer:
         retry_after: float = 1.0,
         persona: str = "openai",
         vllm_argv: Sequence[str] | None = None,
+        api_key: str | None = None,
     ):
         """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``); ``vllm_argv``: the
         ``vllm serve`` command line the ``vllm`` persona was served with."""
@@ -196,6 +201,7 @@ class ScriptedServer:
         self._busy = 0
         self._cache: set[str] = set()
         self._prompts: list[str] = []
+        self.api_key = api_key
         if persona not in PERSONAS:
             raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
         self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
@@ -385,9 +391,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _refused_key(self, headers: dict[str, str]) -> bool:
+        """Answer 401 when the server takes one key and the request does not carry it."""
+        expected = self.server.scripted.api_key
+        if expected is None:
+            return False
+        # Anthropic's requests (its model listing included) carry the key in x-api-key
+        anthropic = "x-api-key" in headers
+        sent = headers["x-api-key"] if anthropic else headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if sent == expected:
+            return False
+        if anthropic:
+            self._send(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+        else:
+            self._fault("401", {}, headers, {})
+        return True
+
     def do_GET(self) -> None:  # noqa: N802
         scripted = self.server.scripted
-        scripted.requests.append(RecordedRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        scripted.requests.append(RecordedRequest(self.path, headers, None))
+        if self._refused_key(headers):
+            return
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [
                 {"id": scripted.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
@@ -408,6 +433,8 @@ class _Handler(BaseHTTPRequestHandler):
         with scripted._lock:
             scripted.requests.append(record)
             index = next(scripted._counter)
+        if self._refused_key(headers):
+            return
         if not (anthropic or self.path.rstrip("/").endswith("/chat/completions")) or not isinstance(body, dict):
             self._send(404 if body is not None else 400,
                        {"error": {"message": "unsupported request", "type": "invalid_request_error"}})

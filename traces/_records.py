@@ -269,9 +269,11 @@ class EpisodeRecord(TraceRecord):
     error_class: str | None = col("string", "for `error`: the failure's class (`RateLimitError`, `RayActorError`, "
                                             "...); else null")
     error_message: str | None = col("string", "for `error`: the failure's message, secrets removed; else null")
-    serving: str | None = col("string", "how the sweep served the model: `vllm`, `vllm reasoning_parser=<name>` "
-                                        "(reasoning returned apart from the reply; without one it comes inline), "
-                                        "`llama_cpp`; null for a model called at its provider or a built-in agent")
+    serving: str | None = col("string", "how the sweep served the model: the engine (`vllm`, `llama_cpp`), then what "
+                                        "its server served, `model=<repository>` (vLLM) or `model=<file> "
+                                        "sha256=<checksum>` (llama.cpp), then `reasoning_parser=<name>` when vLLM "
+                                        "returned reasoning apart from the reply (without one it comes inline); "
+                                        "null for a model called at its provider or a built-in agent")
     gridbench_version: str = col("string", "package version")
     env_version: str = col("string", "`env.ENV_VERSION` (part of the episode id)")
     started_at: datetime = col("timestamp", "wall-clock start (UTC)")

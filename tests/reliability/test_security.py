@@ -84,11 +84,13 @@ def secured_run(tmp_path_factory):
     ray_tmp = Path(tempfile.mkdtemp(prefix="gbsec", dir="/tmp"))  # short: Ray's socket paths must fit
     mazes = copy_mazes(tmp / "mazes", ["scale-8"])
     replies = hostile_replies(marker)
+    # each lists its model, as a real endpoint does (the run's preflight asks); "denied" takes the
+    # key for its listing and refuses it on every chat call, so its 401s reach the traces
     servers = {
-        "works": ScriptedServer(mode="oracle", mazes=str(MAZES)),
-        "denied": ScriptedServer(["401"]),
-        "broken": ScriptedServer(["500"]),
-        "hostile": ScriptedServer(replies),
+        "works": ScriptedServer(mode="oracle", mazes=str(MAZES), model="works"),
+        "denied": ScriptedServer(["401"], model="denied"),
+        "broken": ScriptedServer(["500"], model="broken"),
+        "hostile": ScriptedServer(replies, model="hostile"),
     }
     for s in servers.values():
         s.start()
@@ -96,7 +98,7 @@ def secured_run(tmp_path_factory):
                "params": {"timeout": 5, "retries": 1}, "price": {"input": 1e-6, "output": 1e-6},
                "max_concurrency": 1} for name, s in servers.items()]
     models.append({"name": "gemma", "model": "openai/gemma-3-270m", "api_key_env": KEY_ENV, "max_concurrency": 1,
-                   "serve": {"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300},
+                   "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300},
                    "protocol": {"max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15}})
     sweep = tmp / "secure.yaml"
     sweep.write_text(yaml.safe_dump({"name": "secure", "mazes": str(mazes), "protocol": FAST_PROTOCOL,

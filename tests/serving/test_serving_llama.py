@@ -29,7 +29,7 @@ PROTOCOL = dict(observation="text", thinking=False, max_output_tokens=16, temper
 
 
 def gemma(**serve) -> ModelEntry:
-    spec = parse_serve({"engine": "llama_cpp", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
+    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
     return ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
 
 

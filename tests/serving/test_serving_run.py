@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from orchestrator.cli import main
-from orchestrator.serving.bundled import BUNDLED_MODEL
+from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SHA256, bundled_target
 
 pytestmark = pytest.mark.slow
 
 
-def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path):
+def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path, capfd):
     sweep = tmp_path / "local.yaml"
     sweep.write_text(yaml.safe_dump({
         "name": "local", "mazes": ["example"],
@@ -24,7 +24,7 @@ def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path):
         "models": [
             {"name": "oracle", "model": "builtin/oracle"},
             {"name": "gemma", "model": BUNDLED_MODEL, "max_concurrency": 1,
-             "serve": {"engine": "llama_cpp", "n_ctx": 4096}},
+             "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096}},
         ],
     }))
     out = tmp_path / "results"
@@ -36,6 +36,9 @@ def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path):
     episodes = pd.read_parquet(run / "episodes")
     gemma = episodes[episodes["model_name"] == "gemma"].iloc[0]
     assert gemma["termination"] != "error", gemma["error_message"]
+    # the episode names the weights its server served, and the preflight asked the server first
+    assert gemma["serving"] == f"llama_cpp model={bundled_target().name} sha256={BUNDLED_SHA256}"
+    assert "preflight: gemma: every server up and listing its model" in capfd.readouterr().err
     steps = pd.read_parquet(run / "steps")
     mine = steps[steps["episode_id"] == gemma["episode_id"]]
     assert len(mine) == gemma["steps"] == 2

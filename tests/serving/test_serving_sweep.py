@@ -7,6 +7,7 @@ from env.errors import BadInput
 from orchestrator.sweep import SWEEPS_DIR, parse_sweep
 
 QUICKSTART = SWEEPS_DIR / "quickstart.yaml"
+GEMMA = {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}  # the bundled model, asked for by name
 
 
 def quickstart(mazes=("example",)):
@@ -19,7 +20,7 @@ def test_quickstart_serves_the_bundled_model_text_only_without_thinking():
     sweep = quickstart()
     gemma = next(m for m in sweep.models if m.serve is not None)
     assert gemma.model == "openai/gemma-3-270m" and gemma.serve.engine == "llama_cpp"
-    assert gemma.serve.model is None  # the bundled GGUF
+    assert gemma.serve.model == "bundled:gemma-3-270m"  # the bundled GGUF, by name
     assert gemma.mazes is not None and 1 <= len(gemma.mazes) <= 5
     mine = [e for e in sweep.episodes() if e.model.name == gemma.name]
     assert len(mine) == len(gemma.mazes)
@@ -52,7 +53,7 @@ def test_a_model_runs_only_its_own_mazes_and_the_cli_maze_override_wins():
         ({"protocol": {"observation": "smell"}}, "models[0].protocol.observation"),
         ({"protocol": {"preset": "gridbench-baseline"}}, "models[0].protocol"),
         ({"mazes": ["no-such-maze"]}, "models[0].mazes"),
-        ({"serve": {"engine": "llama_cpp", "n_ctx": 1}}, "models[0].serve.n_ctx"),
+        ({"serve": {**GEMMA, "n_ctx": 1}}, "models[0].serve.n_ctx"),
     ],
 )
 def test_bad_model_entry_names_the_field(entry, field):
@@ -68,13 +69,13 @@ def test_serving_settings_that_cannot_change_answers_keep_episode_ids():
                 "models": [{"name": "m", "model": "openai/x", "serve": serve}]}
         return [e.episode_id for e in parse_sweep(data, "t.yaml").episodes()]
 
-    assert ids({"engine": "llama_cpp"}) == ids({"engine": "llama_cpp", "replicas": 2, "startup_timeout_s": 30})
-    assert ids({"engine": "llama_cpp"}) != ids({"engine": "llama_cpp", "n_ctx": 4096})
+    assert ids(GEMMA) == ids({**GEMMA, "replicas": 2, "startup_timeout_s": 30})
+    assert ids(GEMMA) != ids({**GEMMA, "n_ctx": 4096})
 
 
 def test_a_llama_cpp_model_must_take_the_text_observation():
     data = {"name": "t", "mazes": ["example"], "protocol": {"observation": "image+text"},
-            "models": [{"name": "g", "model": "openai/g", "serve": {"engine": "llama_cpp"}}]}
+            "models": [{"name": "g", "model": "openai/g", "serve": GEMMA}]}
     with pytest.raises(BadInput, match="reads text only") as err:
         parse_sweep(data, "t.yaml")
     assert str(err.value).startswith("t.yaml: models[0].protocol.observation:")

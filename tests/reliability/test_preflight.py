@@ -1,0 +1,148 @@
+"""Failures say why, early: before the first episode each called arm is checked by its model
+listing (the scripted server on 127.0.0.1 as the endpoint), and an arm that cannot run is one
+line naming the sweep file, the field, the arm and the cause, exit 2, before Ray starts and with
+nothing written; during a run, an arm whose episodes end in error says how many and the first
+cause on its progress line and in the summary."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sweep_runs import (
+    FAKE_KEY,
+    FAST_PROTOCOL,
+    KEY_ENV,
+    copy_mazes,
+    files_under,
+    gridbench,
+    run_cli,
+    sweep_file,
+)
+
+from testing.scripted_server import ScriptedServer
+
+ARM = "llama"
+MODEL = "openai/llama-3-8b-instruct"  # the server knows it as llama-3-8b-instruct
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound for a moment, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def arm(api_base: str, **fields) -> dict:
+    return {"name": ARM, "model": MODEL, "api_base": api_base, "max_concurrency": 1, "protocol": FAST_PROTOCOL,
+            **fields}
+
+
+@pytest.fixture
+def refused_run(tmp_path, monkeypatch, capfd):
+    """Runs a sweep of the built-in oracle and one called arm; returns (exit code, stderr),
+    after checking that nothing was written and no Ray started."""
+    monkeypatch.chdir(tmp_path)
+
+    def go(entry: dict) -> tuple[int, str, Path]:
+        path = sweep_file(tmp_path / "bad.yaml", models=[{"name": "oracle", "model": "builtin/oracle"}, entry])
+        before = files_under(tmp_path)
+        code, out, err = run_cli(["run", str(path), "--out", str(tmp_path / "results")], capfd)
+        assert files_under(tmp_path) == before and not (tmp_path / "results").exists()
+        assert "Traceback" not in err and FAKE_KEY not in err + out
+        import ray
+
+        assert not ray.is_initialized()  # refused before Ray started
+        return code, err.strip(), path
+
+    return go
+
+
+def test_an_unreachable_endpoint_is_one_line_in_seconds(refused_run):
+    port = closed_port()
+    t0 = time.monotonic()
+    code, err, path = refused_run(arm(f"http://127.0.0.1:{port}/v1"))
+    elapsed = time.monotonic() - t0
+    assert code == 2
+    assert err == (f"gridbench: {path}: models[1].api_base: {ARM}: cannot reach "
+                   f"http://127.0.0.1:{port}/v1/models: Connection refused")
+    # it took 4m37s of silent retries before the preflight; one refused connection is milliseconds
+    assert elapsed < 30, elapsed
+
+
+def test_a_refused_key_is_one_line_without_the_key(refused_run, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    with ScriptedServer(model="llama-3-8b-instruct", api_key="sk-the-right-one-0123456789") as srv:
+        code, err, path = refused_run(arm(srv.url, api_key_env=KEY_ENV))
+        assert [r.path for r in srv.requests] == ["/v1/models"]  # the listing only: nothing spent
+    assert code == 2
+    assert err == (f"gridbench: {path}: models[1].api_key_env: {ARM}: {srv.url}/models refused the key in "
+                   f"{KEY_ENV} (HTTP 401)")
+
+
+def test_a_model_the_endpoint_does_not_list_is_one_line(refused_run):
+    with ScriptedServer(model="gemma-3-270m") as srv:
+        code, err, path = refused_run(arm(srv.url))
+        assert not srv.chat_requests
+    assert code == 2
+    assert err == (f"gridbench: {path}: models[1].model: {ARM}: {srv.url}/models does not list "
+                   "'llama-3-8b-instruct' (it lists gemma-3-270m) (--no-preflight skips this check)")
+
+
+def test_a_provider_through_litellm_is_asked_by_its_own_listing(refused_run, monkeypatch):
+    """Anthropic's listing, as litellm asks it (GET /v1/models with x-api-key), at the scripted
+    server: a refused key is the same one line; the right key and a dated version pass."""
+    from orchestrator.preflight import check_called, summary
+    from orchestrator.sweep import load_sweep
+
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    claude = {"model": "anthropic/claude-sonnet-4-5", "api_key_env": KEY_ENV}
+    with ScriptedServer(model="claude-sonnet-4-5-20250929", api_key="sk-ant-the-right-one-0123456789") as srv:
+        base = srv.url.removesuffix("/v1")
+        code, err, path = refused_run({**arm(base), **claude})
+        assert [(r.path, r.headers.get("x-api-key")) for r in srv.requests] == [("/v1/models", FAKE_KEY)]
+        assert code == 2
+        assert err == (f"gridbench: {path}: models[1].api_key_env: {ARM}: anthropic's model listing at {base} "
+                       f"refused the key in {KEY_ENV} (HTTP 401)")
+        monkeypatch.setenv(KEY_ENV, "sk-ant-the-right-one-0123456789")
+        lines = summary(check_called(load_sweep(path)))
+        assert len(lines) == 1 and lines[0].startswith(f"preflight: {ARM}: reachable, key accepted, model listed")
+        assert not srv.chat_requests
+
+
+def test_the_listing_holds_a_dated_version_of_an_alias():
+    from orchestrator.preflight import listed
+
+    assert listed("claude-sonnet-4-5", ["claude-sonnet-4-5-20250929"], "anthropic")
+    assert listed("claude-3-7-sonnet-latest", ["claude-3-7-sonnet-20250219"])
+    assert listed("gemini-2.5-pro", ["models/gemini-2.5-pro"], "gemini")
+    assert listed("gpt-4o", ["gpt-4o-2024-08-06"])
+    assert not listed("claude-sonnet-4", ["claude-sonnet-4-5-20250929"])  # 4 is not 4.5
+    assert not listed("llama-3-8b-instruct", ["gemma-3-270m"])
+
+
+@pytest.mark.slow
+def test_an_arm_whose_episodes_end_in_error_says_why_during_and_after_the_run(tmp_path):
+    """The endpoint lists the model, then refuses every request with a 400: each episode ends in
+    error, and the run says how many and the first cause, on the progress line and after it."""
+    mazes = copy_mazes(tmp_path / "mazes", ["scale-8"])
+    with ScriptedServer(["400"], model="llama-3-8b-instruct") as srv:
+        path = sweep_file(tmp_path / "failing.yaml", mazes=str(mazes), repeats=2, models=[arm(srv.url)])
+        done = gridbench("run", str(path), "--out", str(tmp_path / "results"), cwd=tmp_path, timeout=600)
+    assert done.returncode == 1, done.stderr
+    episodes = pd.read_parquet(tmp_path / "results" / "failing" / "episodes")
+    assert (episodes["termination"] == "error").all() and len(episodes) == 2
+    # the agent's message, less the arm's name the lines give anyway
+    cause = ("BadRequestError: litellm.BadRequestError: OpenAIException - Invalid value for 'messages': "
+             "unsupported content part")
+    assert (episodes["error_message"] == f"{ARM}: {cause}").all()
+    assert "preflight: llama: reachable, key accepted, model listed" in done.stderr
+    # as it happens: the whole first cause above the bars, its class on the arm's progress line
+    assert f"first error of {ARM}: {cause}" in done.stderr.splitlines()
+    progress = [line for line in done.stderr.splitlines() if line.startswith(f"{ARM} ")]
+    assert progress and "errors   2 (BadRequestError)" in progress[-1], done.stderr
+    # and after it, under the summary table
+    assert f"{ARM}: 2 episodes ended in error; the first: {cause}" in done.stdout.splitlines()
