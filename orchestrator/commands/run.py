@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -137,6 +139,11 @@ class RichReporter(Reporter):
             f"[yellow]budget reached[/]: {spec.model.name} on {spec.maze.id} stopped after step {steps}, resumable")
 
     run_limit: float | None = None
+
+    def stopping(self, in_flight: int, grace_s: float) -> None:
+        self.progress.console.print(
+            f"[yellow]stopping[/]: nothing more starts; the {in_flight} episodes running get up to {grace_s:.0f} s "
+            "to finish their turn (Ctrl-C again: stop at once, and their calls in flight are asked again on resume)")
 
     def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None:
         self.progress.console.print(
@@ -424,10 +431,9 @@ def run_command(
 
         for line in summary(check_called(s)):
             Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
-    outcome, ray_up = _execute(s, store, address, retry_errors,
-                               _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost,
-                                             preflight), preflight)
-    _finish(s, store, outcome, stdout, since=ray_up)
+    command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight)
+    outcome, ray_up = _execute(s, store, address, retry_errors, command, preflight)
+    _finish(s, store, outcome, stdout, since=ray_up, command=command)
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
@@ -507,7 +513,8 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
         reporter.run_limit = s.max_cost
         driver = Driver(s, store, run=s.run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
                         command=command, max_cost=s.max_cost)
-        return driver.execute(), ray_up
+        with _stop_on_ctrl_c(driver.request_stop):
+            return driver.execute(), ray_up
     finally:
         if pool is not None:
             pool.stop()
@@ -519,14 +526,54 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
             ray.shutdown()
 
 
-def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float) -> None:
+@contextmanager
+def _stop_on_ctrl_c(request_stop: Callable[[], None]) -> Iterator[None]:
+    """While the driver runs, Ctrl-C asks it to stop (gracefully, then at once); a third one
+    raises ``KeyboardInterrupt`` as usual, should the driver not get to act on the first two."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (a test may run the command elsewhere)
+        return
+    presses = 0
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 2:
+            raise KeyboardInterrupt
+        request_stop()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stopped_lines(outcome: RunOutcome, command: list[str]) -> list[str]:
+    """What an interrupted run says: what is done and left, and the command that resumes it."""
+    import shlex
+
+    stop = outcome.stop
+    assert stop is not None
+    paid = ("every model call in flight was answered and journaled: resuming repays none" if stop.graceful else
+            "the model calls still in flight when it stopped are asked again on resume")
+    return [f"interrupted: {stop.done} of {outcome.planned} episodes done, {stop.in_progress} in progress (their "
+            f"steps are journaled and go on from there), {stop.not_started} not started; {paid}",
+            f"resume with the same command: {shlex.join(command)}"]
+
+
+def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float,
+            command: list[str]) -> None:
     """Compact the run (its per-episode files, needed while it ran, packed into a few large
-    ones), then print its summary, its spending and what a budget left unfinished."""
+    ones), then print its summary, its spending and what a budget left unfinished. An interrupted
+    run is not compacted (its rerun will be): it says what is left and how to resume."""
     from orchestrator.commands.compact import compact_with_progress, summary_line
 
     stderr = Console(stderr=True)
-    stderr.print(summary_line(store, compact_with_progress(store, stderr)))
-    stdout.print(_summary_table(outcome, s))
+    if outcome.stop is None:
+        stderr.print(summary_line(store, compact_with_progress(store, stderr)))
+    if outcome.stop is None or (outcome.episodes is not None and len(outcome.episodes)):
+        stdout.print(_summary_table(outcome, s))
     for line in _error_lines(outcome, s):
         stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     if s.max_cost is not None or any(not m.builtin for m in s.models):
@@ -534,7 +581,10 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
     run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
-    if outcome.unfinished:
+    if outcome.stop is not None:
+        for line in _stopped_lines(outcome, command):
+            stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+    elif outcome.unfinished:
         stdout.print(f"budget reached: {outcome.suspended} episodes stopped mid-way (their steps are kept) and "
                      f"{outcome.not_started} never started; rerun with a higher --max-cost or max_cost to finish them")
 
