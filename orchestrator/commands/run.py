@@ -180,21 +180,11 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
 
 @contextmanager
 def _building_twins() -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr while a sweep's twins are built (shown once building starts)."""
-    bar = Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    task: list[TaskID] = []
+    """Progress on stderr while a sweep's twins are built (shown once building starts)."""
+    from orchestrator.progress import ProgressBar
 
-    def progress(done: int, total: int) -> None:
-        if not task:
-            bar.start()
-            task.append(bar.add_task("variants", total=total))
-        bar.update(task[0], completed=done)
-
-    try:
-        yield progress
-    finally:
-        bar.stop()
+    with ProgressBar("building variants") as bar:
+        yield bar.update
 
 
 def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
@@ -449,7 +439,10 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
         Console(stderr=True).print(f"[yellow]note[/]: {note}")
     done = completed_ids(store, include_errors=not retry_errors)
     todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
-    rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store))
+    from orchestrator.progress import ProgressBar
+
+    with ProgressBar("estimating the cost") as bar:
+        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update)
     servers = _server_commands(s)
     assumptions = prior_notes(rows)
     if json_out:
