@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from env import Maze
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
-    from orchestrator.sweep import EpisodeSpec, Sweep
+    from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
     from traces import EpisodeRecord, RunStore
 
 
@@ -65,6 +65,17 @@ def error_cause(arm: str, error_class: str | None, message: str | None) -> str:
     return first if error_class is None or first.startswith(error_class) else f"{error_class}: {first}"
 
 
+def _usd(entry: ModelEntry | None, cost: float) -> str:
+    """What a model's calls cost, as the run recorded it: ``unknown`` when no price was known to
+    record (no ``price``, and litellm's table had none, or the openai client, which has no table),
+    ``self-hosted`` for a served model without a price, never a $0.00 that was not paid."""
+    known = (entry is None or entry.builtin or entry.config.price is not None
+             or (entry.config.client == "litellm" and cost > 0))  # litellm's price table knew the model
+    if not known:
+        return "self-hosted" if entry is not None and entry.serve is not None else "unknown"
+    return f"{cost:.4f}" if 0 < cost < 0.01 else f"{cost:.2f}"  # a few calls of a cheap model are not $0.00
+
+
 class RichReporter(Reporter):
     """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
     budget, when there is one), concurrency, elapsed time and ETA."""
@@ -89,8 +100,14 @@ class RichReporter(Reporter):
         self.totals: dict[str, dict[str, float]] = {}
         self.ledger: dict[str, dict[str, float | None]] = {}
         self.first_error: dict[str, str] = {}  # per arm: the cause of its first episode in error
+        self.entries: dict[str, ModelEntry] = {}
+
+    def _spent(self, name: str, spent: float) -> str:
+        shown = _usd(self.entries.get(name), spent)
+        return f"${shown}" if shown[0].isdigit() else f"spent {shown}"
 
     def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None:
+        self.entries = {m.name: m for m in sweep.models}
         names = list(planned)
         if len(names) > 1:
             names.append("all")
@@ -122,7 +139,7 @@ class RichReporter(Reporter):
             self.progress.update(self.tasks[name], advance=1, solved=int(t["solved"]), errors=int(t["errors"]),
                                  tokens=_fmt_tokens(t["tokens"]))
             if not self.ledger:
-                self.progress.update(self.tasks[name], spent=f"${t['cost']:.2f}")
+                self.progress.update(self.tasks[name], spent=self._spent(name, t["cost"]))
 
     def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
         self.ledger = ledger
@@ -131,7 +148,7 @@ class RichReporter(Reporter):
                 spent, limit = sum(float(v["spent"] or 0.0) for v in ledger.values()), self.run_limit
             else:
                 spent, limit = float((ledger.get(name) or {}).get("spent") or 0.0), (ledger.get(name) or {}).get("limit")
-            self.progress.update(task, spent=f"${spent:.2f}" + (f"/${limit:.2f}" if limit else ""),
+            self.progress.update(task, spent=self._spent(name, spent) + (f"/${limit:.2f}" if limit else ""),
                                  conc=f"conc {concurrency[name]}" if name in concurrency else "")
 
     def suspended(self, spec: EpisodeSpec, steps: int) -> None:
@@ -231,6 +248,7 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     if df is None or not len(df):
         return table
     order_m = {m.name: i for i, m in enumerate(sweep.models)}
+    entries = {m.name: m for m in sweep.models}
     order_c = {c.name: i for i, c in enumerate(sweep.conditions)}
     groups = sorted(df.groupby(["model_name", "condition"], sort=False),
                     key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
@@ -241,7 +259,7 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
             f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
             f"{ok['steps'].mean():.1f}" if len(ok) else "-",
             f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
-            f"{g['cost_usd'].sum():.2f}",
+            _usd(entries.get(model), float(g["cost_usd"].sum())),
         )
     return table
 
@@ -358,11 +376,21 @@ def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -
         history = outcome.concurrency.get(m.name) or []
         moves = " -> ".join(str(limit) for _, limit, _ in history) if len(history) > 1 else \
             (str(history[0][1]) if history else "")
-        table.add_row(m.name, f"{float(entry.get('spent') or 0.0):.2f}",
+        table.add_row(m.name, _usd(m, float(entry.get("spent") or 0.0)),
                       f"{entry['limit']:.2f}" if entry.get("limit") else "", moves)
     total = sum(float(v.get("spent") or 0.0) for v in outcome.ledger.values())
-    table.add_row("all", f"{total:.2f}", f"{max_cost:.2f}" if max_cost else "", "", style="bold")
+    unpriced = _unpriced(outcome, sweep)
+    table.add_row("all", f"{total:.2f}" + (" + unknown" if unpriced else ""), f"{max_cost:.2f}" if max_cost else "",
+                  "", style="bold")
     return table
+
+
+def _unpriced(outcome: RunOutcome, sweep: Sweep) -> list[str]:
+    """The called models whose cost the run could not record (no price known)."""
+    spent = {m.name: float((outcome.ledger.get(m.name) or {}).get("spent") or 0.0) for m in sweep.models}
+    if outcome.episodes is not None and len(outcome.episodes):
+        spent.update(outcome.episodes.groupby("model_name")["cost_usd"].sum().astype(float).to_dict())
+    return [m.name for m in sweep.models if _usd(m, spent.get(m.name, 0.0)) == "unknown"]
 
 
 def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
@@ -571,6 +599,11 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
         stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     if s.max_cost is not None or any(not m.builtin for m in s.models):
         stdout.print(_spending_table(outcome, s, s.max_cost))
+    unpriced = _unpriced(outcome, s)
+    if unpriced:
+        stdout.print(f"cost unknown for {', '.join(unpriced)}: no price is known for "
+                     f"{'it' if len(unpriced) == 1 else 'them'}; give the model entry a price (USD per token: "
+                     "price: {input: ..., output: ...}) to record what its calls cost", markup=False, highlight=False)
     run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
