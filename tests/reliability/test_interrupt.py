@@ -16,13 +16,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import pytest
 from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 from test_resume import assert_paid_once, long_mazes, sweep_file
 
-from orchestrator.driver import GRACE_S
+from orchestrator.driver import GRACE_S, Driver
 from orchestrator.sweep import load_sweep
+from testing.reading import walls_from_text
 from testing.scripted_server import ScriptedServer
 from traces import Journals
 
@@ -80,3 +82,38 @@ def test_ctrl_c_stops_gracefully_says_how_to_resume_and_the_rerun_repays_nothing
         episodes = assert_each_episode_once(run_dir, {s.episode_id for s in sweep.episodes()})
         assert episodes["solved"].all() and sorted(episodes["resumed"]) == [0, 1, 1]
         assert_paid_once(srv, episodes)
+
+
+def test_a_hard_stop_asks_again_only_the_calls_in_flight_then(ray_with_key, tmp_path):
+    """Ctrl-C twice (or a grace run out): the actors go at once. The call held unanswered at that
+    moment, and at most one other per running episode, is asked again on resume; nothing else."""
+    mazes = long_mazes(2, at_least=20)
+    released = threading.Event()
+    held: list[tuple] = []
+    driver: list[Driver] = []
+
+    def stop_hard_while_a_call_is_held(request):
+        if not held and sum(r.answered for r in srv.chat_requests) >= 10:
+            held.append((walls_from_text(request.body), request.step))
+            driver[0].request_stop()
+            driver[0].request_stop()
+            released.wait(120)  # answered only once the run has stopped: too late to be journaled
+        return None
+
+    with ScriptedServer(mode="oracle", mazes=mazes, latency=0.02, on_request=stop_hard_while_a_call_is_held) as srv:
+        sweep = load_sweep(sweep_file(tmp_path / "hard.yaml", srv.url, mazes, max_concurrency=2))
+        driver.append(Driver(sweep, tmp_path / "run"))
+        try:
+            first = driver[0].execute()
+        finally:
+            released.set()
+        assert first.exit_code == 130 and first.stop is not None and not first.stop.graceful
+        assert (first.stop.done, first.stop.in_progress, first.stop.not_started) == (0, 2, 0)
+        second = Driver(sweep, tmp_path / "run").execute()
+        assert second.exit_code == 0 and second.stop is None
+        episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in sweep.episodes()})
+        assert episodes["solved"].all()
+        asked = Counter((walls_from_text(r.body), r.step) for r in srv.chat_requests)
+    again = {k for k, n in asked.items() if n > 1}
+    assert held[0] in again and len(again) <= 2 and max(asked.values()) == 2
+    assert len(asked) == int(episodes["steps"].sum())  # every step recorded once, from one of its calls
