@@ -450,8 +450,16 @@ def run_command(
         for line in summary(check_called(s)):
             Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
     command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight)
-    outcome, ray_up = _execute(s, store, address, retry_errors, command, preflight)
-    _finish(s, store, outcome, stdout, since=ray_up, command=command)
+    try:
+        outcome, ray_up = _execute(s, store, address, retry_errors, command, preflight)
+        _finish(s, store, outcome, stdout, since=ray_up, command=command)
+    except KeyboardInterrupt:
+        # Ctrl-C while Ray or the model servers start, or while the run is compacted: every file
+        # written is whole (compaction is safe to stop), and the same command goes on from there
+        import shlex
+
+        print(f"resume with the same command: {shlex.join(command)}", file=sys.stderr)
+        raise
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
@@ -570,8 +578,9 @@ def _stop_on_ctrl_c(request_stop: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _stopped_lines(outcome: RunOutcome, command: list[str]) -> list[str]:
-    """What an interrupted run says: what is done and left, and the command that resumes it."""
+def _stopped_lines(outcome: RunOutcome, command: list[str], calls_models: bool) -> list[str]:
+    """What an interrupted run says: what is done and left, what a resume repays (when the sweep
+    calls a model), and the command that resumes it."""
     import shlex
 
     stop = outcome.stop
@@ -579,7 +588,8 @@ def _stopped_lines(outcome: RunOutcome, command: list[str]) -> list[str]:
     paid = ("every model call in flight was answered and journaled: resuming repays none" if stop.graceful else
             "the model calls still in flight when it stopped are asked again on resume")
     return [f"interrupted: {stop.done} of {outcome.planned} episodes done, {stop.in_progress} in progress (their "
-            f"steps are journaled and go on from there), {stop.not_started} not started; {paid}",
+            f"steps are journaled and go on from there), {stop.not_started} not started"
+            + (f"; {paid}" if calls_models else ""),
             f"resume with the same command: {shlex.join(command)}"]
 
 
@@ -608,7 +618,7 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
     if outcome.stop is not None:
-        for line in _stopped_lines(outcome, command):
+        for line in _stopped_lines(outcome, command, any(not m.builtin for m in s.models)):
             stderr.print(line, markup=False, highlight=False, soft_wrap=True)
     elif outcome.unfinished:
         stdout.print(f"budget reached: {outcome.suspended} episodes stopped mid-way (their steps are kept) and "
