@@ -3,7 +3,8 @@
 The page's YAML blocks are written to a fresh folder under the name their first line gives, its
 bash blocks run line by line there (``gridbench`` as ``python -m orchestrator.cli``, ``export``
 as the environment of the commands that follow, with a made-up key). What a test cannot reach is
-pointed at the scripted server on 127.0.0.1: a hosted model gets its ``api_base`` (the model
+pointed at a scripted server on 127.0.0.1, one per sweep file, which lists that file's model as
+a real endpoint does (the run's preflight asks): a hosted model gets its ``api_base`` (the model
 string, key variable and client stay), an endpoint's ``api_base`` is replaced by the server's,
 and a served model's GGUF path by the bundled model's file (only its dry run is run: a CPU model
 answering 50 mazes is minutes). One liberty keeps it to seconds: a ``run`` that would play the
@@ -17,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -74,9 +76,14 @@ def test_every_example_of_the_page_runs_and_prints_what_the_page_says(tmp_path):
     one_maze = next(c[c.index("--mazes") + 1] for c in lines if "--mazes" in c)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     printed: list[tuple[list[str], subprocess.CompletedProcess]] = []
-    with ScriptedServer(mode="oracle", mazes=[one_maze]) as srv:
+    with ExitStack() as servers:
+        # one endpoint per sweep, listing its model under the name the request carries (the run's
+        # preflight asks for the listing before the first episode, as a real endpoint answers it)
+        srv = {name: servers.enter_context(ScriptedServer(mode="oracle", mazes=[one_maze],
+                                                          model=sweep["models"][0]["model"].split("/", 1)[1]))
+               for name, sweep in files.items()}
         for name, sweep in files.items():
-            (tmp_path / name).write_text(yaml.safe_dump(pointed_at(sweep, srv.url, str(bundled_model_path()))))
+            (tmp_path / name).write_text(yaml.safe_dump(pointed_at(sweep, srv[name].url, str(bundled_model_path()))))
         for line in lines:
             if line[0] == "export":
                 variable, _ = line[1].split("=", 1)
@@ -90,7 +97,7 @@ def test_every_example_of_the_page_runs_and_prints_what_the_page_says(tmp_path):
                                   capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, (line, done.stderr[-3000:])
             printed.append((line, done))
-        answered = sum(r.answered for r in srv.chat_requests)
+        answered = sum(r.answered for server in srv.values() for r in server.chat_requests)
 
     def output(*words: str, without: str = "") -> subprocess.CompletedProcess:
         (found,) = [p for line, p in printed if all(w in line for w in words) and without not in line]
@@ -111,7 +118,11 @@ def test_every_example_of_the_page_runs_and_prints_what_the_page_says(tmp_path):
     row = next(r for r in run.stdout.splitlines() if r.startswith("│ my-qwen ") and "default" in r)
     assert row.rstrip("│ ").endswith("unknown") and "0.00" not in row
     assert "cost unknown for my-qwen" in run.stdout and "spent unknown" in run.stderr
-    # the served model: a dry run costs nothing and needs no server
-    assert cell("self-hosted", output("my-served.yaml", "--dry-run").stdout)
+    # the served model: a dry run costs nothing, needs no server, and shows its command line
+    served = output("my-served.yaml", "--dry-run").stdout
+    assert cell("self-hosted", served) and "--model_alias my-gguf" in served
+    assert f"serving {bundled_model_path().name} (sha256 " in served
+    # the preflight asked each endpoint for its model before the first episode
+    assert "preflight: gpt-5-mini: reachable, key accepted, model listed" in output("my-model.yaml", "--mazes").stderr
     # two episodes, each step one answered call
     assert answered == 2 * 23
