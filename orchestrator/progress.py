@@ -29,7 +29,8 @@ class ProgressBar:
         self.task: TaskID | None = None
         self.done, self.total = 0, 0
         self.started = time.monotonic()
-        self.last_line: float | None = None
+        self.last_line: float | None = None  # when the last plain line was printed
+        self.last_done = -1  # and what it said was done
 
     def __enter__(self) -> ProgressBar:
         return self
@@ -58,8 +59,6 @@ class ProgressBar:
         now = time.monotonic()
         if self.last_line is None or now - self.last_line >= LINE_EVERY_S or done >= total:
             self._line()
-
-    last_done = -1
 
     def _line(self) -> None:
         self.last_line, self.last_done = time.monotonic(), self.done
