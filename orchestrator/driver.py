@@ -11,6 +11,12 @@ past that, or when the episode itself fails, it is written as ``error`` and the 
 A killed driver leaves complete files only; the same command then runs exactly the missing
 episodes (``--retry-errors`` also reruns those that ended in ``error``).
 
+Interrupted (``request_stop``: the ``run`` command's Ctrl-C), the driver starts nothing more and
+every running episode stops after its current turn: the model calls in flight get ``GRACE_S``
+to be answered and journaled, so a rerun asks none of them again. Past the grace, or on a second
+request, the actors go at once, and the calls still in flight then are asked again on resume
+(as after SIGKILL).
+
 Its state, in named parts: the episodes waiting (``Pending``: built-in ones by maze, so an actor
 that holds a maze's distance table takes its episodes first; called models' by model, taken in
 turn), those running (``InFlight``), the actors (``orchestrator.actors.Actors``), the budgets and
@@ -24,7 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +70,9 @@ if TYPE_CHECKING:
 MAX_ATTEMPTS = 3
 MAX_IN_FLIGHT = 512
 WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
+# On Ctrl-C, how long the model calls in flight get to return (and be journaled) before the actors
+# go: a turn of a hosted model seldom takes longer, and an interrupted user will not wait for long.
+GRACE_S = 5.0
 
 
 @dataclass
@@ -108,6 +117,10 @@ class Pending:
                 else:
                     del queues[key]
         return dropped
+
+    def clear(self) -> None:
+        self.cpu.clear()
+        self.model.clear()
 
     def take_cpu(self, worker: Worker, claimed: set[str], has_room: Callable[[Task], bool]) -> Task | None:
         """A built-in episode for ``worker``: a maze it already knows, then a maze no other actor
@@ -215,6 +228,7 @@ class RunOutcome:
     not_started: int = 0  # episodes a budget kept from starting
     ledger: dict[str, dict[str, float | None]] = field(default_factory=dict)
     concurrency: dict[str, list[tuple[float, int, str]]] = field(default_factory=dict)
+    stop: Stop | None = None  # the run was interrupted: what it left
 
     @property
     def unfinished(self) -> int:
@@ -222,7 +236,21 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
+        if self.stop is not None:
+            return 130  # interrupted, as a shell reports Ctrl-C
         return 1 if self.errors or self.unfinished else 0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """What an interrupted invocation left of the matrix: episodes complete (``done``, those that
+    ended in error included), with journaled steps to continue from (``in_progress``), and not
+    started; ``graceful``: every model call in flight was answered and journaled in the grace."""
+
+    done: int
+    in_progress: int
+    not_started: int
+    graceful: bool
 
 
 @dataclass(frozen=True)
@@ -264,6 +292,15 @@ class Driver:
         self.spending = Spending(sweep, max_cost, self.reporter, self.pending.drop_model)
         self.written: dict[str, EpisodeRecord] = {}  # episodes written by this invocation
         self.writer = TraceWriter(self._write_now)
+        self.grace_s = GRACE_S
+        self.stop_requests = 0  # Ctrl-C presses: 1 a graceful stop, 2 at once
+        self.stopping_since: float | None = None  # when the loop began stopping
+        self.stopped_mid = 0  # episodes that stopped between turns for the interrupt
+
+    def request_stop(self) -> None:
+        """Stop the run: the first request gracefully (each running episode stops after its current
+        turn, within ``grace_s``), the next at once. Only sets a flag: safe from a signal handler."""
+        self.stop_requests += 1
 
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
         """(every episode of the matrix, those still to run)."""
@@ -292,27 +329,40 @@ class Driver:
                        mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation, git=git)
         todo_ids = {s.episode_id for s in todo}
         self.reporter.start(self.sweep, _per_model(specs), _per_model(s for s in specs if s.episode_id not in todo_ids))
+        graceful = True
         try:
             if todo:
                 self._start_journal(specs, todo)
-                self._run()
+                graceful = self._run()
         finally:
             self.writer.shutdown()
             try:
-                self.spending.close()
-            finally:
+                # the actors first: a call answered after the grace can no longer reach the journal,
+                # whose every line is then flushed
                 self.actors.release()
-                self.reporter.finish()
+            finally:
+                try:
+                    self.spending.close()
+                finally:
+                    self.reporter.finish()
         episodes = self._episodes(specs)
         errors = int((episodes["termination"] == ERROR).sum()) if len(episodes) else 0
         spent = self.spending
+        stop = self._left(specs, episodes, graceful) if self.stopping_since is not None else None
         if todo:
             write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(), mazes={},
                            invocation={**invocation, "ledger": spent.ledger, "concurrency": spent.history,
-                                       "suspended": spent.suspended, "not_started": spent.not_started},
+                                       "suspended": spent.suspended, "not_started": spent.not_started,
+                                       **({"interrupted": asdict(stop)} if stop is not None else {})},
                            replace_last=True)
         return RunOutcome(self.store.where, len(specs), len(specs) - len(todo), len(self.written), errors, episodes,
-                          spent.suspended, spent.not_started, spent.ledger, spent.history)
+                          spent.suspended, spent.not_started, spent.ledger, spent.history, stop)
+
+    def _left(self, specs: list[EpisodeSpec], episodes: pd.DataFrame, graceful: bool) -> Stop:
+        """What an interrupted invocation leaves: complete, journaled, not started."""
+        done = set(episodes["episode_id"]) if len(episodes) else set()
+        journaled = self.journals.ids() & ({s.episode_id for s in specs} - done)
+        return Stop(len(done), len(journaled), len(specs) - len(done) - len(journaled), graceful)
 
     # ---- seams a test or bench may replace ------------------------------------------------------
     def _start_journal(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> None:
@@ -325,8 +375,12 @@ class Driver:
         return Resume(tuple(journal.rows), journal.resumed + (1 if journal.rows else 0))
 
     # ---- the loop --------------------------------------------------------------------------
-    def _run(self) -> None:
+    def _run(self) -> bool:
+        """Run until every episode is collected, or an interrupt's grace ends; False when episodes
+        were still in flight then (their calls are asked again on resume)."""
         while self.pending or self.in_flight:
+            if self._stop_now():
+                return not self.in_flight
             self.spending.poll()
             self._dispatch()
             if not self.in_flight:
@@ -343,6 +397,19 @@ class Driver:
                 if result is not None:
                     self.writer.submit(result)
         self.writer.drain()
+        return True
+
+    def _stop_now(self) -> bool:
+        """Acts on ``request_stop``: the first time, nothing more starts and every running
+        episode is told to stop after its turn; True once the grace is over or a second request came."""
+        if not self.stop_requests:
+            return False
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+            self.pending.clear()  # never started: they run on resume
+            self.spending.stop()
+            self.reporter.stopping(len(self.in_flight), self.grace_s)
+        return self.stop_requests > 1 or time.monotonic() - self.stopping_since >= self.grace_s
 
     def _has_room(self, task: Task) -> bool:
         name = task.spec.model.name
@@ -405,7 +472,8 @@ class Driver:
 
     def _requeue(self, task: Task) -> None:
         task.lease = None
-        self.pending.add(task, first=True)
+        if self.stopping_since is None:  # once stopping, it is left to a rerun
+            self.pending.add(task, first=True)
 
     def _collect(self, ref: ObjectRef) -> EncodedEpisode | None:
         """The finished episode to write, or None when it was put back in the queue."""
@@ -424,9 +492,12 @@ class Driver:
             cause = err.cause if getattr(err, "cause", None) is not None else err
             return self._error(task, type(cause).__name__, str(cause).splitlines()[0] if str(cause) else "")
         self._finish_task(ref, task)
-        if isinstance(out, Suspended):  # a budget ran out: its journal waits for a rerun
-            self.spending.suspended += 1
-            self.reporter.suspended(task.spec, out.steps)
+        if isinstance(out, Suspended):  # a budget ran out, or the run stops: its journal waits for a rerun
+            if self.stopping_since is not None:
+                self.stopped_mid += 1
+            else:
+                self.spending.suspended += 1
+                self.reporter.suspended(task.spec, out.steps)
             return None
         if (out.termination == ERROR and task.lease is not None and task.attempts < self.settings.max_attempts
                 and self._server_lost(task.lease)):

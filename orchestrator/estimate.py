@@ -19,6 +19,7 @@ and where the typical figure comes from.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -84,10 +85,14 @@ class ModelEstimate:
         return {**asdict(self), "mean_prompt_tokens_first": self.mean_prompt_tokens}
 
 
-def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = None) -> list[ModelEstimate]:
-    """One estimate per model of ``specs``, in the order models first appear."""
+def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = None,
+             progress: Callable[[int, int], None] | None = None) -> list[ModelEstimate]:
+    """One estimate per model of ``specs``, in the order models first appear; ``progress(done,
+    total)`` as it goes (each episode of a called model renders and counts its first turn)."""
     out: dict[str, ModelEstimate] = {}
-    for spec in specs:
+    for done, spec in enumerate(specs, 1):
+        if progress is not None and not spec.model.builtin:
+            progress(done, len(specs))
         m = spec.model
         e = out.setdefault(m.name, ModelEstimate(m.name))
         e.episodes += 1

@@ -32,7 +32,7 @@ POLL_S = 0.5  # how often the driver reads the journal actor's ledger and rate-l
 class JournalAnswer(NamedTuple):
     """What the journal actor tells an episode after each of its calls."""
 
-    budget_spent: bool  # the model's budget (or the run's) is spent: stop after this turn
+    budget_spent: bool  # the model's budget (or the run's) is spent, or the run is stopping: stop after this turn
     through_slots: bool  # the model runs below its ceiling (rate limited): each turn takes a slot
 
 
@@ -64,6 +64,11 @@ class JournalActor:
         self.calling: dict[str, set[str]] = {}  # model -> episodes in a turn
         self.changed = asyncio.Condition()
         self.syncing: asyncio.Task | None = None
+        self.stopping = False  # the run was interrupted: every episode stops after its current turn
+
+    def _spent(self, model: str) -> bool:
+        """No new turn of ``model``: its budget (or the run's) is spent, or the run is stopping."""
+        return self.stopping or self.ledger.exhausted(model)
 
     async def _sync_forever(self) -> None:
         while True:
@@ -75,7 +80,7 @@ class JournalActor:
     def _answer(self, model: str) -> JournalAnswer:
         if self.syncing is None:
             self.syncing = asyncio.get_running_loop().create_task(self._sync_forever())
-        return JournalAnswer(self.ledger.exhausted(model), self.slots.get(model, 0) < self.ceilings.get(model, 0))
+        return JournalAnswer(self._spent(model), self.slots.get(model, 0) < self.ceilings.get(model, 0))
 
     async def start(self, episode_id: str, attempt: int, resumed_steps: int, model: str) -> JournalAnswer:
         kept = self.journals.start(episode_id, attempt, resumed_steps)
@@ -83,12 +88,13 @@ class JournalActor:
         return self._answer(model)
 
     async def turn(self, episode_id: str, model: str) -> bool:
-        """Wait for a turn slot of ``model``; True (and no slot) when its budget is spent."""
+        """Wait for a turn slot of ``model``; True (and no slot) when its budget is spent or the run
+        is stopping."""
         async with self.changed:
             calling = self.calling.setdefault(model, set())
-            await self.changed.wait_for(lambda: self.ledger.exhausted(model) or episode_id in calling
+            await self.changed.wait_for(lambda: self._spent(model) or episode_id in calling
                                         or len(calling) < self.slots.get(model, 1 << 30))
-            if self.ledger.exhausted(model):
+            if self._spent(model):
                 return True
             calling.add(episode_id)
             return False
@@ -117,6 +123,12 @@ class JournalActor:
         if not keep_journal:
             self.journals.remove(episode_id)
         self.ledger.finish(model, episode_id, cost)
+
+    async def stop(self) -> None:
+        """The run was interrupted (Ctrl-C): each episode journals the turn it is in, then stops."""
+        async with self.changed:
+            self.stopping = True
+            self.changed.notify_all()  # episodes waiting for a turn slot stop at once
 
     async def rate_limited(self, model: str, retry_after: float | None) -> None:
         self.rate_limits.setdefault(model, []).append(retry_after)
@@ -218,6 +230,11 @@ class Spending:
                 self.exhausted.add(m.name)
                 self.not_started += self.stop_starting(m.name)
         self.reporter.spending(self.ledger, {n: c.limit for n, c in self.concurrency.items()})
+
+    def stop(self) -> None:
+        """Every running episode stops after its current turn (its call answered and journaled)."""
+        if self.journal is not None:
+            self.journal.stop.remote()
 
     def episode_finished(self, record: EpisodeRecord, keep_journal: bool) -> bool:
         """Tell the actor an episode's files are written (its journal goes, unless kept); False

@@ -24,6 +24,9 @@ class Reporter:
 
     def suspended(self, spec: EpisodeSpec, steps: int) -> None: ...
 
+    def stopping(self, in_flight: int, grace_s: float) -> None:
+        """The run was interrupted: ``in_flight`` episodes get ``grace_s`` to finish their turn."""
+
     def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
         """The ledger (per model: spent, limit) and each called model's current concurrency."""
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from env import Maze
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
-    from orchestrator.sweep import EpisodeSpec, Sweep
+    from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
     from traces import EpisodeRecord, RunStore
 
 
@@ -63,6 +65,17 @@ def error_cause(arm: str, error_class: str | None, message: str | None) -> str:
     return first if error_class is None or first.startswith(error_class) else f"{error_class}: {first}"
 
 
+def _usd(entry: ModelEntry | None, cost: float) -> str:
+    """What a model's calls cost, as the run recorded it: ``unknown`` when no price was known to
+    record (no ``price``, and litellm's table had none, or the openai client, which has no table),
+    ``self-hosted`` for a served model without a price, never a $0.00 that was not paid."""
+    known = (entry is None or entry.builtin or entry.config.price is not None
+             or (entry.config.client == "litellm" and cost > 0))  # litellm's price table knew the model
+    if not known:
+        return "self-hosted" if entry is not None and entry.serve is not None else "unknown"
+    return f"{cost:.4f}" if 0 < cost < 0.01 else f"{cost:.2f}"  # a few calls of a cheap model are not $0.00
+
+
 class RichReporter(Reporter):
     """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
     budget, when there is one), concurrency, elapsed time and ETA."""
@@ -87,8 +100,14 @@ class RichReporter(Reporter):
         self.totals: dict[str, dict[str, float]] = {}
         self.ledger: dict[str, dict[str, float | None]] = {}
         self.first_error: dict[str, str] = {}  # per arm: the cause of its first episode in error
+        self.entries: dict[str, ModelEntry] = {}
+
+    def _spent(self, name: str, spent: float) -> str:
+        shown = _usd(self.entries.get(name), spent)
+        return f"${shown}" if shown[0].isdigit() else f"spent {shown}"
 
     def start(self, sweep: Sweep, planned: dict[str, int], done: dict[str, int]) -> None:
+        self.entries = {m.name: m for m in sweep.models}
         names = list(planned)
         if len(names) > 1:
             names.append("all")
@@ -120,7 +139,7 @@ class RichReporter(Reporter):
             self.progress.update(self.tasks[name], advance=1, solved=int(t["solved"]), errors=int(t["errors"]),
                                  tokens=_fmt_tokens(t["tokens"]))
             if not self.ledger:
-                self.progress.update(self.tasks[name], spent=f"${t['cost']:.2f}")
+                self.progress.update(self.tasks[name], spent=self._spent(name, t["cost"]))
 
     def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
         self.ledger = ledger
@@ -129,7 +148,7 @@ class RichReporter(Reporter):
                 spent, limit = sum(float(v["spent"] or 0.0) for v in ledger.values()), self.run_limit
             else:
                 spent, limit = float((ledger.get(name) or {}).get("spent") or 0.0), (ledger.get(name) or {}).get("limit")
-            self.progress.update(task, spent=f"${spent:.2f}" + (f"/${limit:.2f}" if limit else ""),
+            self.progress.update(task, spent=self._spent(name, spent) + (f"/${limit:.2f}" if limit else ""),
                                  conc=f"conc {concurrency[name]}" if name in concurrency else "")
 
     def suspended(self, spec: EpisodeSpec, steps: int) -> None:
@@ -137,6 +156,11 @@ class RichReporter(Reporter):
             f"[yellow]budget reached[/]: {spec.model.name} on {spec.maze.id} stopped after step {steps}, resumable")
 
     run_limit: float | None = None
+
+    def stopping(self, in_flight: int, grace_s: float) -> None:
+        self.progress.console.print(
+            f"[yellow]stopping[/]: nothing more starts; the {in_flight} episodes running get up to {grace_s:.0f} s "
+            "to finish their turn (Ctrl-C again: stop at once, and their calls in flight are asked again on resume)")
 
     def retrying(self, spec: EpisodeSpec, attempts: int, reason: str) -> None:
         self.progress.console.print(
@@ -173,21 +197,11 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
 
 @contextmanager
 def _building_twins() -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr while a sweep's twins are built (shown once building starts)."""
-    bar = Progress(TextColumn("building variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True), transient=True)
-    task: list[TaskID] = []
+    """Progress on stderr while a sweep's twins are built (shown once building starts)."""
+    from orchestrator.progress import ProgressBar
 
-    def progress(done: int, total: int) -> None:
-        if not task:
-            bar.start()
-            task.append(bar.add_task("variants", total=total))
-        bar.update(task[0], completed=done)
-
-    try:
-        yield progress
-    finally:
-        bar.stop()
+    with ProgressBar("building variants") as bar:
+        yield bar.update
 
 
 def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
@@ -234,6 +248,7 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     if df is None or not len(df):
         return table
     order_m = {m.name: i for i, m in enumerate(sweep.models)}
+    entries = {m.name: m for m in sweep.models}
     order_c = {c.name: i for i, c in enumerate(sweep.conditions)}
     groups = sorted(df.groupby(["model_name", "condition"], sort=False),
                     key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
@@ -244,7 +259,7 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
             f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
             f"{ok['steps'].mean():.1f}" if len(ok) else "-",
             f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
-            f"{g['cost_usd'].sum():.2f}",
+            _usd(entries.get(model), float(g["cost_usd"].sum())),
         )
     return table
 
@@ -361,11 +376,21 @@ def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -
         history = outcome.concurrency.get(m.name) or []
         moves = " -> ".join(str(limit) for _, limit, _ in history) if len(history) > 1 else \
             (str(history[0][1]) if history else "")
-        table.add_row(m.name, f"{float(entry.get('spent') or 0.0):.2f}",
+        table.add_row(m.name, _usd(m, float(entry.get("spent") or 0.0)),
                       f"{entry['limit']:.2f}" if entry.get("limit") else "", moves)
     total = sum(float(v.get("spent") or 0.0) for v in outcome.ledger.values())
-    table.add_row("all", f"{total:.2f}", f"{max_cost:.2f}" if max_cost else "", "", style="bold")
+    unpriced = _unpriced(outcome, sweep)
+    table.add_row("all", f"{total:.2f}" + (" + unknown" if unpriced else ""), f"{max_cost:.2f}" if max_cost else "",
+                  "", style="bold")
     return table
+
+
+def _unpriced(outcome: RunOutcome, sweep: Sweep) -> list[str]:
+    """The called models whose cost the run could not record (no price known)."""
+    spent = {m.name: float((outcome.ledger.get(m.name) or {}).get("spent") or 0.0) for m in sweep.models}
+    if outcome.episodes is not None and len(outcome.episodes):
+        spent.update(outcome.episodes.groupby("model_name")["cost_usd"].sum().astype(float).to_dict())
+    return [m.name for m in sweep.models if _usd(m, spent.get(m.name, 0.0)) == "unknown"]
 
 
 def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
@@ -424,10 +449,17 @@ def run_command(
 
         for line in summary(check_called(s)):
             Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
-    outcome, ray_up = _execute(s, store, address, retry_errors,
-                               _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost,
-                                             preflight), preflight)
-    _finish(s, store, outcome, stdout, since=ray_up)
+    command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight)
+    try:
+        outcome, ray_up = _execute(s, store, address, retry_errors, command, preflight)
+        _finish(s, store, outcome, stdout, since=ray_up, command=command)
+    except KeyboardInterrupt:
+        # Ctrl-C while Ray or the model servers start, or while the run is compacted: every file
+        # written is whole (compaction is safe to stop), and the same command goes on from there
+        import shlex
+
+        print(f"resume with the same command: {shlex.join(command)}", file=sys.stderr)
+        raise
     if outcome.exit_code:
         raise typer.Exit(outcome.exit_code)
 
@@ -443,7 +475,10 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
         Console(stderr=True).print(f"[yellow]note[/]: {note}")
     done = completed_ids(store, include_errors=not retry_errors)
     todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
-    rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store))
+    from orchestrator.progress import ProgressBar
+
+    with ProgressBar("estimating the cost") as bar:
+        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update)
     servers = _server_commands(s)
     assumptions = prior_notes(rows)
     if json_out:
@@ -507,7 +542,8 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
         reporter.run_limit = s.max_cost
         driver = Driver(s, store, run=s.run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
                         command=command, max_cost=s.max_cost)
-        return driver.execute(), ray_up
+        with _stop_on_ctrl_c(driver.request_stop):
+            return driver.execute(), ray_up
     finally:
         if pool is not None:
             pool.stop()
@@ -519,22 +555,72 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
             ray.shutdown()
 
 
-def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float) -> None:
+@contextmanager
+def _stop_on_ctrl_c(request_stop: Callable[[], None]) -> Iterator[None]:
+    """While the driver runs, Ctrl-C asks it to stop (gracefully, then at once); a third one
+    raises ``KeyboardInterrupt`` as usual, should the driver not get to act on the first two."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread (a test may run the command elsewhere)
+        return
+    presses = 0
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 2:
+            raise KeyboardInterrupt
+        request_stop()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stopped_lines(outcome: RunOutcome, command: list[str], calls_models: bool) -> list[str]:
+    """What an interrupted run says: what is done and left, what a resume repays (when the sweep
+    calls a model), and the command that resumes it."""
+    import shlex
+
+    stop = outcome.stop
+    assert stop is not None
+    paid = ("every model call in flight was answered and journaled: resuming repays none" if stop.graceful else
+            "the model calls still in flight when it stopped are asked again on resume")
+    return [f"interrupted: {stop.done} of {outcome.planned} episodes done, {stop.in_progress} in progress (their "
+            f"steps are journaled and go on from there), {stop.not_started} not started"
+            + (f"; {paid}" if calls_models else ""),
+            f"resume with the same command: {shlex.join(command)}"]
+
+
+def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float,
+            command: list[str]) -> None:
     """Compact the run (its per-episode files, needed while it ran, packed into a few large
-    ones), then print its summary, its spending and what a budget left unfinished."""
+    ones), then print its summary, its spending and what a budget left unfinished. An interrupted
+    run is not compacted (its rerun will be): it says what is left and how to resume."""
     from orchestrator.commands.compact import compact_with_progress, summary_line
 
     stderr = Console(stderr=True)
-    stderr.print(summary_line(store, compact_with_progress(store, stderr)))
-    stdout.print(_summary_table(outcome, s))
+    if outcome.stop is None:
+        stderr.print(summary_line(store, compact_with_progress(store, stderr)))
+    if outcome.stop is None or (outcome.episodes is not None and len(outcome.episodes)):
+        stdout.print(_summary_table(outcome, s))
     for line in _error_lines(outcome, s):
         stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     if s.max_cost is not None or any(not m.builtin for m in s.models):
         stdout.print(_spending_table(outcome, s, s.max_cost))
+    unpriced = _unpriced(outcome, s)
+    if unpriced:
+        stdout.print(f"cost unknown for {', '.join(unpriced)}: no price is known for "
+                     f"{'it' if len(unpriced) == 1 else 'them'}; give the model entry a price (USD per token: "
+                     "price: {input: ..., output: ...}) to record what its calls cost", markup=False, highlight=False)
     run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
-    if outcome.unfinished:
+    if outcome.stop is not None:
+        for line in _stopped_lines(outcome, command, any(not m.builtin for m in s.models)):
+            stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+    elif outcome.unfinished:
         stdout.print(f"budget reached: {outcome.suspended} episodes stopped mid-way (their steps are kept) and "
                      f"{outcome.not_started} never started; rerun with a higher --max-cost or max_cost to finish them")
 

@@ -14,6 +14,8 @@ import typer
 from env.errors import BadInput
 
 LICENCE = "LICENSE.txt"
+# where a variant set goes without --out: beside the runs (results/ is ignored by git)
+DEFAULT_OUT = Path("results") / "variants"
 
 
 def variants(
@@ -22,26 +24,25 @@ def variants(
                                                    "no-switches, no-keys, no-distractors, drop-link, control-none, "
                                                    "control-other), groups (isomorphic, ablation, control, all) "
                                                    "or single variants (rotate-90, mirror-tb, drop-link-2)"),
-    out: Path = typer.Option(..., "--out", help="folder to write (a variant set there is replaced whole)"),
+    out: Path | None = typer.Option(None, "--out", help="folder to write (a variant set there is replaced whole; "
+                                                        "default: results/variants/<source>-twins)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the colour permutation and the matched controls"),
 ) -> None:
     """Write each source maze and its variants (each changing one thing, recorded with what changed
     and the maze it is the twin of) as a maze set with a manifest; variants that cannot be made or
     fail a check their source passes are listed in the manifest, not written."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from env.generator.pool import write_set
     from env.sets import resolve_mazes
-    from env.variants import CONTROL_ATTEMPTS, CONTROL_TOLERANCE, kinds_from, variant_set
+    from env.variants import CONTROL_ATTEMPTS, CONTROL_TOLERANCE, ORIGINAL, kinds_from, variant_set
+    from orchestrator.progress import ProgressBar
 
     names = kinds_from(kinds)
+    out = out or DEFAULT_OUT / f"{Path(mazes.rstrip('/')).name.removesuffix('.json')}-twins"
     _check_out(out)
     sources = resolve_mazes(mazes)
-    with Progress(TextColumn("variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("variants", total=len(sources) * len(names))
-        made = variant_set(sources, names, seed, progress=lambda n: bar.advance(task, n))
+    with ProgressBar("building variants") as bar:
+        bar.update(0, len(sources) * len(names))
+        made = variant_set(sources, names, seed, progress=bar.advance)
     share, least = CONTROL_TOLERANCE
     header = {"variants": {"source": mazes, "kinds": names, "seed": seed,
                            "control_tolerance": {"share": share, "least_actions": least},
@@ -50,11 +51,12 @@ def variants(
     command = shlex.join(["gridbench", "variants", mazes, "--kinds", kinds, "--out", str(out), "--seed", str(seed)])
     write_set(out, out.name, made.mazes, made.entries, {"command": command}, extra=_licence_of(mazes),
               header=header)
-    written = Counter(e["variant"]["kind"] for e in made.entries)
-    left = Counter(e["kind"] for e in made.not_written)
+    written = Counter(word for e in made.entries for word in names if word in (e["variant"]["kind"], e["variant"]["name"]))
+    left = Counter(word for e in made.not_written for word in names if word in (e["kind"], e["name"]))
     summary = ", ".join(f"{k} {written.get(k, 0)}" + (f" ({left[k]} not written)" if left.get(k) else "")
                         for k in names)
-    typer.echo(f"wrote {len(made.mazes)} mazes to {out}: {written['original']} sources; {summary}")
+    sources_written = sum(1 for e in made.entries if e["variant"]["kind"] == ORIGINAL)
+    typer.echo(f"wrote {len(made.mazes)} mazes to {out}: {sources_written} sources; {summary}")
 
 
 def _licence_of(mazes: str) -> Callable[[Path], None] | None:

@@ -334,6 +334,18 @@ def test_a_folder_that_holds_other_files_is_never_replaced(tmp_path, capsys):
     assert code == 2 and "not replaced" in err and [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
+def test_without_out_the_set_goes_under_results_and_the_summary_counts_single_variants(tmp_path, capsys,
+                                                                                     monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = run_cli(capsys, "variants", "study-heldout", "--kinds", "mirror-tb,reskin")
+    out = tmp_path / "results" / "variants" / "study-heldout-twins"
+    assert code == 0 and stdout.strip() == f"wrote 45 mazes to {out.relative_to(tmp_path)}: 15 sources; " \
+                                           "mirror-tb 15, reskin 15"
+    assert len(list(out.glob("*.mirror-tb.json"))) == 15 and len(list(out.glob("*.reskin-neutral.json"))) == 15
+    # stderr is no terminal here: the progress is plain lines, the last one at the end
+    assert err.strip().splitlines()[-1].startswith("building variants: 30/30 (")
+
+
 def test_a_set_of_the_studys_mazes_carries_its_licence_notice(tmp_path, capsys):
     out = tmp_path / "twins"
     assert run_cli(capsys, "variants", "study-heldout", "--kinds", "mirror-tb", "--out", str(out))[0] == 0
