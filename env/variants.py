@@ -30,7 +30,7 @@ from typing import Any
 
 from env.checks import CheckResult, run_checks
 from env.errors import BadInput
-from env.maze import COLORS, DIRECTIONS, MULTINET_R1, Maze, infer_category, maze_from_dict
+from env.maze import COLORS, DIRECTIONS, STUDY_RULESETS, Maze, infer_category, maze_from_dict
 from env.names import MAX_NAME
 from env.oracle import solve
 from env.skins import SKINS, with_skin
@@ -226,6 +226,8 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
         o["pos"] = list(where(tuple(o["pos"])))
         if "to" in o:
             o["to"] = list(where(tuple(o["to"])))
+        if o["kind"] == "turntable":  # its arrow turns with the layout
+            o["dir"] = DIRECTIONS[facing(DIRECTIONS.index(o["dir"]))]
     generator = (d.get("meta") or {}).get("generator") or {}
     if generator.get("deadends"):
         generator["deadends"] = [[list(where(tuple(c))) for c in cells] for cells in generator["deadends"]]
@@ -238,11 +240,11 @@ def _geometric(maze: Maze, kind: str, name: str, params: dict[str, Any], where: 
     changed = [what]
     family = "isomorphic"
     heading = d["start"]["dir"]
-    if maze.ruleset == MULTINET_R1 and heading != "east":
+    if maze.study_rules and heading != "east":
         # the rulebook starts every maze facing east: the start now faces another way in the layout
         d["start"]["dir"] = "east"
         family = "near-isomorphic"
-        changed.append(f"start heading: the layout's {heading} became east (under {MULTINET_R1} the agent "
+        changed.append(f"start heading: the layout's {heading} became east (under {maze.ruleset} the agent "
                        "always starts facing east)")
     return _variant(maze, d, kind, name, family, params, changed)
 
@@ -280,7 +282,7 @@ def color_permutation(seed: int, ruleset: str) -> dict[str, str]:
     """A permutation of the colours that moves every one it may: grey stays under multinet-r1 (its
     frames draw every gate grey, so a grey door would look like a gate); white, a switch's colour
     only, always stays."""
-    movable = [c for c in COLORS if not (ruleset == MULTINET_R1 and c == "grey")]
+    movable = [c for c in COLORS if not (ruleset in STUDY_RULESETS and c == "grey")]
     rng = random.Random(f"gridbench-variants/recolor:{seed}")
     while True:
         image = rng.sample(movable, len(movable))
