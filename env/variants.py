@@ -235,10 +235,14 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
 
 
 def _geometric(maze: Maze, kind: str, name: str, params: dict[str, Any], where: Callable[[Cell], Cell],
-               facing: Callable[[int], int], width: int, height: int, what: str) -> Variant:
+               facing: Callable[[int], int], width: int, height: int, what: str, mirrored: bool = False) -> Variant:
     d = _transformed(maze, where, facing, width, height)
     changed = [what]
     family = "isomorphic"
+    if mirrored and maze.turntables:
+        # the arrows still turn clockwise, which in a mirror image is the other way round
+        family = "near-isomorphic"
+        changed.append("turntables: their arrows still turn clockwise, counter-clockwise in the mirrored layout")
     heading = d["start"]["dir"]
     if maze.study_rules and heading != "east":
         # the rulebook starts every maze facing east: the start now faces another way in the layout
@@ -273,9 +277,9 @@ def mirror(maze: Maze, axis: str) -> Variant:
     w, h = maze.width, maze.height
     if axis == "lr":
         return _geometric(maze, "mirror", "mirror-lr", {"axis": MIRRORS[axis]}, lambda c: (w - 1 - c[0], c[1]),
-                          lambda d: (2 - d) % 4, w, h, "mirrored left to right (east and west swapped)")
+                          lambda d: (2 - d) % 4, w, h, "mirrored left to right (east and west swapped)", mirrored=True)
     return _geometric(maze, "mirror", "mirror-tb", {"axis": MIRRORS[axis]}, lambda c: (c[0], h - 1 - c[1]),
-                      lambda d: (4 - d) % 4, w, h, "mirrored top to bottom (north and south swapped)")
+                      lambda d: (4 - d) % 4, w, h, "mirrored top to bottom (north and south swapped)", mirrored=True)
 
 
 def color_permutation(seed: int, ruleset: str) -> dict[str, str]:

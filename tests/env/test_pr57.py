@@ -221,3 +221,21 @@ def test_the_four_checks_run_on_a_later_maze():
     results = {r.check: r for r in run_checks(mixed_maze())}
     assert set(results) == {"reachable", "mechanism_necessity", "chain_ordering", "distractor_safety"}
     assert results["reachable"].passed
+
+
+def test_a_mirror_turns_the_arrows_the_other_way_so_it_is_no_exact_twin():
+    from env.sets import resolve_maze
+    from env.variants import mirror, rotate
+
+    m = resolve_maze("study-m7m10/M7_18x18_dense_kr_sg_kb_rotating_0")
+    flipped = mirror(m, "tb")
+    assert flipped.family == "near-isomorphic" and any("turntables" in c for c in flipped.record["changed"])
+    assert solve(flipped.maze).optimal_actions != solve(m).optimal_actions  # 131 against 133
+    turned = rotate(m, 90).maze  # a rotation turns each arrow with the layout
+    assert [t.dir for t in turned.turntables] == [
+        ("east", "south", "west", "north")[(("east", "south", "west", "north").index(t.dir) + 1) % 4]
+        for t in m.turntables]
+    # without turntables the top-bottom mirror stays an exact twin, as under multinet-r1
+    plain = resolve_maze("study-m7m10/M7_18x18_dense_kr_sg_kb_death_0")
+    assert mirror(plain, "tb").family == "isomorphic"
+    assert solve(mirror(plain, "tb").maze).optimal_actions == solve(plain).optimal_actions
