@@ -37,7 +37,10 @@ from env.skins import SKINS, with_skin
 
 # kinds, by family, in the order a variant set lists them
 ISOMORPHIC = ("rotate", "mirror", "recolor")
-ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link")
+# the study's later tiles, each kind removed (its cells left as floor): the no-mechanism twins the
+# discovery of each kind is measured against
+TILE_REMOVALS = {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen", "no-turntables": "turntable"}
+ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link", *TILE_REMOVALS)
 CONTROLS = ("control-none", "control-other")
 KINDS = (*ISOMORPHIC, "reskin", *ABLATIONS, *CONTROLS)
 GROUPS = {"isomorphic": ISOMORPHIC, "ablation": ABLATIONS, "control": CONTROLS, "all": KINDS}
@@ -147,7 +150,7 @@ def build_variants(maze: Maze, spec: str, seed: int = 0) -> Iterator[Variant | S
         yield recolor(maze, seed)
     elif kind == "reskin":
         yield reskin(maze)
-    elif kind in ("no-switches", "no-keys", "no-distractors"):
+    elif kind in ("no-switches", "no-keys", "no-distractors", *TILE_REMOVALS):
         yield ablate(maze, kind)
     elif kind == "drop-link":
         steps = [int(spec[10:])] if spec != kind else list(range(1, len(_chain(maze)) + 1))
@@ -348,8 +351,10 @@ def _removed(maze: Maze, gone: set[str], walled: frozenset[Cell] = frozenset()) 
 
 
 def ablate(maze: Maze, kind: str) -> Variant | Skipped:
-    """Every switch and gate (``no-switches``), every key and door (``no-keys``) or every
-    distractor (``no-distractors``: decoy objects removed, dead ends walled up) taken out."""
+    """Every switch and gate (``no-switches``), every key and door (``no-keys``), every
+    distractor (``no-distractors``: decoy objects removed, dead ends walled up), or every portal,
+    death tile, ice tile or turntable (``no-portals``, ``no-deaths``, ``no-ice``,
+    ``no-turntables``) taken out."""
     if kind == "no-switches":
         gone = {s.id for s in maze.switches} | {g.id for g in maze.gates}
         what = "every switch and gate removed"
@@ -358,6 +363,9 @@ def ablate(maze: Maze, kind: str) -> Variant | Skipped:
         what = "every key and door removed"
     elif kind == "no-distractors":
         return _without_distractors(maze)
+    elif kind in TILE_REMOVALS:
+        gone = {o.id for o in maze.objects if o.kind == TILE_REMOVALS[kind]}
+        what = f"every {TILE_REMOVALS[kind]} removed (its cells left as floor)"
     else:
         raise BadInput("ablation", "kind", f"{kind!r} is not one of {', '.join(ABLATIONS)}")
     if not gone:

@@ -239,3 +239,58 @@ def test_a_mirror_turns_the_arrows_the_other_way_so_it_is_no_exact_twin():
     plain = resolve_maze("study-m7m10/M7_18x18_dense_kr_sg_kb_death_0")
     assert mirror(plain, "tb").family == "isomorphic"
     assert solve(mirror(plain, "tb").maze).optimal_actions == solve(plain).optimal_actions
+
+
+def test_discovery_timelines_of_the_later_tiles():
+    from env.discovery import Move, timelines
+
+    m = maze(["#########", "#.......#", "#.......#", "#.#######", "#.......#", "#########"], [
+        {"id": "f", "kind": "frozen", "pos": [2, 1]},
+        {"id": "p", "kind": "teleporter", "color": "cyan", "pos": [4, 1], "to": [6, 2]},
+        {"id": "x", "kind": "kill", "pos": [7, 2]},
+        turntable((1, 4), "north"),
+    ], goal=(7, 4), rules={"freeze_steps": 2})
+    s0 = s = initial_state(m)
+    # ice, two swallowed actions, the portal, the death tile; then down to the turntable and a ride east
+    actions = [FORWARD, LEFT, RIGHT, FORWARD, FORWARD, FORWARD, RIGHT, FORWARD, FORWARD, FORWARD, RIGHT, FORWARD]
+    moves, events = [], []
+    for i, a in enumerate(actions, start=1):
+        n, ev = step(m, s, a)
+        moves.append(Move(i, a, s, n))
+        events.append(ev)
+        s = n
+    assert events == ["froze", "frozen", "frozen", "moved", "teleported", "died", "turned", "moved", "moved",
+                      "moved", "turned", "rode"] and s.pos == (2, 4) and s.dir == 2
+    t = {x.kind: x for x in timelines(m, s0, moves)}
+    assert (t["frozen"].contact, t["frozen"].attempt, t["frozen"].success, t["frozen"].use) == (0, 1, 1, None)
+    assert (t["teleporter"].contact, t["teleporter"].attempt, t["teleporter"].success, t["teleporter"].use) \
+        == (4, 5, 5, None)
+    assert (t["kill"].contact, t["kill"].attempt, t["kill"].success, t["kill"].use) == (5, 6, 6, None)
+    # the ride east while facing west: its success and its use at once
+    assert (t["turntable"].contact, t["turntable"].attempt, t["turntable"].success, t["turntable"].use) \
+        == (9, 12, 12, 12)
+    # R1's mazes keep the four kinds
+    r1 = maze(["#########", "#.......#", "#.......#", "#########"],
+              [{"id": "f", "kind": "frozen", "pos": [2, 1]}], goal=(7, 2), ruleset="multinet-r1")
+    assert timelines(r1, initial_state(r1), []) == []
+
+
+def test_each_later_tile_has_a_removal_twin():
+    from env.sets import resolve_maze
+    from env.variants import ABLATIONS, build_variants
+
+    m = resolve_maze("study-m7m10/M10_18x18_dense_kr_sg_kb_portals_death_rotating_frozen_0")
+    kinds = {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen", "no-turntables": "turntable"}
+    assert set(kinds) <= set(ABLATIONS)
+    optimal = solve(m).optimal_actions
+    for name, kind in kinds.items():
+        (twin,) = build_variants(m, name)
+        assert twin.family == "ablation" and twin.maze.ruleset == "multinet-pr57"
+        assert {o.kind for o in twin.maze.objects} == {o.kind for o in m.objects} - {kind}
+        removed = {o.pos for o in m.objects if o.kind == kind} | {o.to for o in m.teleporters if kind == "teleporter"}
+        assert all(twin.maze.grid[y][x] == "." for x, y in removed)
+        assert solve(twin.maze).status == "solved"
+    # the portals are the M10 maze's shortcut: without them the way is far longer
+    assert solve(next(iter(build_variants(m, "no-portals"))).maze).optimal_actions > optimal
+    (skipped,) = build_variants(resolve_maze("study-m7m10/M7_18x18_dense_kr_sg_kb_death_0"), "no-ice")
+    assert skipped.reason == "it has no ice"
