@@ -25,10 +25,10 @@ import yaml
 
 from agents.protocol import Observation, Protocol
 from agents.types import PastStep, Turn
-from env.maze import CLASSIC, Maze, load_maze
+from env.maze import CLASSIC, MULTINET_PR57, Maze, load_maze
 from env.render import png_bytes, render_state
 from env.skins import SKINS, with_skin
-from env.state import ACTIONS, MazeState, initial_state, step
+from env.state import ACTIONS, MazeState, ahead, dead, initial_state, r1_landing, step
 from env.text import inventory, object_cells, text_projection
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -196,11 +196,13 @@ def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
                 color=maze.keys[after.carrying].color, other=maze.keys[before.carrying].color, step=n))
         elif ev == "reset":
             out.append(phrases["reset"].format(step=n))
+        elif maze.ruleset == MULTINET_PR57 and ev in ("teleported", "died", "froze"):
+            out.append(_mechanism_phrase(maze, past, phrases))
         elif ev in ("door_unlocked", "door_opened", "door_closed"):
             for door, was, now in zip(maze.doors, before.doors, after.doors, strict=True):
                 if was != now:
                     out.append(phrases[ev].format(color=door.color, step=n))
-        if ev != "reset" and before.switches != after.switches:  # a toggle, or (multinet-r1) a hold switch
+        if ev not in ("reset", "died") and before.switches != after.switches:  # a toggle, or (multinet-r1) a hold switch
             for sw, was, now in zip(maze.switches, before.switches, after.switches, strict=True):
                 if was != now:
                     out.append(phrases["switch_on" if now else "switch_off"].format(color=sw.color, step=n))
@@ -210,6 +212,19 @@ def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
                 if was != now:
                     out.append(phrases["gate_opened" if now else "gate_closed"].format(color=gate.color, step=n))
     return out
+
+
+def _mechanism_phrase(maze: Maze, past: PastStep, phrases: dict[str, str]) -> str:
+    """A multinet-pr57 mechanism that fired at ``past``: where the portal let the agent out, the
+    death tile it stepped on, the ice it stood on."""
+    after, n = past.state_after, past.step
+    if past.event == "teleported":
+        color = next(t.color for t in maze.teleporters if after.pos in (t.pos, t.to))
+        return phrases["teleported"].format(color=color, x=after.pos[0], y=after.pos[1], step=n)
+    if past.event == "died":
+        x, y = r1_landing(maze, ahead(maze, past.state_before))
+        return phrases["died_over" if dead(maze, after) else "died"].format(x=x, y=y, step=n)
+    return phrases["froze"].format(x=after.pos[0], y=after.pos[1], n=maze.rulebook.freeze_steps, step=n)
 
 
 def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:

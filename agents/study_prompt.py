@@ -26,9 +26,9 @@ from agents.parse import SENTINEL
 from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part, worded
 from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
-from env.maze import CLASSIC, Maze
+from env.maze import CLASSIC, MULTINET_PR57, Maze
 from env.skins import skin_of, with_skin
-from env.state import DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState
+from env.state import DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, ahead, arrow, dead, r1_landing
 
 FACINGS = ("EAST", "SOUTH", "WEST", "NORTH")  # env.maze.DIRECTIONS order
 
@@ -66,6 +66,22 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
     for g, now, then in zip(maze.gates, maze.gates_open(state.switches), maze.gates_open(start.switches), strict=True):
         lines.append(t["gate"].format(gate_id=g.id, pos=rc(g.pos), state=skin.gate_state(now),
                                       initial=skin.gate_state(then)))
+    if maze.ruleset == MULTINET_PR57:
+        lines += _later_tile_lines(maze, state, t)
+    return lines
+
+
+def _later_tile_lines(maze: Maze, state: MazeState, t: dict[str, str]) -> list[str]:
+    """multinet-pr57's tiles: each portal end with where its pair is, death tiles, ice, and each
+    turntable with where its arrow points now."""
+    lines = []
+    for p in maze.teleporters:
+        lines.append(t["teleporter"].format(color=p.color, pos=rc(p.pos), other=rc(p.to)))
+        lines.append(t["teleporter" if p.bidirectional else "teleporter_exit"].format(
+            color=p.color, pos=rc(p.to), other=rc(p.pos)))
+    lines += [t[o.kind].format(pos=rc(o.pos)) for o in maze.objects if o.kind in ("kill", "frozen")]
+    lines += [t["turntable"].format(pos=rc(o.pos), facing=FACINGS[arrow(maze, state, o.pos) or 0])
+              for o in maze.turntables]
     return lines
 
 
@@ -116,7 +132,9 @@ def summary_events(maze: Maze, history: Sequence[PastStep]) -> list[tuple[int, s
         before, after = past.state_before, past.state_after
         opened = sorted((d for d, was, now in zip(maze.doors, before.doors, after.doors, strict=True)
                          if now == 0 != was), key=lambda d: d.id)
-        if opened:
+        if maze.ruleset == MULTINET_PR57 and past.event in ("teleported", "died", "froze"):
+            out.append((i, _fired(maze, past, ev)))
+        elif opened:
             out.append((i, ev["door"].format(color=opened[0].color)))
         elif past.action == PICKUP and after.carrying >= 0 and after.carrying != before.carrying:
             out.append((i, ev["pickup"].format(color=maze.keys[after.carrying].color)))
@@ -130,6 +148,22 @@ def summary_events(maze: Maze, history: Sequence[PastStep]) -> list[tuple[int, s
             elif shut:
                 out.append((i, ev["gate_closed"].format(color=shut[0].color)))
     return out
+
+
+def _fired(maze: Maze, past: PastStep, phrases: dict[str, str], kind: str = "") -> str:
+    """A multinet-pr57 mechanism that fired at ``past``, as the summary (or, with the event class
+    word ``kind``, the step's feedback) says it."""
+    before, after = past.state_before, past.state_after
+    if past.event == "teleported":
+        color = next(p.color for p in maze.teleporters if after.pos in (p.pos, p.to))
+        return phrases["teleported"].format(kind=kind, color=color, pos=rc(after.pos))
+    if past.event == "died":
+        cell = rc(r1_landing(maze, ahead(maze, before)))
+        name = "died_over" if kind and dead(maze, after) else "died"
+        return phrases[name].format(kind=kind, cell=cell, pos=rc(after.pos) if kind else cell)
+    if past.event == "froze":
+        return phrases["froze"].format(kind=kind, pos=rc(after.pos), n=maze.rulebook.freeze_steps)
+    return phrases["frozen"].format(kind=kind, pos=rc(after.pos), n=after.frozen)
 
 
 def waypoints(cells: Sequence[tuple[int, int]], count: int = 3) -> list[tuple[int, int]]:
@@ -179,7 +213,9 @@ def step_outcome(maze: Maze, past: PastStep, hints: bool) -> str:
     opened = sorted((d for d, was, now in zip(maze.doors, before.doors, after.doors, strict=True)
                      if now == 0 != was), key=lambda d: d.id)
     advice = ""
-    if opened:
+    if maze.ruleset == MULTINET_PR57 and past.event in ("teleported", "died", "froze", "frozen"):
+        line = _fired(maze, past, f, kind=past.event.upper())
+    elif opened:
         line = f["opened"].format(kind="OPENED", color=opened[0].color, door_id=opened[0].id)
     elif action in (LEFT, RIGHT):
         line = f["turned"].format(kind="TURNED", facing=FACINGS[after.dir])

@@ -20,7 +20,8 @@ from analysis.load import Traces
 from analysis.metrics import order_arms, with_pooled
 from analysis.sections import Built, Context, Section
 from analysis.stats import SEED
-from env.discovery import KINDS, STAGES
+from env.discovery import KINDS, LATER_KINDS, STAGES
+from env.maze import MULTINET_PR57
 from traces import episode_timelines
 
 SAMPLE = 2_000  # episodes per arm whose steps are read
@@ -30,7 +31,9 @@ COLUMNS = ["run", "episode_id", "step", "action", "x", "y", "dir", "carrying", "
 def _eligible(traces: Traces) -> pd.DataFrame:
     """The episodes on known mazes with a mechanism, at most ``SAMPLE`` per arm."""
     eps = traces.episodes
-    has = {m: bool(z.keys or z.doors or z.switches or z.gates) for m, z in traces.mazes.items() if z is not None}
+    has = {m: bool(z.keys or z.doors or z.switches or z.gates
+                   or (z.ruleset == MULTINET_PR57 and any(o.kind in LATER_KINDS for o in z.objects)))
+           for m, z in traces.mazes.items() if z is not None}
     eps = eps[eps["maze_id"].map(has).eq(True)]
     rng = np.random.default_rng(SEED)
     parts = [g if len(g) <= SAMPLE else g.iloc[np.sort(rng.choice(len(g), SAMPLE, replace=False))]

@@ -19,8 +19,21 @@ start; None when the episode never got there):
   only while it is open); for a key, once taken, onto the cell of a door of its colour that started
   locked; for a switch, onto the cell of a gate it controls while it is on.
 
+The study's later tiles have timelines too, in multinet-pr57 mazes (R1's mazes keep the four kinds), read off the step each ``Move``
+replays (``env.state.step`` from its ``before``):
+
+- a portal: ``contact`` on or next to either end; ``attempt`` the first forward into an end
+  (whatever it did); ``success`` the first passage through it; ``use`` the second (in either
+  direction: it went through on purpose);
+- a turntable: ``contact`` on or next to it; ``attempt`` the first forward taken on it;
+  ``success`` the first ride (that forward moved the agent); ``use`` the first ride the agent's
+  facing would not have made (it went where the arrow pointed, not where it faced);
+- a death tile and an ice tile: ``contact`` on or next to it; ``attempt`` the first forward aimed
+  into it (walked, ridden or through a portal); ``success`` the first time it fired (a death, a
+  freeze); no ``use``: nothing is gained from one.
+
 The definitions are gridbench's: the study describes discovery in words only (its switch-gate
-finding). They depend only on the states, so they hold under both rulesets.
+finding). They depend only on the states, so they hold under every ruleset.
 """
 
 from __future__ import annotations
@@ -28,11 +41,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from env.maze import KeyObject, Maze, MazeObject, SwitchObject
-from env.state import PICKUP, TOGGLE, MazeState
+from env.maze import DIR_VECTORS, MULTINET_PR57, KeyObject, Maze, MazeObject, SwitchObject, TeleporterObject
+from env.state import FORWARD, PICKUP, TOGGLE, MazeState, ahead, r1_landing, step
 
 STAGES = ("contact", "attempt", "success", "use")
-KINDS = ("key", "door", "switch", "gate")
+KINDS = ("key", "door", "switch", "gate", "teleporter", "turntable", "kill", "frozen")
+LATER_KINDS = KINDS[4:]  # the study's later tiles, read off the replayed step
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,51 @@ def timelines(maze: Maze, start: MazeState, moves: Sequence[Move]) -> list[Timel
                     kind != "key" or stages["success"] is not None):
                 stages["use"] = m.step
         out.append(Timeline(obj.id, kind, **stages))
+    later = [o for o in maze.objects if o.kind in LATER_KINDS] if maze.ruleset == MULTINET_PR57 else []
+    if later:
+        fired = [(m, _fired(maze, m)) for m in moves]
+        out += [_later_timeline(maze, o, start, fired) for o in later]
     return out
+
+
+def _fired(maze: Maze, m: Move) -> tuple[tuple[int, int] | None, str | None]:
+    """(the cell a forward went into, before any portal; the step's event) of a forward, else
+    (None, None): what the later tiles' stages read."""
+    if m.action != FORWARD or m.before.frozen:
+        return None, None
+    return ahead(maze, m.before), step(maze, m.before, FORWARD)[1]
+
+
+def _later_timeline(maze: Maze, obj: MazeObject, start: MazeState,
+                    fired: list[tuple[Move, tuple[tuple[int, int] | None, str | None]]]) -> Timeline:
+    cells = (obj.pos, obj.to) if isinstance(obj, TeleporterObject) else (obj.pos,)
+    stages: dict[str, int | None] = dict.fromkeys(STAGES)
+    if any(_near(start.pos, c) for c in cells):
+        stages["contact"] = 0
+    passages = 0
+    for m, (into, event) in fired:
+        if stages["contact"] is None and any(_near(m.after.pos, c) for c in cells):
+            stages["contact"] = m.step
+        if into is None:
+            continue
+        if obj.kind == "turntable":
+            tried = m.before.pos == obj.pos
+            worked = tried and event != "bump"
+            dx, dy = DIR_VECTORS[m.before.dir]
+            used = worked and into != (obj.pos[0] + dx, obj.pos[1] + dy)
+        else:
+            landing = into if obj.kind == "teleporter" else r1_landing(maze, into)
+            tried = landing in cells
+            worked = tried and event == {"teleporter": "teleported", "kill": "died", "frozen": "froze"}[obj.kind]
+            passages += worked and obj.kind == "teleporter"
+            used = passages >= 2
+        if stages["attempt"] is None and tried:
+            stages["attempt"] = m.step
+        if stages["success"] is None and worked:
+            stages["success"] = m.step
+        if stages["use"] is None and used:
+            stages["use"] = m.step
+    return Timeline(obj.id, obj.kind, **stages)
 
 
 def _operated(maze: Maze, kind: str, index: int, m: Move) -> bool:

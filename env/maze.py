@@ -21,16 +21,21 @@ from env.names import NAME_RULE, is_name
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
 SWITCH_COLORS = (*COLORS, "white")  # the study drew some switches white (docs/maze-format.md)
+PORTAL_COLORS = (*COLORS, "cyan")  # the later harness's portals come in purple and cyan pairs
 DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
-MINIGRID, MULTINET_R1 = "minigrid", "multinet-r1"
-RULESETS = (MINIGRID, MULTINET_R1)
+MINIGRID, MULTINET_R1, MULTINET_PR57 = "minigrid", "multinet-r1", "multinet-pr57"
+RULESETS = (MINIGRID, MULTINET_R1, MULTINET_PR57)
+# the study's rulebooks: R1, and the later harness's (its "PR #57" tiles) that adds turntables
+STUDY_RULESETS = (MULTINET_R1, MULTINET_PR57)
 # how objects are drawn and named (env.skins); the default is left out of the content and checksum
 CLASSIC = "classic"
 SKIN_NAMES = (CLASSIC, "neutral")
 # kinds of object that only the multinet-r1 ruleset has (docs/maze-format.md#rulesets)
 R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
-KINDS = ("key", "door", "switch", "gate", *R1_KINDS)
+PR57_KINDS = ("turntable",)  # and what only multinet-pr57 adds to them
+KINDS = ("key", "door", "switch", "gate", *R1_KINDS, *PR57_KINDS)
+DEATH_RULES = ("reset", "fail")  # multinet-pr57: what entering a kill cell does
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 MAX_SIDE = 64
 
@@ -80,7 +85,7 @@ class TeleporterObject(_Strict):
 
     id: str
     kind: Literal["teleporter"]
-    color: Color
+    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "cyan"]
     pos: Pos
     to: Pos
     bidirectional: bool = True
@@ -111,9 +116,19 @@ class FrozenObject(_Strict):
     pos: Pos
 
 
+class TurntableObject(_Strict):
+    """A rotating tile (multinet-pr57): its arrow starts pointing ``dir`` and turns one step
+    clockwise after every step; a forward move from it goes where the arrow points."""
+
+    id: str
+    kind: Literal["turntable"]
+    pos: Pos
+    dir: Literal["east", "south", "west", "north"]
+
+
 MazeObject = Annotated[
     KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject | HazardObject
-    | KillObject | FrozenObject,
+    | KillObject | FrozenObject | TurntableObject,
     Field(discriminator="kind"),
 ]
 
@@ -123,6 +138,9 @@ class Rules(_Strict):
 
     key_consumption: bool = True  # a key is used up by the door it opens
     freeze_steps: int = Field(5, ge=1, le=1000)  # actions a frozen tile swallows
+    # multinet-pr57 only: a kill cell puts the maze back to its start and the episode goes on (the
+    # harness), or ends the episode in failure (what the study's maze descriptions say)
+    death: Literal["reset", "fail"] = "reset"
 
 
 class Start(_Strict):
@@ -163,8 +181,8 @@ class Maze(BaseModel):
 
     format: Literal["gridbench.maze/1"]
     id: str
-    ruleset: Literal["minigrid", "multinet-r1"] = "minigrid"
-    rules: Rules | None = None  # multinet-r1 only; left out, the rulebook's defaults
+    ruleset: Literal["minigrid", "multinet-r1", "multinet-pr57"] = "minigrid"
+    rules: Rules | None = None  # the study's rulesets only; left out, the rulebook's defaults
     skin: Literal["classic", "neutral"] = "classic"  # looks and words only (env.skins), never dynamics
     grid: tuple[str, ...]
     start: Start
@@ -205,6 +223,15 @@ class Maze(BaseModel):
     @cached_property
     def teleporters(self) -> tuple[TeleporterObject, ...]:
         return tuple(o for o in self.objects if o.kind == "teleporter")
+
+    @cached_property
+    def turntables(self) -> tuple[TurntableObject, ...]:
+        return tuple(o for o in self.objects if o.kind == "turntable")
+
+    @property
+    def study_rules(self) -> bool:
+        """Played under one of the study's rulebooks (``multinet-r1`` or ``multinet-pr57``)?"""
+        return self.ruleset in STUDY_RULESETS
 
     @cached_property
     def by_id(self) -> dict[str, MazeObject]:
@@ -257,6 +284,8 @@ class Maze(BaseModel):
             del d["skin"]
         if d["rules"] is None:
             del d["rules"]
+        elif d["rules"]["death"] == "reset":  # the default, so multinet-r1 checksums stay as they were
+            del d["rules"]["death"]
         for o in d["objects"]:
             if o["kind"] == "switch":
                 o["controls"] = list(o["controls"])
@@ -327,11 +356,14 @@ def _check_rules(m: Maze) -> None:
     _floor(m, "goal", m.goal)
     if m.start.pos == m.goal:
         raise _bad("goal", "the start and the goal must be two distinct cells")
-    r1 = m.ruleset == MULTINET_R1
+    r1 = m.study_rules
     if m.rules is not None and not r1:
-        raise _bad("rules", f"exists only under ruleset {MULTINET_R1!r} (this maze's ruleset is {m.ruleset!r})")
+        raise _bad("rules", f"exists only under rulesets {MULTINET_R1!r} and {MULTINET_PR57!r} "
+                            f"(this maze's ruleset is {m.ruleset!r})")
+    if m.rules is not None and m.rules.death != "reset" and m.ruleset != MULTINET_PR57:
+        raise _bad("rules.death", f"exists only under ruleset {MULTINET_PR57!r} (this maze's ruleset is {m.ruleset!r})")
     if r1 and m.start.dir != "east":
-        raise _bad("start.dir", f"under ruleset {MULTINET_R1!r} the agent always starts facing east, "
+        raise _bad("start.dir", f"under ruleset {m.ruleset!r} the agent always starts facing east, "
                                 f"got {m.start.dir!r}")
     ids = _check_objects(m)
     if m.meta is not None:
@@ -374,7 +406,7 @@ def _floor(m: Maze, field: str, p: Pos) -> None:
 def _check_objects(m: Maze) -> dict[str, int]:
     """Each object's id, its ruleset's fields and its cells (one object per floor cell, neither
     the goal nor, under ``minigrid``, the start); returns object id -> index."""
-    r1 = m.ruleset == MULTINET_R1
+    r1 = m.study_rules
     seen_ids: dict[str, int] = {}
     cells: dict[Pos, str] = {}
     gate_ids = {o.id for o in m.objects if o.kind == "gate"}
@@ -399,10 +431,13 @@ def _check_objects(m: Maze) -> dict[str, int]:
         only_r1 = _r1_only_field(o)
         if only_r1 and not r1:
             value = getattr(o, only_r1)
-            raise _bad(f"{f}.{only_r1}", f"{json.dumps(value)} exists only under ruleset {MULTINET_R1!r} "
-                                         f"(this maze's ruleset is {m.ruleset!r})")
+            raise _bad(f"{f}.{only_r1}", f"{json.dumps(value)} exists only under rulesets {MULTINET_R1!r} and "
+                                         f"{MULTINET_PR57!r} (this maze's ruleset is {m.ruleset!r})")
+        if o.kind in PR57_KINDS and m.ruleset != MULTINET_PR57:
+            raise _bad(f"{f}.kind", f"{json.dumps(o.kind)} exists only under ruleset {MULTINET_PR57!r} "
+                                    f"(this maze's ruleset is {m.ruleset!r})")
         if r1 and o.kind == "door" and o.state == "closed":
-            raise _bad(f"{f}.state", f"under ruleset {MULTINET_R1!r} a door is 'locked' or 'open' "
+            raise _bad(f"{f}.state", f"under ruleset {m.ruleset!r} a door is 'locked' or 'open' "
                                      "(a door that is not locked is open from the start)")
         place(f"{f}.pos", o, o.pos)
         if o.kind == "teleporter":

@@ -4,7 +4,8 @@ Under the minigrid ruleset turning and moving run through Minigrid's own ``step`
 (which swaps here) and toggle (which flips a switch underfoot first) extend it. Under
 multinet-r1 every action goes through the rulebook, ``env.state.step``, and the grid is drawn
 afresh from the state it returns (as the study's own env wrote its rulebook's state back onto a
-Minigrid grid). Every step reports one event and the mechanism state in ``info``.
+Minigrid grid); so it is under multinet-pr57, whose turntables are drawn with their arrow as it
+points now. Every step reports one event and the mechanism state in ``info``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import CLASSIC, MULTINET_R1, Maze, MazeObject
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
+from env.maze import CLASSIC, Maze, MazeObject
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
 from env.sets import resolve_maze
 from env.state import (
     ACTIONS,
@@ -32,6 +33,8 @@ from env.state import (
     RIGHT,
     TOGGLE,
     MazeState,
+    arrow,
+    dead,
     initial_state,
     mechanism_info,
     step,
@@ -61,7 +64,7 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
     ``switch_frames`` is the protocol field of that name (docs/protocol.md): ``distinct`` draws a
     switch's state (gridbench's glyph; under multinet-r1 the study's disc with the core it added
     after its run), ``study`` the disc alone, the same on and off, as every R1 frame showed it."""
-    r1 = maze.ruleset == MULTINET_R1
+    r1 = maze.study_rules
     grid = Grid(maze.width, maze.height)
     walls = maze.walls
     for x in range(maze.width):
@@ -87,6 +90,8 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
             grid.set(*o.pos, Box(o.color))
         elif o.kind in _CELL_GLYPHS:
             grid.set(*o.pos, _CELL_GLYPHS[o.kind]())
+        elif o.kind == "turntable":
+            grid.set(*o.pos, Turntable(arrow(maze, state, o.pos) or 0))
     keys = [Key(k.color) for k in maze.keys]
     for i, p in enumerate(state.keys):
         if p is not None:
@@ -130,7 +135,7 @@ class MazeEnv(MiniGridEnv):
 
     def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32, **kwargs: Any):
         self.maze: Maze = resolve_maze(maze)
-        self._r1 = self.maze.ruleset == MULTINET_R1
+        self._r1 = self.maze.study_rules
         self._state = initial_state(self.maze)  # multinet-r1: the rulebook's state, drawn onto the grid
         self._keys: list[Key] = []
         self._doors: list[Door] = []
@@ -191,7 +196,8 @@ class MazeEnv(MiniGridEnv):
         return obs, (1.0 if terminated else 0.0), terminated, False, self._info(event)
 
     def _step_rulebook(self, action: int):
-        """multinet-r1: the rulebook decides, the grid shows its state."""
+        """The study's rulesets: the rulebook decides, the grid shows its state. Under
+        multinet-pr57 with ``rules.death: fail`` a death ends the episode (reward 0)."""
         self.step_count += 1
         self._state, event = step(self.maze, self._state, action)
         self.grid, self._keys = build_grid(self.maze, self._state)
@@ -199,8 +205,8 @@ class MazeEnv(MiniGridEnv):
         held = self._state.carrying
         # minigrid's __init__ sets carrying to a bare None, which mypy takes for its type
         self.carrying = self._keys[held] if held >= 0 else None  # type: ignore[assignment]
-        terminated = event == "goal"
-        return self.gen_obs(), (1.0 if terminated else 0.0), terminated, False, self._info(event)
+        terminated = event == "goal" or (event == "died" and dead(self.maze, self._state))
+        return self.gen_obs(), (1.0 if event == "goal" else 0.0), terminated, False, self._info(event)
 
     def _pickup(self) -> str:
         fx, fy = self.front_pos

@@ -1,6 +1,7 @@
 """The world objects Minigrid lacks, registered with its type tables: gridbench's Switch and
 Gate, the objects of the multinet-r1 ruleset as the MultiNet study drew them (a disc
-switch, a ring teleporter, a skull kill cell, an ice tile), in gridbench's own drawing code, and
+switch, a ring teleporter, a skull kill cell, an ice tile; under multinet-pr57 a turntable with its
+arrow), in gridbench's own drawing code, and
 the neutral skin's glyph of any of them (``NeutralGlyph``).
 
 Registering them in ``OBJECT_TO_IDX`` / ``IDX_TO_OBJECT`` keeps ``Grid.encode`` and the tile
@@ -18,7 +19,7 @@ from minigrid.core import constants, world_object
 from minigrid.core.constants import COLOR_TO_IDX, COLORS, OBJECT_TO_IDX
 from minigrid.core.world_object import Box, Door, Key, Lava, WorldObj
 
-from env.drawing import Circle, Rect, Rotated, fill_coords
+from env.drawing import Circle, Rect, Rotated, Triangle, fill_coords
 
 SWITCH_IDX = 11
 GATE_IDX = 12
@@ -27,10 +28,13 @@ TELEPORTER_IDX = 14
 KILL_IDX = 15
 FROZEN_IDX = 16
 NEUTRAL_IDX = 17
+TURNTABLE_IDX = 18
 WHITE_IDX = 6
+CYAN_IDX = 7
 
 _TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
-          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX), ("neutral", NEUTRAL_IDX))
+          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX), ("neutral", NEUTRAL_IDX),
+          ("turntable", TURNTABLE_IDX))
 for _name, _idx in _TYPES:
     constants.OBJECT_TO_IDX.setdefault(_name, _idx)
     constants.IDX_TO_OBJECT.setdefault(_idx, _name)
@@ -39,6 +43,11 @@ constants.COLORS.setdefault("white", np.array([255, 255, 255]))
 constants.COLOR_TO_IDX.setdefault("white", WHITE_IDX)
 constants.IDX_TO_COLOR.setdefault(WHITE_IDX, "white")
 assert COLOR_TO_IDX["white"] == WHITE_IDX
+# the later harness's second portal colour (Minigrid's switch cyan, as the study's palette gives it)
+constants.COLORS.setdefault("cyan", np.array([0, 219, 219]))
+constants.COLOR_TO_IDX.setdefault("cyan", CYAN_IDX)
+constants.IDX_TO_COLOR.setdefault(CYAN_IDX, "cyan")
+assert COLOR_TO_IDX["cyan"] == CYAN_IDX
 
 
 class Switch(WorldObj):
@@ -179,6 +188,30 @@ class FrozenTile(WorldObj):
         fill_coords(img, Circle(0.70, 0.62, 0.06), (245, 252, 255))
 
 
+class Turntable(WorldObj):
+    """A turntable (multinet-pr57), in the study's colours: an orange tile with a dark arrow pointing
+    where a forward move from it goes now (``arrow``: 0..3, east south west north); the agent can
+    stand on it. Unlike every other tile it looks different from step to step: the arrows turn."""
+
+    def __init__(self, arrow: int = 0):
+        super().__init__("turntable", "grey")
+        self.arrow = arrow
+
+    def can_overlap(self) -> bool:
+        return True
+
+    def encode(self) -> tuple[int, int, int]:
+        return (TURNTABLE_IDX, 0, self.arrow)
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        fill_coords(img, Rect(0.04, 0.96, 0.04, 0.96), (255, 168, 64))
+        # an arrow pointing east, turned to the arrow's direction (y points down, so clockwise)
+        theta = self.arrow * math.pi / 2
+        fill_coords(img, Rotated(Rect(0.18, 0.56, 0.42, 0.58), 0.5, 0.5, theta), (40, 28, 16))
+        fill_coords(img, Rotated(Triangle((0.52, 0.24), (0.52, 0.76), (0.84, 0.5)), 0.5, 0.5, theta),
+                    (40, 28, 16))
+
+
 class NeutralGlyph(WorldObj):
     """A cell content as the neutral skin draws it (env.skins): the object ``inner`` of the classic
     grid, drawn with a shape that looks like no key, door, lock, switch, gate, portal, lava, box,
@@ -200,7 +233,7 @@ class NeutralGlyph(WorldObj):
 
     def encode(self) -> tuple[int, int, int]:
         kind, color, state = self.inner.encode()
-        return (NEUTRAL_IDX, color, kind * 3 + state)  # every classic state is 0..2
+        return (NEUTRAL_IDX, color, kind * 4 + state)  # every classic state is 0..3
 
     def render(self, img: np.ndarray) -> None:  # type: ignore[override]
         inner = self.inner
@@ -240,6 +273,9 @@ class NeutralGlyph(WorldObj):
         elif isinstance(inner, FrozenTile):  # a pale pink cell with a darker centre
             fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), (236, 190, 214))
             fill_coords(img, Rect(0.36, 0.64, 0.36, 0.64), (190, 110, 150))
+        elif isinstance(inner, Turntable):  # a sage square with a dark bar on the side it sends to
+            fill_coords(img, Rect(0.10, 0.90, 0.10, 0.90), (150, 190, 150))
+            fill_coords(img, Rotated(Rect(0.70, 0.86, 0.14, 0.86), 0.5, 0.5, inner.arrow * math.pi / 2), (30, 60, 30))
         else:
             raise TypeError(f"the neutral skin has no glyph for {inner!r}")
 
@@ -260,8 +296,10 @@ def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
         return KillCell()
     if type_idx == FROZEN_IDX:
         return FrozenTile()
+    if type_idx == TURNTABLE_IDX:
+        return Turntable(state)
     if type_idx == NEUTRAL_IDX:
-        inner = _decode(state // 3, color_idx, state % 3)
+        inner = _decode(state // 4, color_idx, state % 4)
         return NeutralGlyph(inner) if inner is not None else None
     return _native_decode(type_idx, color_idx, state)
 

@@ -40,7 +40,7 @@ from typing import Literal
 
 import numpy as np
 
-from env.maze import DIR_VECTORS, MULTINET_R1, Maze
+from env.maze import DIR_VECTORS, MULTINET_PR57, Maze
 from env.state import (
     ACTIONS,
     DOOR_CLOSED,
@@ -53,6 +53,7 @@ from env.state import (
     TOGGLE,
     MazeState,
     initial_state,
+    no_change,
     r1_landing,
     step,
 )
@@ -87,10 +88,10 @@ class Unencodable(ValueError):
     """A ``MazeState`` the dense index cannot express (a key off every key cell)."""
 
 
-# A mechanism configuration: (place of each key, door states, switch states, freeze countdown).
-# A key's place is the index of the key cell it lies on, K (= number of keys) when carried, K + 1
-# when used up (multinet-r1).
-Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...], int]
+# A mechanism configuration: (place of each key, door states, switch states, freeze countdown,
+# turntable phase, portal latch). A key's place is the index of the key cell it lies on, K (= number
+# of keys) when carried, K + 1 when used up (the study's rulesets); the last two are multinet-pr57's.
+Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...], int, int, bool]
 
 
 class StateSpace:
@@ -98,10 +99,12 @@ class StateSpace:
 
     def __init__(self, maze: Maze):
         self.maze = maze
-        self.r1 = maze.ruleset == MULTINET_R1
-        # moves that change the mechanism state (hold switches, kill cells, frozen tiles): no table
+        self.r1 = maze.study_rules
+        # moves that change the mechanism state (hold switches, kill cells, frozen tiles; under
+        # multinet-pr57 every step, which turns the arrows): no table
         self.explicit = self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
-                                     or bool(maze.cells_of("kill") or maze.cells_of("frozen")))
+                                     or bool(maze.cells_of("kill") or maze.cells_of("frozen"))
+                                     or maze.ruleset == MULTINET_PR57)
         walls = maze.walls
         self.floors: list[tuple[int, int]] = [
             (x, y) for y in range(maze.height) for x in range(maze.width) if not walls[x, y]
@@ -197,7 +200,7 @@ class StateSpace:
         self.configs.append(cfg)
         self.config_index[cfg] = m
         row = ~self.solid
-        places, doors, switches, _ = cfg
+        places, doors, switches = cfg[:3]
         if not self.r1:  # keys block movement under minigrid only
             for p in places:
                 if p < self.K:
@@ -212,7 +215,7 @@ class StateSpace:
         return m
 
     def _pickup_result(self, m: int, cell: int) -> int:
-        places, doors, switches, frozen = self.configs[m]
+        places, doors, switches, *rest = self.configs[m]
         if cell not in places or (self.r1 and self.K in places):  # multinet-r1: no swap
             return _NOOP
         new = list(places)
@@ -220,19 +223,19 @@ class StateSpace:
             if p == self.K:
                 new[k] = cell  # swap: the carried key goes where the front key was
         new[places.index(cell)] = self.K
-        return self.intern((tuple(new), doors, switches, frozen))
+        return self.intern((tuple(new), doors, switches, *rest))  # type: ignore[arg-type]
 
     def _switch_result(self, m: int, s: int) -> int:
-        places, doors, switches, frozen = self.configs[m]
+        places, doors, switches, *rest = self.configs[m]
         kind = self.maze.switches[s].switch_type
         if kind == "hold" or (kind == "one_shot" and switches[s]):
             return _NOOP
         flipped = list(switches)
         flipped[s] = not flipped[s]
-        return self.intern((places, doors, tuple(flipped), frozen))
+        return self.intern((places, doors, tuple(flipped), *rest))  # type: ignore[arg-type]
 
     def _door_result(self, m: int, d: int) -> int:
-        places, doors, switches, frozen = self.configs[m]
+        places, doors, switches, *rest = self.configs[m]
         st = doors[d]
         if st == DOOR_LOCKED or (self.r1 and st != DOOR_OPEN):
             carried = places.index(self.K) if self.K in places else -1
@@ -247,7 +250,7 @@ class StateSpace:
             st = DOOR_CLOSED if st == DOOR_OPEN else DOOR_OPEN
         new = list(doors)
         new[d] = st
-        return self.intern((places, tuple(new), switches, frozen))
+        return self.intern((places, tuple(new), switches, *rest))  # type: ignore[arg-type]
 
     def _lookup(self, table_name: str, compute, m: np.ndarray, j: np.ndarray) -> np.ndarray:
         """Gather ``table[m, j]``, computing the entries not seen before."""
@@ -275,7 +278,7 @@ class StateSpace:
                 if cell < 0:
                     raise Unencodable(f"a key lies on {p}, which held no key at the start")
                 places.append(cell)
-        return (tuple(places), tuple(s.doors), tuple(bool(x) for x in s.switches), s.frozen)
+        return (tuple(places), tuple(s.doors), tuple(bool(x) for x in s.switches), s.frozen, s.phase, s.latched)
 
     def encode(self, s: MazeState) -> int:
         f = self.floor_of.get(s.pos, -1)
@@ -285,7 +288,7 @@ class StateSpace:
 
     def decode(self, sid: int) -> MazeState:
         m, nav = divmod(int(sid), self.N)
-        places, doors, switches, frozen = self.configs[m]
+        places, doors, switches, frozen, phase, latched = self.configs[m]
         return MazeState(
             pos=self.floors[nav >> 2],
             dir=nav & 3,
@@ -294,6 +297,8 @@ class StateSpace:
             doors=doors,
             switches=switches,
             frozen=frozen,
+            phase=phase,
+            latched=latched,
         )
 
     # ---- transitions -----------------------------------------------------------------------
@@ -334,10 +339,11 @@ class StateSpace:
             out[sel[hit]] = to[hit] * self.N + nav[sel[hit]]
 
     def _explicit_step(self, sid: int, action: int) -> int:
-        """The successor id through ``env.state.step`` (-1: unchanged), for explicit mazes."""
+        """The successor id through ``env.state.step`` (-1: nothing changed but the arrows, never
+        a move of a plan: ``env.state.no_change``), for explicit mazes."""
         s = self.decode(sid)
         n, _ = step(self.maze, s, action)
-        return -1 if n == s else self.encode(n)
+        return -1 if no_change(s, n) else self.encode(n)
 
     def moves(self, sid: int, order: Sequence[int] = R1_ORDER) -> list[tuple[int, int]]:
         """(successor id, action) of every action that changes state ``sid``, in ``order``."""
@@ -761,7 +767,7 @@ def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE
         s = frontier.popleft()
         for a in _USEFUL:
             n, event = step(maze, s, a)
-            if n in parent:
+            if n in parent or no_change(s, n):
                 continue
             parent[n] = (s, a)
             if event == "goal":
@@ -887,7 +893,7 @@ def action_distance(maze: Maze, state: MazeState) -> int | None:
 
 @lru_cache(maxsize=256)
 def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
-    if maze.ruleset == MULTINET_R1:
+    if maze.study_rules:
         return _tile_field_r1(maze)
     goal = maze.goal
     dist = {goal: 0}
@@ -907,7 +913,8 @@ def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
     """Moves to the goal under multinet-r1, with every door and gate open and turns ignored:
     hazards and blocks are never entered, a move into a teleporter ends on its other end and one
     into a kill cell at the start (a move is then not reversible, so the search runs backwards
-    over the moves out of each cell)."""
+    over the moves out of each cell); under multinet-pr57 a move from a turntable may go any way
+    (its arrow turns through all four), and with ``rules.death: fail`` a kill cell leads nowhere."""
     walls, solid, kills = maze.walls, maze.cells_of("hazard") | maze.cells_of("block"), maze.cells_of("kill")
     into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
     for x in range(maze.width):
@@ -917,6 +924,8 @@ def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
             for dx, dy in DIR_VECTORS:
                 n = (x + dx, y + dy)
                 if walls[n] or n in solid:
+                    continue
+                if n in kills and maze.rulebook.death == "fail":
                     continue
                 land = maze.start.pos if n in kills else r1_landing(maze, n)
                 into.setdefault(land, []).append((x, y))

@@ -23,7 +23,7 @@ from env.maze import CLASSIC, DOOR_STATES, SKIN_NAMES, Maze, maze_from_dict
 # The words a skin defines: per kind a noun and its plural; per visible state an adjective.
 STATE_WORDS = ("door_locked", "door_closed", "door_open", "switch_on", "switch_off", "gate_closed", "gate_open")
 # The text map's letters: per kind (keys and multinet-r1's kinds) or per kind and visible state.
-GLYPH_NAMES = ("key", *STATE_WORDS, "teleporter", "hazard", "block", "kill", "frozen")
+GLYPH_NAMES = ("key", *STATE_WORDS, "teleporter", "hazard", "block", "kill", "frozen", "turntable")
 
 
 @dataclass(frozen=True)
@@ -77,24 +77,25 @@ SKINS: dict[str, Skin] = {
          "gate": ("gate", "gates"),
          # multinet-r1's kinds are named by what they look like, never by what they do
          "teleporter": ("ring", "rings"), "block": ("box", "boxes"), "hazard": ("lava cell", "lava cells"),
-         "kill": ("skull", "skulls"), "frozen": ("frosted tile", "frosted tiles")},
+         "kill": ("skull", "skulls"), "frozen": ("frosted tile", "frosted tiles"),
+         "turntable": ("pointer tile", "pointer tiles")},
         {"door_locked": "locked", "door_closed": "closed", "door_open": "open", "switch_on": "on",
          "switch_off": "off", "gate_closed": "closed", "gate_open": "open"},
         {"key": "K", "door_locked": "L", "door_closed": "D", "door_open": "/", "switch_off": "S",
          "switch_on": "*", "gate_closed": "X", "gate_open": "_", "teleporter": "O", "hazard": "~",
-         "block": "B", "kill": "x", "frozen": "="},
+         "block": "B", "kill": "x", "frozen": "=", "turntable": "@"},
         {"hazard": "lava"},
     ),
     "neutral": _skin(
         "neutral",
         {"key": ("dax", "daxes"), "door": ("wug", "wugs"), "switch": ("fep", "feps"), "gate": ("zib", "zibs"),
          "teleporter": ("vek", "veks"), "block": ("tev", "tevs"), "hazard": ("lorp", "lorps"),
-         "kill": ("nuv", "nuvs"), "frozen": ("pim", "pims")},
+         "kill": ("nuv", "nuvs"), "frozen": ("pim", "pims"), "turntable": ("mib", "mibs")},
         {"door_locked": "marked", "door_closed": "filled", "door_open": "hollow", "switch_on": "bright",
          "switch_off": "dim", "gate_closed": "filled", "gate_open": "hollow"},
         {"key": "d", "door_locked": "Q", "door_closed": "W", "door_open": "w", "switch_off": "f",
          "switch_on": "F", "gate_closed": "Z", "gate_open": "z", "teleporter": "e", "hazard": "r",
-         "block": "t", "kill": "n", "frozen": "p"},
+         "block": "t", "kill": "n", "frozen": "p", "turntable": "m"},
     ),
 }
 assert tuple(SKINS) == SKIN_NAMES

@@ -3,7 +3,8 @@
 ``MazeState`` is the one state object: ``MazeEnv`` exposes it, the oracle searches over it,
 frames and the text projection are drawn from it, so none of them can disagree.
 ``step`` is a pure reference implementation of the dynamics, one rulebook per ruleset
-(``minigrid``: gridbench's own; ``multinet-r1``: the MultiNet study's R1 rulebook). ``MazeEnv``
+(``minigrid``: gridbench's own; ``multinet-r1``: the MultiNet study's R1 rulebook;
+``multinet-pr57``: R1 with the study's later tiles, turntables among them). ``MazeEnv``
 executes the minigrid rules through Minigrid, and the tests hold the two to each other.
 """
 
@@ -13,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from env.maze import DIR_VECTORS, DOOR_STATES, MULTINET_R1, Maze
+from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, Maze
 
 ACTIONS = ("left", "right", "forward", "pickup", "toggle", "done")
 LEFT, RIGHT, FORWARD, PICKUP, TOGGLE, DONE = range(6)
@@ -23,6 +24,10 @@ EVENTS = (
     # multinet-r1 only: a move that landed elsewhere, a move that put everything back as it was at
     # the start, an action swallowed while frozen
     "teleported", "reset", "frozen",
+    # multinet-pr57 only: a move into a kill cell (the maze back at its start, or under
+    # rules.death "fail" the episode over), a move onto a frozen tile, a forward that a turntable's
+    # arrow carried (the study's mechanism labels; "reset" is R1's name for "died")
+    "died", "froze", "rode",
 )
 # Minigrid's own state encoding for doors.
 DOOR_OPEN, DOOR_CLOSED, DOOR_LOCKED = 0, 1, 2
@@ -37,7 +42,13 @@ class MazeState:
     keys: tuple[tuple[int, int] | None, ...]
     doors: tuple[int, ...]  # per door: 0 open, 1 closed, 2 locked
     switches: tuple[bool, ...]  # per switch: on? (a one-shot switch that is on has been used)
-    frozen: int = 0  # multinet-r1: actions still swallowed by a frozen tile
+    frozen: int = 0  # the study's rulesets: actions still swallowed by a frozen tile
+    # multinet-pr57: steps taken mod 4 since the start or the last death; turntable t's arrow points
+    # (t.dir + phase) % 4, since every arrow turns one step clockwise after every step
+    phase: int = 0
+    # multinet-pr57: the agent stands on the end a portal sent it to (it does not send again until
+    # the agent has left it)
+    latched: bool = False
 
     def front(self) -> tuple[int, int]:
         dx, dy = DIR_VECTORS[self.dir]
@@ -45,7 +56,8 @@ class MazeState:
 
     def mechanism_key(self) -> tuple:
         """Position, carried key and mechanism state: what the stall watchdog calls novel."""
-        return (self.pos, self.carrying, self.keys, self.doors, self.switches, self.frozen)
+        return (self.pos, self.carrying, self.keys, self.doors, self.switches, self.frozen, self.phase,
+                self.latched)
 
 
 def initial_state(maze: Maze) -> MazeState:
@@ -109,8 +121,8 @@ def _turn_or_wait(s: MazeState, action: int) -> tuple[MazeState, str] | None:
 
 def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     """Apply one action: the reference dynamics of docs/design.md §3, under the maze's ruleset."""
-    if maze.ruleset == MULTINET_R1:
-        return _step_r1(maze, s, action)
+    if maze.study_rules:
+        return _step_study(maze, s, action)
     in_place = _turn_or_wait(s, action)
     if in_place is not None:
         return in_place
@@ -183,10 +195,60 @@ def r1_enterable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
     return _barrier_open(maze, state, cell)
 
 
-def _step_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
-    """The MultiNet study's R1 rulebook (docs/maze-format.md#rulesets)."""
+def arrow(maze: Maze, s: MazeState, cell: tuple[int, int]) -> int | None:
+    """The direction the arrow of the turntable on ``cell`` points in ``s`` (None: no turntable)."""
+    t = _turntable_at(maze).get(cell)
+    return None if t is None else (t + s.phase) % 4
+
+
+@lru_cache(maxsize=512)
+def _turntable_at(maze: Maze) -> dict[tuple[int, int], int]:
+    return {t.pos: DIRECTIONS.index(t.dir) for t in maze.turntables}
+
+
+def ahead(maze: Maze, s: MazeState) -> tuple[int, int]:
+    """The cell a forward from ``s`` goes into, before any portal: the one in front, or under
+    multinet-pr57 on a turntable the one its arrow points at."""
+    heading = arrow(maze, s, s.pos) if maze.ruleset == MULTINET_PR57 else None
+    dx, dy = DIR_VECTORS[s.dir if heading is None else heading]
+    return (s.pos[0] + dx, s.pos[1] + dy)
+
+
+def dead(maze: Maze, s: MazeState) -> bool:
+    """Under multinet-pr57 with ``rules.death: fail``: has the agent died (the episode is over)?"""
+    return maze.rulebook.death == "fail" and s.pos in _r1_cells(maze)[1]
+
+
+def no_change(before: MazeState, after: MazeState) -> bool:
+    """Did a step change nothing but the turntables' arrows? Such a step (a bump, an action with
+    nothing to act on) is never a move of an optimal plan: the R1 planner's convention, which the
+    oracle keeps (docs/oracle.md)."""
+    return after == before or replace(after, phase=before.phase) == before
+
+
+def _step_study(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
+    """The study's rulebooks (docs/maze-format.md#rulesets): R1, and under multinet-pr57 R1 with
+    turntables, the portal latch, the mechanism labels and the death rule; every arrow turns one
+    step clockwise after every step (after a death that resets the maze, the start state is
+    exactly as it was, arrows included)."""
     if not 0 <= action < len(ACTIONS):
         raise ValueError(f"action must be 0..5, got {action!r}")
+    if maze.ruleset != MULTINET_PR57:
+        return _act_study(maze, s, action, pr57=False)
+    if dead(maze, s):  # nothing happens any more; the episode runner has ended the episode
+        return _turn_arrows(maze, s), "noop"
+    after, event = _act_study(maze, s, action, pr57=True)
+    if event == "died" and not dead(maze, after):
+        return after, event
+    return _turn_arrows(maze, after), event
+
+
+def _turn_arrows(maze: Maze, s: MazeState) -> MazeState:
+    return replace(s, phase=(s.phase + 1) % 4) if maze.turntables else s
+
+
+def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeState, str]:
+    """One action under R1's rules, with multinet-pr57's additions when ``pr57``."""
     if s.frozen > 0:  # every action, done included, only counts the freeze down
         return replace(s, frozen=s.frozen - 1), "frozen"
     in_place = _turn_or_wait(s, action)
@@ -194,22 +256,31 @@ def _step_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
         return in_place
     cells = _static_cells(maze)
     if action == FORWARD:
-        front = s.front()
+        front = ahead(maze, s) if pr57 else s.front()
         if not r1_enterable(maze, s, front):
             return s, "bump"
         _, kills, frozen_tiles, _ = _r1_cells(maze)
         landing = r1_landing(maze, front)
         if landing in kills:
-            return initial_state(maze), "reset"
+            if not pr57:
+                return initial_state(maze), "reset"
+            if maze.rulebook.death == "fail":
+                return replace(s, pos=landing, latched=False), "died"
+            return initial_state(maze), "died"
         held = list(s.switches)
         for i, spec in enumerate(maze.switches):
             if spec.switch_type == "hold":  # on exactly while the agent stands on it
                 held[i] = spec.pos == landing
         frozen = maze.rulebook.freeze_steps if landing in frozen_tiles else 0
-        after = replace(s, pos=landing, switches=tuple(held), frozen=frozen)
+        after = replace(s, pos=landing, switches=tuple(held), frozen=frozen,
+                        latched=pr57 and landing != front)
         if landing == maze.goal:
             return after, "goal"
-        return after, ("teleported" if landing != front else "moved")
+        if landing != front:
+            return after, "teleported"
+        if pr57 and frozen:
+            return after, "froze"
+        return after, ("rode" if pr57 and arrow(maze, s, s.pos) is not None else "moved")
     if action == PICKUP:
         k = key_at(s, s.pos)
         if k < 0 or s.carrying >= 0:  # the key underfoot, with empty hands only
@@ -240,8 +311,10 @@ def _step_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
 
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
     """The state as plain JSON-able data: position, facing, inventory and every mechanism (a key
-    is null while carried or, under multinet-r1, once used up; ``frozen``, the freeze countdown,
-    only in mazes with frozen tiles)."""
+    is null while carried or, under the study's rulesets, once used up; ``frozen``, the freeze
+    countdown, only in mazes with frozen tiles; ``arrows``, where each turntable points, only in
+    mazes with turntables; ``latched``, whether the agent stands on the end a portal sent it to,
+    only in multinet-pr57 mazes with portals)."""
     info = {
         "pos": list(s.pos),
         "dir": s.dir,
@@ -253,4 +326,8 @@ def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
     }
     if maze.cells_of("frozen"):
         info["frozen"] = s.frozen
+    if maze.turntables:
+        info["arrows"] = {t.id: DIRECTIONS[arrow(maze, s, t.pos) or 0] for t in maze.turntables}
+    if maze.ruleset == MULTINET_PR57 and maze.teleporters:
+        info["latched"] = s.latched
     return info

@@ -8,6 +8,7 @@ from __future__ import annotations
 from env.maze import (
     DIRECTIONS,
     DOOR_STATES,
+    PR57_KINDS,
     R1_KINDS,
     BlockObject,
     DoorObject,
@@ -19,7 +20,9 @@ from env.maze import (
     TeleporterObject,
 )
 from env.skins import Skin, skin_of
-from env.state import MazeState
+from env.state import MazeState, arrow
+
+STUDY_KINDS = (*R1_KINDS, *PR57_KINDS)  # drawn on the map with one letter a kind
 
 AGENT_GLYPHS = (">", "v", "<", "^")  # east, south, west, north
 _BASE_LEGEND = "# wall   . floor   G goal   > v < ^ you (facing east, south, west, north)"
@@ -66,7 +69,7 @@ def glyph_map(maze: Maze, state: MazeState) -> list[list[str]]:
     for g, op in zip(maze.gates, maze.gates_open(state.switches), strict=True):
         rows[g.pos[1]][g.pos[0]] = glyph["gate_open" if op else "gate_closed"]
     for o in maze.objects:
-        if o.kind in R1_KINDS:
+        if o.kind in STUDY_KINDS:
             for x, y in ((o.pos, o.to) if isinstance(o, TeleporterObject) else (o.pos,)):
                 rows[y][x] = glyph[o.kind]
     for p in state.keys:
@@ -97,6 +100,9 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
         lines.append(f"{object_name(g, skin)} at ({g.pos[0]}, {g.pos[1]}): {skin.gate_state(op)}")
     for name, (x, y) in object_cells(maze, R1_KINDS):
         lines.append(f"{name} at ({x}, {y})")
+    for t in maze.turntables:  # the arrow turns: where it points now is part of what is seen
+        lines.append(f"{object_name(t, skin)} at ({t.pos[0]}, {t.pos[1]}): "
+                     f"pointing {DIRECTIONS[arrow(maze, state, t.pos) or 0]}")
     return lines
 
 
@@ -114,13 +120,14 @@ def text_projection(maze: Maze, state: MazeState) -> str:
     out.append("")
     skin = skin_of(maze)
     out.append("Legend: " + legend(skin).replace("\n", "\n        "))
-    extra = [f"{skin.glyphs[k]} {skin.legend_name(k)}" for k in R1_KINDS if maze.cells_of(k)]
+    extra = [f"{skin.glyphs[k]} {skin.legend_name(k)}" for k in STUDY_KINDS if maze.cells_of(k)]
     if extra:
         out.append("        " + "   ".join(extra))
     objs = object_lines(maze, state)
     if objs:
         out.append("Objects: " + "; ".join(objs) + ".")
-    under = [s for s in maze.switches if tuple(s.pos) == state.pos]
+    standable: list[MazeObject] = [*maze.switches, *maze.turntables]
+    under = [s for s in standable if tuple(s.pos) == state.pos]
     where = f"You are at ({state.pos[0]}, {state.pos[1]}) facing {DIRECTIONS[state.dir]}"
     if under:
         where += f", standing on the {object_name(under[0], skin)}"

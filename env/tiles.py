@@ -15,8 +15,8 @@ from minigrid.core.grid import Grid
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 
 from env.drawing import fast_drawing
-from env.maze import CLASSIC, COLORS, DOOR_STATES, SKIN_NAMES, SWITCH_COLORS
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter
+from env.maze import CLASSIC, COLORS, DIRECTIONS, DOOR_STATES, PORTAL_COLORS, SKIN_NAMES, SWITCH_COLORS
+from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
@@ -63,6 +63,10 @@ def _classic_tiles() -> Iterator[WorldObj | None]:
     yield Lava()
     yield KillCell()
     yield FrozenTile()
+    for c in PORTAL_COLORS[len(COLORS):]:  # multinet-pr57's portal colours beyond Minigrid's
+        yield Teleporter(c)
+    for arrow in range(4):  # multinet-pr57's turntables, their arrow east, south, west, north
+        yield Turntable(arrow)
 
 
 def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int | None]]:
@@ -104,6 +108,8 @@ def tile_name(obj: WorldObj | None) -> str:
         return f"teleporter-{obj.color}"
     if isinstance(obj, Box):
         return f"block-{obj.color}"
+    if isinstance(obj, Turntable):
+        return f"turntable-{DIRECTIONS[obj.arrow]}"
     if isinstance(obj, Lava | KillCell | FrozenTile):
         return {Lava: "hazard", KillCell: "kill", FrozenTile: "frozen"}[type(obj)]
     raise ValueError(f"no tile name for {obj!r}")

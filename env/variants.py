@@ -30,14 +30,17 @@ from typing import Any
 
 from env.checks import CheckResult, run_checks
 from env.errors import BadInput
-from env.maze import COLORS, DIRECTIONS, MULTINET_R1, Maze, infer_category, maze_from_dict
+from env.maze import COLORS, DIRECTIONS, STUDY_RULESETS, Maze, infer_category, maze_from_dict
 from env.names import MAX_NAME
 from env.oracle import solve
 from env.skins import SKINS, with_skin
 
 # kinds, by family, in the order a variant set lists them
 ISOMORPHIC = ("rotate", "mirror", "recolor")
-ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link")
+# the study's later tiles, each kind removed (its cells left as floor): the no-mechanism twins the
+# discovery of each kind is measured against
+TILE_REMOVALS = {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen", "no-turntables": "turntable"}
+ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link", *TILE_REMOVALS)
 CONTROLS = ("control-none", "control-other")
 KINDS = (*ISOMORPHIC, "reskin", *ABLATIONS, *CONTROLS)
 GROUPS = {"isomorphic": ISOMORPHIC, "ablation": ABLATIONS, "control": CONTROLS, "all": KINDS}
@@ -147,7 +150,7 @@ def build_variants(maze: Maze, spec: str, seed: int = 0) -> Iterator[Variant | S
         yield recolor(maze, seed)
     elif kind == "reskin":
         yield reskin(maze)
-    elif kind in ("no-switches", "no-keys", "no-distractors"):
+    elif kind in ("no-switches", "no-keys", "no-distractors", *TILE_REMOVALS):
         yield ablate(maze, kind)
     elif kind == "drop-link":
         steps = [int(spec[10:])] if spec != kind else list(range(1, len(_chain(maze)) + 1))
@@ -226,6 +229,8 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
         o["pos"] = list(where(tuple(o["pos"])))
         if "to" in o:
             o["to"] = list(where(tuple(o["to"])))
+        if o["kind"] == "turntable":  # its arrow turns with the layout
+            o["dir"] = DIRECTIONS[facing(DIRECTIONS.index(o["dir"]))]
     generator = (d.get("meta") or {}).get("generator") or {}
     if generator.get("deadends"):
         generator["deadends"] = [[list(where(tuple(c))) for c in cells] for cells in generator["deadends"]]
@@ -233,16 +238,20 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
 
 
 def _geometric(maze: Maze, kind: str, name: str, params: dict[str, Any], where: Callable[[Cell], Cell],
-               facing: Callable[[int], int], width: int, height: int, what: str) -> Variant:
+               facing: Callable[[int], int], width: int, height: int, what: str, mirrored: bool = False) -> Variant:
     d = _transformed(maze, where, facing, width, height)
     changed = [what]
     family = "isomorphic"
+    if mirrored and maze.turntables:
+        # the arrows still turn clockwise, which in a mirror image is the other way round
+        family = "near-isomorphic"
+        changed.append("turntables: their arrows still turn clockwise, counter-clockwise in the mirrored layout")
     heading = d["start"]["dir"]
-    if maze.ruleset == MULTINET_R1 and heading != "east":
+    if maze.study_rules and heading != "east":
         # the rulebook starts every maze facing east: the start now faces another way in the layout
         d["start"]["dir"] = "east"
         family = "near-isomorphic"
-        changed.append(f"start heading: the layout's {heading} became east (under {MULTINET_R1} the agent "
+        changed.append(f"start heading: the layout's {heading} became east (under {maze.ruleset} the agent "
                        "always starts facing east)")
     return _variant(maze, d, kind, name, family, params, changed)
 
@@ -271,16 +280,16 @@ def mirror(maze: Maze, axis: str) -> Variant:
     w, h = maze.width, maze.height
     if axis == "lr":
         return _geometric(maze, "mirror", "mirror-lr", {"axis": MIRRORS[axis]}, lambda c: (w - 1 - c[0], c[1]),
-                          lambda d: (2 - d) % 4, w, h, "mirrored left to right (east and west swapped)")
+                          lambda d: (2 - d) % 4, w, h, "mirrored left to right (east and west swapped)", mirrored=True)
     return _geometric(maze, "mirror", "mirror-tb", {"axis": MIRRORS[axis]}, lambda c: (c[0], h - 1 - c[1]),
-                      lambda d: (4 - d) % 4, w, h, "mirrored top to bottom (north and south swapped)")
+                      lambda d: (4 - d) % 4, w, h, "mirrored top to bottom (north and south swapped)", mirrored=True)
 
 
 def color_permutation(seed: int, ruleset: str) -> dict[str, str]:
     """A permutation of the colours that moves every one it may: grey stays under multinet-r1 (its
     frames draw every gate grey, so a grey door would look like a gate); white, a switch's colour
     only, always stays."""
-    movable = [c for c in COLORS if not (ruleset == MULTINET_R1 and c == "grey")]
+    movable = [c for c in COLORS if not (ruleset in STUDY_RULESETS and c == "grey")]
     rng = random.Random(f"gridbench-variants/recolor:{seed}")
     while True:
         image = rng.sample(movable, len(movable))
@@ -342,8 +351,10 @@ def _removed(maze: Maze, gone: set[str], walled: frozenset[Cell] = frozenset()) 
 
 
 def ablate(maze: Maze, kind: str) -> Variant | Skipped:
-    """Every switch and gate (``no-switches``), every key and door (``no-keys``) or every
-    distractor (``no-distractors``: decoy objects removed, dead ends walled up) taken out."""
+    """Every switch and gate (``no-switches``), every key and door (``no-keys``), every
+    distractor (``no-distractors``: decoy objects removed, dead ends walled up), or every portal,
+    death tile, ice tile or turntable (``no-portals``, ``no-deaths``, ``no-ice``,
+    ``no-turntables``) taken out."""
     if kind == "no-switches":
         gone = {s.id for s in maze.switches} | {g.id for g in maze.gates}
         what = "every switch and gate removed"
@@ -352,6 +363,9 @@ def ablate(maze: Maze, kind: str) -> Variant | Skipped:
         what = "every key and door removed"
     elif kind == "no-distractors":
         return _without_distractors(maze)
+    elif kind in TILE_REMOVALS:
+        gone = {o.id for o in maze.objects if o.kind == TILE_REMOVALS[kind]}
+        what = f"every {TILE_REMOVALS[kind]} removed (its cells left as floor)"
     else:
         raise BadInput("ablation", "kind", f"{kind!r} is not one of {', '.join(ABLATIONS)}")
     if not gone:

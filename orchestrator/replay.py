@@ -22,6 +22,7 @@ from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
 from env.render import render_state
 from env.state import ACTIONS, MazeState, initial_state, step
+from orchestrator.termination import gridbench_signature, study_signature
 from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
 
 # Checked per step, in this order; the first mismatch of each step is reported.
@@ -87,7 +88,9 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
     maze = load_run_maze(run_dir, episode)
     table = distance_table(maze)
     state = initial_state(maze)
-    seen = {state.mechanism_key()}
+    # novelty as the episode's style judged it: the study's watchdog signature, or the whole state
+    signature = study_signature(maze) if _style(episode) == "study" else gridbench_signature
+    seen = {signature(state)}
     states, actions, mismatches = [state], [], []
     for rec in steps.to_dict("records"):
         action = rec["action"]
@@ -95,7 +98,7 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
             action, event = None, "noop"
         else:
             state, event = step(maze, state, ACTIONS.index(action))
-        key = state.mechanism_key()
+        key = signature(state)
         novel = key not in seen
         seen.add(key)
         states.append(state)
@@ -115,6 +118,13 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
     if verify and episode["termination"] == "solved" and (not states or states[-1].pos != tuple(maze.goal)):
         mismatches.append(Mismatch(len(steps), "termination", "solved", "not at the goal"))
     return ReplayResult(episode=episode, maze=maze, states=states, actions=actions, mismatches=mismatches)
+
+
+def _style(episode: dict[str, Any]) -> str:
+    try:
+        return str(json.loads(episode.get("protocol") or "{}").get("style", "gridbench"))
+    except (ValueError, AttributeError):
+        return "gridbench"
 
 
 def _plain(v: Any) -> Any:

@@ -1,7 +1,8 @@
 """The column codec: a step's state to its trace columns and back.
 
-``mechanisms_json`` writes the ``mechanisms`` column (keys, doors, switches, gates and the freeze
-countdown after a step, as compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
+``mechanisms_json`` writes the ``mechanisms`` column (keys, doors, switches, gates, the freeze
+countdown, and under multinet-pr57 the turntables' arrows and the portal latch, after a step, as
+compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
 row records from its ``x``, ``y``, ``dir``, ``carrying`` and ``mechanisms`` columns, for the
 viewer, replay and the checks of a resumed episode. Both need the maze and its state only, not
 the dynamics, the frames or the oracle. ``episode_timelines`` reads an episode's step rows as
@@ -15,16 +16,17 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from env.discovery import Move, Timeline, timelines
-from env.maze import DOOR_STATES, Maze
+from env.maze import DIRECTIONS, DOOR_STATES, Maze
 from env.state import ACTIONS, MazeState, initial_state, mechanism_info
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
     """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
-    tiles), as compact JSON (the ``mechanisms`` column)."""
+    tiles, the arrows in one with turntables, the portal latch in a multinet-pr57 maze with
+    portals), as compact JSON (the ``mechanisms`` column)."""
     info = mechanism_info(maze, state)
     return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen") if k in info},
+        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen", "arrows", "latched") if k in info},
         sort_keys=True, separators=(",", ":"),
     )
 
@@ -35,6 +37,10 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
     ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
     maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
     keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
+    phase = 0
+    if maze.turntables:  # every arrow has turned as often as the first one
+        first = maze.turntables[0]
+        phase = (DIRECTIONS.index(mechanisms["arrows"][first.id]) - DIRECTIONS.index(first.dir)) % 4
     return MazeState(
         pos=(x, y),
         dir=direction,
@@ -43,6 +49,8 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
         doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
         switches=tuple(bool(switches[s.id]) for s in maze.switches),
         frozen=int(mechanisms.get("frozen", 0)),
+        phase=phase,
+        latched=bool(mechanisms.get("latched", False)),
     )
 
 

@@ -202,8 +202,8 @@ class StepRecord(TraceRecord):
     reply: str = col("string", "the model's raw reply text (re-asks joined by a `[re-asked]` line)")
     reasoning: str = col("string", "the model's reasoning / thinking text, when the provider returns it")
     event: str = col("string", "exactly one of `moved turned bump pickup swap door_unlocked door_opened door_closed "
-                               "switch_on switch_off noop goal`, under multinet-r1 also `teleported reset frozen` "
-                               "(docs/design.md §3); `noop` for invalid replies")
+                               "switch_on switch_off noop goal`, under multinet-r1 also `teleported reset frozen`, under "
+                               "multinet-pr57 `teleported died froze frozen rode` (docs/design.md §3); `noop` for invalid replies")
     x: int = col("int32", "agent column after the step (from the left)")
     y: int = col("int32", "agent row after the step (from the top)")
     dir: int = col("int8", "facing after the step: 0 east, 1 south, 2 west, 3 north")
@@ -211,7 +211,9 @@ class StepRecord(TraceRecord):
     mechanisms: str = col("string", 'JSON `{"doors": {id: "locked"/"closed"/"open"}, "gates": {id: open?}, '
                                     '"keys": {id: [x, y] or null while carried (multinet-r1: or used up)}, '
                                     '"switches": {id: on?}}`, plus `"frozen": n` (actions still swallowed) in '
-                                    'mazes with frozen tiles')
+                                    'mazes with frozen tiles, `"arrows": {id: direction}` in mazes with turntables '
+                                    'and `"latched": bool` (on the end a portal sent the agent to) in multinet-pr57 '
+                                    'mazes with portals')
     novel: bool = col("bool", "this step reached a never-seen (position, carried key, mechanism state); the start "
                               "counts as seen; `stall_window` steps in a row without novelty end the episode")
     action_distance: int | None = col("int32", "oracle action distance to the goal; null when the goal can no "

@@ -31,12 +31,16 @@ def import_maze(spec: str) -> Maze:
     return IMPORTERS[prefix][0](rest)
 
 
-def import_mazes(spec: str, provenance: Provenance | None = None) -> list[Maze]:
+def import_mazes(spec: str, provenance: Provenance | None = None, ruleset: str | None = None,
+                 death: str = "reset") -> list[Maze]:
     """The mazes ``spec`` names: one, or (``multinet:<folder>``) every task file of a folder.
-    ``provenance`` (where the files came from) is for MultiNet task files only."""
+    ``provenance`` (where the files came from), ``ruleset`` and ``death`` are for MultiNet task
+    files only."""
     prefix, _, rest = spec.partition(":")
     if prefix == "multinet":
-        return import_multinet_path(Path(rest), provenance)
+        return import_multinet_path(Path(rest), provenance, ruleset=ruleset, death=death)
     if provenance is not None:
         raise BadInput(spec, "", "where a maze came from is recorded for multinet: task files only")
+    if ruleset is not None or death != "reset":
+        raise BadInput(spec, "", "--ruleset and --death are for multinet: task files only")
     return [import_maze(spec)]

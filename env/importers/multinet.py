@@ -1,5 +1,6 @@
 """Task files of the MultiNet v2.0 gridworld (the study's maze format), converted into
-``gridbench.maze/1`` mazes under the ``multinet-r1`` ruleset (docs/maze-format.md#rulesets).
+``gridbench.maze/1`` mazes under the ``multinet-r1`` ruleset, or for a file of the later harness
+(turntables, death portals, coloured portals) ``multinet-pr57`` (docs/maze-format.md#rulesets).
 
 Their format: ``maze.dimensions`` is ``[width, height]`` counting a border ring of walls that is
 always wall; ``maze.walls`` lists walls as ``[x, y]`` (or ``{"x": .., "y": ..}``); ``maze.start``
@@ -10,7 +11,15 @@ when given (``goal.type: reach_position``), otherwise ``maze.goal``. ``mechanism
 ``switches`` ``[{id, position, controls, switch_type, initial_state, color}]``, ``gates``
 ``[{id, position, initial_state}]``, ``blocks`` and ``hazards`` ``[{id, position}]``,
 ``teleporters`` ``[{id, position_a, position_b, bidirectional}]``, ``kill_cells`` and
-``frozen_tiles`` (cells) with ``freeze_steps``; ``rules.key_consumption`` (default true).
+``frozen_tiles`` (cells) with ``freeze_steps``; ``rules.key_consumption`` (default true). The
+later harness adds ``death_portals`` (kill cells by another name), ``rotating_tiles`` with
+``rotating_initial_directions`` (0 east, 1 south, 2 west, 3 north) and a ``color`` per teleporter.
+
+Every field of the format is read or refused by name (``FIELDS``): a field gridbench does not know,
+or a value it cannot play as the study played it (hidden mechanisms, a partial view, a goal with
+extra conditions, a block that is pushed under the later harness), is one ``BadInput``, never a
+maze that plays differently from the file. Descriptive fields (``description``, ``seed``,
+``max_steps``, ...) change nothing in the game.
 
 Every mechanism converts. What is drawn follows the study's renderer: a door in the colour of
 the key it needs (its own ``color`` field is never drawn), gates grey, switches in their own
@@ -26,11 +35,49 @@ from pathlib import Path
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import COLORS, FORMAT, MULTINET_R1, SWITCH_COLORS, Maze, maze_from_dict
+from env.maze import (
+    COLORS,
+    DEATH_RULES,
+    DIRECTIONS,
+    FORMAT,
+    MULTINET_PR57,
+    MULTINET_R1,
+    PORTAL_COLORS,
+    SWITCH_COLORS,
+    Maze,
+    maze_from_dict,
+)
 from env.names import MAX_NAME, is_name, name_chars
 
 Cell = tuple[int, int]
-TELEPORTER_COLOR = "purple"  # the study's teleporter colour
+TELEPORTER_COLOR = "purple"  # the study's teleporter colour (R1 drew every teleporter in it)
+SWITCH_TYPES = ("toggle", "one_shot", "hold")
+
+# Every field of the study's task format, by where it sits. A field not listed is refused by name.
+# Labels (descriptive, never part of the game): the task id and its aliases ``id`` and ``name``,
+# ``version``, ``seed``, ``difficulty_tier``, ``description``, ``metadata``, ``dependency_chain``
+# and ``distractors`` (gridbench works its chain and decoys out from the oracle's plan), and
+# ``max_steps`` (the study's step cap; gridbench's is the protocol's, a factor of the optimum).
+FIELDS: dict[str, frozenset[str]] = {
+    "": frozenset({"task_id", "id", "name", "version", "seed", "difficulty_tier", "description", "maze",
+                   "mechanisms", "rules", "goal", "metadata", "max_steps", "dependency_chain", "distractors"}),
+    "maze": frozenset({"dimensions", "walls", "start", "goal", "layout", "mechanisms"}),
+    "maze.layout": frozenset({"walls", "start", "goal"}),
+    "mechanisms": frozenset({"keys", "doors", "switches", "gates", "blocks", "hazards", "teleporters",
+                             "kill_cells", "death_portals", "frozen_tiles", "freeze_steps", "rotating_tiles",
+                             "rotating_initial_directions"}),
+    "rules": frozenset({"key_consumption", "switch_type", "hidden_mechanisms", "observability", "view_size"}),
+    "goal": frozenset({"type", "goal_type", "target", "auxiliary_conditions"}),
+    "keys": frozenset({"id", "position", "color"}),
+    "doors": frozenset({"id", "position", "color", "requires_key", "initial_state"}),
+    "switches": frozenset({"id", "position", "controls", "color", "switch_type", "initial_state"}),
+    "gates": frozenset({"id", "position", "color", "initial_state"}),
+    "teleporters": frozenset({"id", "position_a", "position_b", "color", "bidirectional"}),
+    "blocks": frozenset({"id", "position", "color", "pushable"}),
+    "hazards": frozenset({"id", "position", "hazard_type"}),
+}
+# what only the later harness's files hold: such a file is played under multinet-pr57
+LATER_FIELDS = ("death_portals", "rotating_tiles", "rotating_initial_directions")
 
 
 @dataclass
@@ -53,12 +100,15 @@ def import_multinet(text: str) -> Maze:
     return convert_file(Path(text))
 
 
-def import_multinet_path(path: Path, provenance: Provenance | None = None) -> list[Maze]:
+def import_multinet_path(path: Path, provenance: Provenance | None = None, ruleset: str | None = None,
+                         death: str = "reset") -> list[Maze]:
     """A task file, or every ``*.json`` under a folder (recursively, in path order). In a folder a
     maze is named after its path below the folder (``M1/8x8_corridor_kr_0.json`` ->
-    ``M1_8x8_corridor_kr_0``): task ids repeat across the study's families."""
+    ``M1_8x8_corridor_kr_0``): task ids repeat across the study's families. ``ruleset`` None: each
+    file's own (``multinet-pr57`` when it holds any of ``LATER_FIELDS`` or a coloured teleporter);
+    ``death`` is ``rules.death`` under multinet-pr57."""
     if not path.is_dir():
-        return [convert_file(path, provenance)]
+        return [convert_file(path, provenance, ruleset=ruleset, death=death)]
     files = sorted(p for p in path.rglob("*.json") if p.is_file())
     if not files:
         raise BadInput(f"multinet:{path}", "", "folder holds no task files (*.json)")
@@ -70,11 +120,13 @@ def import_multinet_path(path: Path, provenance: Provenance | None = None) -> li
             inner = "/".join(rel.parts)
             prov = Provenance(**{**provenance.__dict__,
                                  "path": f"{provenance.path.rstrip('/')}/{inner}" if provenance.path else inner})
-        out.append(convert_file(p, prov, maze_id=_safe_id("_".join((*rel.parts[:-1], rel.stem)))))
+        out.append(convert_file(p, prov, maze_id=_safe_id("_".join((*rel.parts[:-1], rel.stem))),
+                                ruleset=ruleset, death=death))
     return out
 
 
-def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str | None = None) -> Maze:
+def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str | None = None,
+                 ruleset: str | None = None, death: str = "reset") -> Maze:
     source = f"multinet:{path}"
     if not path.is_file():
         raise BadInput(source, "", "no such file")
@@ -85,7 +137,8 @@ def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str 
     except json.JSONDecodeError as e:
         raise BadInput(source, "(file)", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     origin = provenance.path if provenance and provenance.path else path.name
-    return convert(doc, source, maze_id or _maze_id(doc, path), origin=origin, provenance=provenance)
+    return convert(doc, source, maze_id or _maze_id(doc, path), origin=origin, provenance=provenance,
+                   ruleset=ruleset, death=death)
 
 
 def _maze_id(doc: Any, path: Path) -> str:
@@ -108,6 +161,8 @@ class _Reader:
 
     source: str
     doc: dict[str, Any]
+    ruleset: str = MULTINET_R1
+    default_switch: str = "toggle"  # rules.switch_type: a switch's kind where it names none
     width: int = 0
     height: int = 0
     walls: set[Cell] = field(default_factory=set)
@@ -115,6 +170,18 @@ class _Reader:
 
     def bad(self, where: str, message: str) -> BadInput:
         return BadInput(self.source, where, message)
+
+    def known(self, obj: dict, where: str, table: str) -> None:
+        """Refuse, by name, the first field of ``obj`` that ``FIELDS[table]`` does not list."""
+        for name in obj:
+            if name not in FIELDS[table]:
+                path = f"{where}.{name}" if where else str(name)
+                raise self.bad(path, "is not a field of the study's task format that gridbench reads: "
+                                     "refused rather than played as another maze")
+
+    @property
+    def later(self) -> bool:
+        return self.ruleset == MULTINET_PR57
 
     def cell(self, value: Any, where: str) -> Cell:
         """A position inside the border ring: ``[x, y]`` or ``{"x": x, "y": y}``."""
@@ -144,6 +211,8 @@ class _Reader:
         v = mech.get(name) or []
         if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
             raise self.bad(f"mechanisms.{name}", "must be a list of objects")
+        for i, x in enumerate(v):
+            self.known(x, f"mechanisms.{name}[{i}]", name)
         return v
 
     def cells(self, mech: dict, name: str) -> list[Any]:
@@ -167,21 +236,29 @@ class _Reader:
 
 
 def convert(doc: Any, source: str, maze_id: str, origin: str = "",
-            provenance: Provenance | None = None) -> Maze:
-    """The ``multinet-r1`` maze of a parsed task file; ``BadInput`` naming the file's field for
-    anything the study's format does not allow. ``origin`` (a file name or a path inside the
-    source repository, never a local path) goes into ``meta.source``."""
+            provenance: Provenance | None = None, ruleset: str | None = None, death: str = "reset") -> Maze:
+    """The maze of a parsed task file, under ``ruleset`` (None: ``multinet-pr57`` for a file of the
+    later harness, else ``multinet-r1``); ``BadInput`` naming the file's field for anything the
+    study's format does not allow or gridbench does not read. ``origin`` (a file name or a path
+    inside the source repository, never a local path) goes into ``meta.source``."""
     if not isinstance(doc, dict):
         raise BadInput(source, "(file)", "a MultiNet task file is a JSON object")
     r = _Reader(source, doc)
+    r.known(doc, "", "")
     layout, mech = _layout(r)
+    r.ruleset = ruleset or _ruleset_of(mech)
+    if r.ruleset not in (MULTINET_R1, MULTINET_PR57):
+        raise BadInput("--ruleset", "", f"{r.ruleset!r} is not one of {MULTINET_R1}, {MULTINET_PR57}")
+    if death not in DEATH_RULES or (death != "reset" and not r.later):
+        raise BadInput("--death", "", f"{death!r}: 'reset', or under {MULTINET_PR57} 'fail'")
+    rules = _rules(r, mech, death)
     start, goal = _grid(r, layout)
-    r.taken = {goal: "goal"}  # the start may hold an object under multinet-r1, the goal may not
+    r.taken = {goal: "goal"}  # the start may hold an object under the study's rules, the goal may not
     objects = [*_keys(r, mech), *_doors(r, mech), *_switches_and_gates(r, mech), *_teleporters(r, mech),
-               *_solid(r, mech), *_cell_kinds(r, mech)]
+               *_solid(r, mech), *_cell_kinds(r, mech), *_turntables(r, mech)]
     grid = ["".join("#" if (x, y) in r.walls else "." for x in range(r.width)) for y in range(r.height)]
     out = {
-        "format": FORMAT, "id": maze_id, "ruleset": MULTINET_R1, **_rules(r, mech),
+        "format": FORMAT, "id": maze_id, "ruleset": r.ruleset, **rules,
         "grid": grid, "start": {"pos": list(start), "dir": "east"}, "goal": list(goal),
         "objects": [{k: list(v) if isinstance(v, tuple) else v for k, v in o.items()} for o in objects],
         "meta": _meta(doc, objects, origin, provenance),
@@ -189,11 +266,19 @@ def convert(doc: Any, source: str, maze_id: str, origin: str = "",
     return _with_chain(maze_from_dict(out, source), source)
 
 
+def _ruleset_of(mech: dict) -> str:
+    """The later harness's rulebook for a file with its fields, else R1's."""
+    later = any(name in mech for name in LATER_FIELDS) or any(
+        isinstance(t, dict) and "color" in t for t in (mech.get("teleporters") or []))
+    return MULTINET_PR57 if later else MULTINET_R1
+
+
 def _layout(r: _Reader) -> tuple[dict, dict]:
     """The layout section (``maze``, or its nested ``maze.layout``) and the mechanisms."""
     maze = r.doc.get("maze")
     if not isinstance(maze, dict):
         raise r.bad("maze", "is required (an object with dimensions, walls, start, goal)")
+    r.known(maze, "maze", "maze")
     dims = maze.get("dimensions")
     if not (isinstance(dims, list) and len(dims) == 2 and all(isinstance(v, int) for v in dims)):
         raise r.bad("maze.dimensions", "must be [width, height]")
@@ -202,10 +287,13 @@ def _layout(r: _Reader) -> tuple[dict, dict]:
     r.width, r.height = dims
     nested = maze.get("layout")
     layout: dict = nested if isinstance(nested, dict) else maze
+    if layout is not maze:
+        r.known(layout, "maze.layout", "maze.layout")
     mech = maze.get("mechanisms", r.doc.get("mechanisms")) if layout is not maze else r.doc.get("mechanisms")
     mech = mech or {}
     if not isinstance(mech, dict):
         raise r.bad("mechanisms", "must be an object")
+    r.known(mech, "maze.mechanisms" if "mechanisms" in maze else "mechanisms", "mechanisms")
     return layout, mech
 
 
@@ -228,8 +316,13 @@ def _grid(r: _Reader, layout: dict) -> tuple[Cell, Cell]:
     kind = goal_spec.get("type", goal_spec.get("goal_type", "reach_position"))
     if kind != "reach_position":
         raise r.bad("goal.type", f"{kind!r}: only reach_position goals convert (gridbench's goal is a cell)")
+    r.known(goal_spec, "goal", "goal")
+    if goal_spec.get("auxiliary_conditions"):
+        raise r.bad("goal.auxiliary_conditions", "must be empty: gridbench's goal is reaching a cell, nothing more")
     if goal_spec.get("target"):
         goal = r.cell(goal_spec["target"], "goal.target")
+        if layout.get("goal") is not None:  # read, and superseded: the harness scores goal.target
+            r.cell(layout["goal"], f"{where}.goal")
     else:
         goal = r.cell(layout.get("goal"), f"{where}.goal")
     for name, c in (("start", start), ("goal", goal)):
@@ -290,8 +383,8 @@ def _switches_and_gates(r: _Reader, mech: dict) -> list[dict]:
     switches = []
     for i, s in enumerate(r.items(mech, "switches")):
         f = f"mechanisms.switches[{i}]"
-        kind = s.get("switch_type", "toggle")
-        if kind not in ("toggle", "one_shot", "hold"):
+        kind = s.get("switch_type", r.default_switch)
+        if kind not in SWITCH_TYPES:
             raise r.bad(f"{f}.switch_type", f"{kind!r} is not one of toggle, one_shot, hold")
         state = s.get("initial_state", "off")
         if state not in ("on", "off"):
@@ -319,43 +412,93 @@ def _teleporters(r: _Reader, mech: dict) -> list[dict]:
         two_way = t.get("bidirectional", True)
         if not isinstance(two_way, bool):
             raise r.bad(f"{f}.bidirectional", "must be true or false")
-        out.append({"id": r.ident(t, f), "kind": "teleporter", "color": TELEPORTER_COLOR,
+        # R1 drew every teleporter purple whatever its colour; the later harness draws its own
+        color = r.color(t.get("color", TELEPORTER_COLOR), f"{f}.color", PORTAL_COLORS) if r.later else TELEPORTER_COLOR
+        out.append({"id": r.ident(t, f), "kind": "teleporter", "color": color,
                     "pos": r.place(t.get("position_a"), f"{f}.position_a"),
                     "to": r.place(t.get("position_b"), f"{f}.position_b"), "bidirectional": two_way})
     return out
 
 
 def _solid(r: _Reader, mech: dict) -> list[dict]:
-    """Blocks (drawn in their colour; never pushed, whatever ``pushable`` says) and hazards."""
+    """Blocks (drawn in their colour) and hazards. The R1 rulebook never pushes a block, whatever
+    ``pushable`` says, and neither does gridbench: under multinet-r1 a pushable block is played as
+    R1 played it, a cell never entered; the later harness's box maze (M7 ``box_0``) is refused,
+    since a push is what it is about and gridbench has no push rule."""
     out = []
     for i, b in enumerate(r.items(mech, "blocks")):
         f = f"mechanisms.blocks[{i}]"
+        pushable = b.get("pushable", False)
+        if not isinstance(pushable, bool):
+            raise r.bad(f"{f}.pushable", "must be true or false")
+        if pushable and r.later:
+            raise r.bad(f"{f}.pushable", f"true: {MULTINET_PR57} has no push rule (the R1 rulebook never pushes, "
+                                         "under which this maze would be another one)")
         out.append({"id": r.ident(b, f), "kind": "block", "color": r.color(b.get("color", "grey"), f"{f}.color"),
                     "pos": r.place(b.get("position"), f"{f}.position")})
     for i, h in enumerate(r.items(mech, "hazards")):
         f = f"mechanisms.hazards[{i}]"
+        if h.get("hazard_type", "lava") != "lava":
+            raise r.bad(f"{f}.hazard_type", f"{h['hazard_type']!r}: only lava (a cell never entered) converts")
         out.append({"id": r.ident(h, f), "kind": "hazard", "pos": r.place(h.get("position"), f"{f}.position")})
     return out
 
 
 def _cell_kinds(r: _Reader, mech: dict) -> list[dict]:
-    """Kill cells and frozen tiles: cells without ids in the file; named here by kind and index."""
+    """Kill cells (the later harness's ``death_portals``, the same rule) and frozen tiles: cells
+    without ids in the file; named here by kind (``death`` for a death portal) and index."""
     out = []
-    for name, kind in (("kill_cells", "kill"), ("frozen_tiles", "frozen")):
+    for name, kind, prefix in (("kill_cells", "kill", "kill"), ("death_portals", "kill", "death"),
+                               ("frozen_tiles", "frozen", "frozen")):
         for i, c in enumerate(r.cells(mech, name)):
             f = f"mechanisms.{name}[{i}]"
-            out.append({"id": f"{kind}{i}", "kind": kind, "pos": r.place(c, f)})
+            out.append({"id": f"{prefix}{i}", "kind": kind, "pos": r.place(c, f)})
     return out
 
 
-def _rules(r: _Reader, mech: dict) -> dict[str, Any]:
+def _turntables(r: _Reader, mech: dict) -> list[dict]:
+    """Rotating tiles and their arrows' first directions (0 east, 1 south, 2 west, 3 north, the
+    order of gridbench's directions), one per tile; multinet-pr57 only."""
+    cells = r.cells(mech, "rotating_tiles")
+    dirs = mech.get("rotating_initial_directions", [0] * len(cells) if "rotating_tiles" in mech else [])
+    if (cells or dirs) and not r.later:
+        name = "rotating_tiles" if cells else "rotating_initial_directions"
+        raise r.bad(f"mechanisms.{name}", f"the R1 rulebook has no turntables (they are {MULTINET_PR57}'s)")
+    if not isinstance(dirs, list) or len(dirs) != len(cells):
+        raise r.bad("mechanisms.rotating_initial_directions",
+                    f"must list one direction per rotating tile ({len(cells)})")
+    out = []
+    for i, (c, d) in enumerate(zip(cells, dirs, strict=True)):
+        if d not in range(4) or isinstance(d, bool):
+            raise r.bad(f"mechanisms.rotating_initial_directions[{i}]", f"{d!r} is not 0, 1, 2 or 3 (east, south, west, north)")
+        out.append({"id": f"turntable{i}", "kind": "turntable", "pos": r.place(c, f"mechanisms.rotating_tiles[{i}]"),
+                    "dir": DIRECTIONS[d]})
+    return out
+
+
+def _rules(r: _Reader, mech: dict, death: str) -> dict[str, Any]:
+    """``rules`` (and ``freeze_steps``); what the study's harness never played (hidden mechanisms,
+    a partial view) is refused. ``view_size`` is read and changes nothing: the view is full."""
     rules = r.doc.get("rules") or {}
     if not isinstance(rules, dict):
         raise r.bad("rules", "must be an object")
+    r.known(rules, "rules", "rules")
+    if rules.get("hidden_mechanisms"):
+        raise r.bad("rules.hidden_mechanisms", "must be empty: gridbench draws every mechanism")
+    if rules.get("observability", "full") != "full":
+        raise r.bad("rules.observability", f"{rules['observability']!r}: only full observability converts")
+    view = rules.get("view_size", 7)
+    if not isinstance(view, int) or isinstance(view, bool) or view < 1:
+        raise r.bad("rules.view_size", "must be a whole number (it changes nothing under full observability)")
+    r.default_switch = rules.get("switch_type", "toggle")
+    if r.default_switch not in SWITCH_TYPES:
+        raise r.bad("rules.switch_type", f"{r.default_switch!r} is not one of {', '.join(SWITCH_TYPES)}")
     consumption = rules.get("key_consumption", True)
     if not isinstance(consumption, bool):
         raise r.bad("rules.key_consumption", "must be true or false")
     out: dict[str, Any] = {"key_consumption": consumption}
+    if death != "reset":
+        out["death"] = death
     if mech.get("frozen_tiles"):
         steps = mech.get("freeze_steps", 5)
         if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= 1000:
@@ -405,7 +548,7 @@ def _with_chain(maze: Maze, source: str) -> Maze:
             if sw.id not in pending:
                 pending[sw.id] = list(sw.controls)
                 chain.append([sw.id])
-        elif event in ("moved", "goal", "teleported"):
+        elif event in ("moved", "goal", "teleported", "rode", "froze"):
             for step_ in chain:
                 gates = pending.get(step_[0], [])
                 for g in maze.gates:

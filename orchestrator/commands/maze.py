@@ -111,9 +111,13 @@ def import_cmd(
     from_path: str | None = typer.Option(None, "--from-path", help="multinet: the file's (or folder's) path in "
                                                                    "that repository"),
     licence: str | None = typer.Option(None, "--licence", help="multinet: the files' licence"),
+    ruleset: str | None = typer.Option(None, "--ruleset", help="multinet: multinet-r1 or multinet-pr57 for every "
+                                                               "file (default: each file's own)"),
+    death: str = typer.Option("reset", "--death", help="multinet-pr57: a death tile resets the maze (reset, the "
+                                                       "harness) or ends the episode (fail, the files' descriptions)"),
 ) -> None:
     """Convert mazes from another source into gridbench.maze/1 files (MultiNet task files into the
-    multinet-r1 ruleset, a whole folder of them at once)."""
+    multinet-r1 ruleset, or the later harness's into multinet-pr57, a whole folder of them at once)."""
     from env.importers import import_mazes
     from env.importers.multinet import Provenance
     from env.maze import save_maze
@@ -122,7 +126,7 @@ def import_cmd(
     provenance = None
     if any(v is not None for v in given):
         provenance = Provenance(repository=from_repo, commit=from_commit, path=from_path, licence=licence)
-    mazes = import_mazes(spec, provenance)
+    mazes = import_mazes(spec, provenance, ruleset=ruleset, death=death)
     if out is None:
         if len(mazes) > 1:
             raise BadInput("--out", "", f"{len(mazes)} mazes need a folder to be written to")

@@ -27,12 +27,12 @@ def build(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from env.generator.generator import GENERATOR_VERSION
+    from env.generator.generator import GENERATOR_RULESETS, GENERATOR_VERSION
     from env.generator.pool import build_pool, write_set
-    from env.maze import MINIGRID, RULESETS
+    from env.maze import MINIGRID
 
-    if ruleset not in RULESETS:
-        raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(RULESETS)}")
+    if ruleset not in GENERATOR_RULESETS:
+        raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
 
     console = Console(stderr=True)
     t0 = time.perf_counter()

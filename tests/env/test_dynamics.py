@@ -175,8 +175,9 @@ MINIGRID_EVENTS = {"moved", "turned", "bump", "pickup", "swap", "door_unlocked",
 
 
 def test_every_event_name_is_in_the_design_list():
-    # the three others are multinet-r1's (tests/env/test_rulesets.py)
-    assert set(EVENTS) == MINIGRID_EVENTS | {"teleported", "reset", "frozen"}
+    # three others are multinet-r1's (tests/env/test_rulesets.py), three more multinet-pr57's
+    # (tests/env/test_pr57.py)
+    assert set(EVENTS) == MINIGRID_EVENTS | {"teleported", "reset", "frozen"} | {"died", "froze", "rode"}
     seen = {ev for _, maze, actions, _, _ in CASES for ev in run_both(maze, actions)[0]}
     assert seen == MINIGRID_EVENTS
 

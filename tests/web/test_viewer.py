@@ -111,11 +111,27 @@ R1_EVERY_KIND = {
 }
 
 
+# what only multinet-pr57 adds: turntables (their arrows turn every step), a cyan portal, a death tile
+PR57_EVERY_KIND = {
+    "format": "gridbench.maze/1", "id": "pr57-every-kind", "ruleset": "multinet-pr57", "rules": {"freeze_steps": 2},
+    "grid": ["#########", "#.......#", "#.......#", "#.#######", "#.......#", "#########"],
+    "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 4],
+    "objects": [
+        {"id": "f", "kind": "frozen", "pos": [2, 1]},
+        {"id": "p", "kind": "teleporter", "color": "cyan", "pos": [4, 1], "to": [6, 2]},
+        {"id": "x", "kind": "kill", "pos": [7, 2]},
+        {"id": "t", "kind": "turntable", "pos": [1, 4], "dir": "north"},
+        {"id": "u", "kind": "turntable", "pos": [3, 2], "dir": "west"},
+    ],
+}
+
+
 def every_kind_run(folder: Path, example_maze) -> Path:
     """The every-kind maze played through every state at tile sizes 32 and 16, the example maze by
     the oracle (32) and a random walk (20), a multinet-r1 maze with every kind by the oracle with
-    the study's switch frames and by a random walk (16), and both every-kind mazes in the neutral
-    skin (every state at 16; the study's switch frames on a random walk at 16)."""
+    the study's switch frames and by a random walk (16), both every-kind mazes in the neutral
+    skin (every state at 16; the study's switch frames on a random walk at 16), and a multinet-pr57
+    maze by a random walk (16) and the oracle in the neutral skin (16)."""
     maze = maze_from_dict(EVERY_KIND)
     long_enough = {"step_cap_factor": 20.0, "stall_window": 200}
     make_run(folder, [(maze, "script", "t32", 0)], Protocol(**long_enough), prefix="a", scripts={0: EVERY_STATE})
@@ -130,6 +146,10 @@ def every_kind_run(folder: Path, example_maze) -> Path:
              prefix="g", scripts={0: EVERY_STATE})
     make_run(folder, [(with_skin(r1, "neutral"), "builtin/random", "neutral-study", 1)],
              Protocol(tile_size=16, step_cap_factor=1.0, switch_frames="study"), prefix="h")
+    pr57 = maze_from_dict(PR57_EVERY_KIND)
+    make_run(folder, [(pr57, "builtin/random", "pr57", 4)], Protocol(tile_size=16, step_cap_factor=3.0), prefix="i")
+    make_run(folder, [(with_skin(pr57, "neutral"), "builtin/oracle", "pr57-neutral", 0)], Protocol(tile_size=16),
+             prefix="j")
     return folder
 
 

@@ -10,7 +10,7 @@ window.gridbench = window.gridbench || {};
   const $ = (id) => document.getElementById(id);
   const SVG = "http://www.w3.org/2000/svg";
   const DIRS = ["east", "south", "west", "north"];
-  const MOVES = ["moved", "turned", "bump", "noop", "teleported", "frozen"];
+  const MOVES = ["moved", "turned", "bump", "noop", "teleported", "frozen", "froze", "rode"];
   // the discovery stages (env.discovery) and the mark each gets on the step chart, centred at x, y
   const STAGES = ["contact", "attempt", "success", "use"];
   const MARKS = {

@@ -5,8 +5,9 @@
 // exactly the pixels of env.render.render_state: the frame the model was shown.
 //
 // A state is what env.mechanism_info says of it: {pos: [x, y], dir, keys: {id: [x, y] | null},
-// doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}.
-// Under the multinet-r1 ruleset objects look as the MultiNet study drew them (switches as discs,
+// doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}, and under
+// multinet-pr57 arrows: {id: "east" | ...} (where each turntable points now).
+// Under the study's rulesets objects look as the MultiNet study drew them (switches as discs,
 // gates as grey doors), and switchFrames (the protocol's switch_frames) "study" draws every switch
 // the same on and off, as env.minigrid_env.build_grid does. A maze in the neutral skin (maze.skin)
 // shows every object with the neutral glyph of the tile it would otherwise show ("neutral/" + name).
@@ -30,7 +31,7 @@ window.gridbench.frames = (function () {
 
   function cells(maze, state, switchFrames) {
     const W = maze.grid[0].length, H = maze.grid.length;
-    const r1 = maze.ruleset === "multinet-r1";
+    const r1 = maze.ruleset === "multinet-r1" || maze.ruleset === "multinet-pr57";
     const study = switchFrames === "study";
     const names = new Array(W * H);
     for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) names[y * W + x] = maze.grid[y][x] === "#" ? "wall" : "floor";
@@ -50,6 +51,7 @@ window.gridbench.frames = (function () {
         at(o.pos, "teleporter-" + o.color);
         at(o.to, "teleporter-" + o.color);
       } else if (o.kind === "block") at(o.pos, "block-" + o.color);
+      else if (o.kind === "turntable") at(o.pos, "turntable-" + state.arrows[o.id]);
       else if (CELL_TILES[o.kind]) at(o.pos, CELL_TILES[o.kind]);
     }
     for (const o of maze.objects) {
