@@ -43,9 +43,10 @@ class Watched(Driver):
 
     progress: dict[str, Any] = {}
 
-    def _run(self) -> None:
-        super()._run()
+    def _run(self) -> bool:
+        graceful = super()._run()
         self.progress = {name: ray.get(b.progress.remote()) for name, b in self.brokers.items()}
+        return graceful
 
 
 def main(argv: list[str] | None = None) -> int:
