@@ -36,10 +36,12 @@ _HOMES = {
 
 
 def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
-                endpoint: str | None = None, on_rate_limit: Callable[[float | None], Any] | None = None) -> Agent:
+                endpoint: str | None = None, on_rate_limit: Callable[[float | None], Any] | None = None,
+                batch: Any = None) -> Agent:
     """The agent for one episode (``config`` may be a bare model string such as ``builtin/oracle``).
     ``seed`` varies the random agent and the model's sampling seed; ``endpoint`` is the URL of a
-    server the sweep started for this model; ``on_rate_limit(retry_after)`` hears of each 429."""
+    server the sweep started for this model; ``on_rate_limit(retry_after)`` hears of each 429;
+    ``batch``: a ``tier: batch`` model's ``agents.batch_requests.BatchGateway``."""
     if isinstance(config, str):
         from agents.model import ModelConfig
 
@@ -55,7 +57,7 @@ def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
         )
     from agents.llm import LLMAgent
 
-    return LLMAgent(config, protocol, seed=seed, endpoint=endpoint, on_rate_limit=on_rate_limit)
+    return LLMAgent(config, protocol, seed=seed, endpoint=endpoint, on_rate_limit=on_rate_limit, batch=batch)
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,7 @@
   attempt of ``RetryPolicy`` is exactly one HTTP request.
 - 429 (honouring Retry-After), 5xx, malformed replies, empty ``choices``, timeouts and
   connection errors are retried with capped exponential backoff and jitter; authentication
-  errors, bad requests and context-window overflows fail at once. A turn that cannot get an
+  errors, bad requests, context-window overflows and a 429 for a spent quota fail at once. A turn that cannot get an
   answer raises ``InfraError``: the episode records an infrastructure error, never an action.
 - A reply cut off by the token limit (``finish_reason == "length"``, often with empty content)
   is the model's answer, not a failure: it is parsed like any other reply.
@@ -18,6 +18,10 @@
 - What a request carries for the protocol's thinking, effort, budget, output cap and sampling
   comes from the model's provider family (``agents.providers``), and so does the ``Budget`` each
   turn records: the same translation, so the record is what was sent.
+- The model entry's ``tier`` (docs/providers.md): ``flex`` sends ``service_tier: "flex"``, whose
+  429 "Resource Unavailable" is waited out like any rate limit (nothing answered: nothing
+  spent); ``batch`` hands each request to a ``BatchGateway`` (the driver's lockstep rounds,
+  ``orchestrator.batching``) instead of sending it. Every cost is at the tier's price.
 """
 
 from __future__ import annotations
@@ -30,10 +34,17 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agents.model import ModelConfig
-from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, usage_of
+from agents.model import ModelConfig, Price
+from agents.openai_compat import (
+    OUT_OF_QUOTA,
+    Completion,
+    EndpointError,
+    OpenAICompatClient,
+    read_completion,
+    usage_of,
+)
 from agents.parse import parse_action
 from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
 from agents.protocol import Protocol
@@ -44,6 +55,9 @@ from agents.study_prompt import study_cache_markers
 from agents.types import REASK_SEPARATOR, Decision, InfraError, ParseStatus, Turn
 from agents.usage import Budget, Usage
 from env.errors import BadInput
+
+if TYPE_CHECKING:
+    from agents.batch_requests import BatchGateway
 
 # Must be set before litellm is first imported: otherwise it fetches its price table online.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -126,8 +140,10 @@ class LLMAgent:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         on_rate_limit: Callable[[float | None], Any] | None = None,
         offline: bool = False,
+        batch: BatchGateway | None = None,
     ):
-        """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent."""
+        """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent.
+        ``batch``: where a ``tier: batch`` model's requests go (the driver's lockstep rounds)."""
         self.config = config
         self._on_rate_limit = on_rate_limit
         refused = config.family.refusal(protocol, config.request_params)
@@ -135,6 +151,14 @@ class LLMAgent:
             where, why = refused
             raise BadInput(config.name, where if where.startswith("params.") else f"protocol.{where}", why)
         self._fields, self.budget = config.family.request_fields(protocol, seed)
+        if config.tier == "flex":
+            self._fields["service_tier"] = "flex"
+        if config.tier == "batch" and batch is None and not offline:
+            raise BadInput(config.name, "tier", "a batch model's requests go through the sweep driver's batches: "
+                                              "run it with `gridbench run`")
+        self._batch = batch
+        self._batch_ids: list[str] = []  # provider batches this turn's calls went through
+        self._call_key = (0, 0)  # (step, call within the step): a batch request's place in its episode
         self.protocol = protocol
         self.seed = seed
         self.name = config.name
@@ -152,7 +176,7 @@ class LLMAgent:
         self._provider: str | None = None
         self._supported: list[str] = []
         self._http = (OpenAICompatClient(self.api_base, self._api_key, config.timeout_s)
-                      if config.client == "openai" and self.api_base and not offline else None)
+                      if config.client == "openai" and self.api_base and not offline and batch is None else None)
         self._study = (StudyQuerying(self._study_call, lambda text: count_tokens(self.model, text))
                        if protocol.style == "study" else None)
 
@@ -183,7 +207,8 @@ class LLMAgent:
                                   "timeout": self.config.timeout_s}
         extra: dict[str, Any] = {}
         for key, value in self._fields.items():
-            if key in self.config.family.litellm_extra_body:
+            if key in self.config.family.litellm_extra_body or (key == "service_tier"
+                                                                 and key not in self._supported):
                 extra[key] = value
             elif key != "seed" or "seed" in self._supported:
                 kwargs[key] = value
@@ -207,6 +232,12 @@ class LLMAgent:
             body["extra_body"] = extra
         return body
 
+    def batch_body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The body one line of a provider batch carries for these messages (``tier: batch``)."""
+        from agents.batch_requests import batch_body
+
+        return batch_body(self.request_body(messages), self.config.family.batch_api, self.model)
+
     # ---- one turn ----------------------------------------------------------------------------
     @property
     def marks_cache(self) -> bool:
@@ -215,8 +246,13 @@ class LLMAgent:
         return self._http is None and self.config.family.marks_cache
 
     async def act(self, turn: Turn) -> Decision:
-        if self._study is not None:
-            return await self._study.act(turn)
+        self._batch_ids = []
+        self._call_key = (turn.step, 0)
+        decision = await (self._study.act(turn) if self._study is not None else self._act(turn))
+        return replace(decision, tier=self.config.tier,
+                       batch_id=",".join(dict.fromkeys(self._batch_ids)) or None)
+
+    async def _act(self, turn: Turn) -> Decision:
         p = self.protocol
         messages = build_messages(turn, self._replies)
         prompt_hash, image_hashes = fingerprint(messages)
@@ -267,7 +303,12 @@ class LLMAgent:
         """One model answer, retried by the policy, and the budget its request carried; raises
         ``InfraError`` when no answer comes."""
         attempt: Callable[[dict[str, Any]], Awaitable[Completion]]
-        if self._http is not None:
+        step, call = self._call_key
+        self._call_key = (step, call + 1)
+        request: dict[str, Any]
+        if self._batch is not None:
+            request, attempt = {"body": self.batch_body(messages)}, self._attempt_batch
+        elif self._http is not None:
             request, attempt = self.request_body(messages), self._attempt_openai
         else:
             request, attempt = self.request_kwargs(messages), self._attempt_litellm
@@ -278,6 +319,8 @@ class LLMAgent:
         waited = 0.0  # on rate limits, this turn
         while True:
             try:
+                if self._batch is not None:  # each attempt its own custom id: a retry is a new request
+                    request = {**request, "key": (step, call, failures + rate_limited)}
                 completion = await attempt(request)
                 return replace(completion, usage=replace(completion.usage, retries=failures + rate_limited)), budget
             except _Retryable as err:
@@ -319,6 +362,21 @@ class LLMAgent:
             raise InfraError(err.error_class, message) from None
         return self._accounted(completion, time.perf_counter() - started, None)
 
+    async def _attempt_batch(self, request: dict[str, Any]) -> Completion:
+        """One request answered through a provider batch, as if it had come synchronously."""
+        assert self._batch is not None
+        started = time.perf_counter()
+        try:
+            completion, batch_id = await self._batch.complete(request)
+        except EndpointError as err:
+            message = scrub(f"{self.name}: {err.error_class}: {err}", self._secrets)
+            if err.retryable:
+                raise _Retryable(err.error_class, message, err.retry_after) from None
+            raise InfraError(err.error_class, message) from None
+        self._batch_ids.append(batch_id)
+        # the batch's latency is the round's, shared by every request in it
+        return self._accounted(completion, time.perf_counter() - started, None)
+
     def _classify(self, err: Exception) -> Exception:
         """A retryable error, or the ``InfraError`` to raise at once."""
         cls = type(err).__name__
@@ -326,6 +384,8 @@ class LLMAgent:
         lib = litellm_module()
         if isinstance(err, lib.ContextWindowExceededError):
             return InfraError("ContextWindowExceededError", message)
+        if isinstance(err, lib.RateLimitError) and OUT_OF_QUOTA.search(str(err)):
+            return InfraError(cls, message)  # no wait refills a spent quota
         if isinstance(err, lib.AuthenticationError | lib.PermissionDeniedError | lib.BadRequestError
                       | lib.NotFoundError):
             return InfraError(cls, message)
@@ -366,14 +426,33 @@ class LLMAgent:
         return replace(completion, usage=replace(usage, latency_s=latency, cost_usd=self._cost(response, usage)))
 
     def _cost(self, response: Any, usage: Usage) -> float:
+        """USD at the entry's tier: the standard price (the entry's ``price``, else litellm's
+        table) times the tier's factor. Cache reads are priced from the usage gridbench read,
+        not litellm's: litellm misses Moonshot's top-level ``cached_tokens``."""
+        factor = self.config.tier_facts.price_factor
         if self.config.price is not None:
-            return self.config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
-        if response is None:
+            return factor * self.config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
+        if response is None and self._batch is None:
             return 0.0  # the openai client has no price table
+        if response is None or (usage.tokens_cached and self.config.family.name == "moonshot-kimi-k2"):
+            price = table_price(self.config.model)
+            return factor * price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached) if price else 0.0
         try:
-            return float(litellm_module().completion_cost(completion_response=response) or 0.0)
+            # litellm prices flex itself when the answer says so: the standard figure is asked for
+            return factor * float(litellm_module().completion_cost(completion_response=response,
+                                                                   service_tier=None) or 0.0)
         except Exception:
             return 0.0  # not in litellm's table: give the model a `price` in the sweep
+
+
+def table_price(model: str) -> Price | None:
+    """The standard price of ``model`` in litellm's price table; None when it has none."""
+    try:
+        info = litellm_module().get_model_info(model)
+        return Price(float(info["input_cost_per_token"]), float(info["output_cost_per_token"]),
+                     info.get("cache_read_input_token_cost"))
+    except Exception:
+        return None
 
 
 def count_tokens(model: str, text: str) -> int:

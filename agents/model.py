@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.providers import ProviderFamily, check_provider, family_for
+from agents.providers import ProviderFamily, Tier, check_provider, check_tier, family_for
 from env.errors import BadInput
 from env.names import check_name
 
@@ -32,6 +32,10 @@ FORBIDDEN_PARAMS = {
 }
 DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
 DEFAULT_RETRIES = 8
+# a batch arm's driver: how often it asks the provider about a batch in flight (Anthropic's and
+# OpenAI's guides poll about once a minute), and how long a round waits for its last episodes
+DEFAULT_BATCH_POLL_S = 60.0
+DEFAULT_BATCH_ROUND_WAIT_S = 5.0
 # Prefixes of litellm model strings that name an OpenAI-compatible server; the server knows the
 # model by the rest (``hosted_vllm/Qwen/Qwen3-8B`` is ``Qwen/Qwen3-8B`` to vLLM).
 OPENAI_COMPATIBLE_PREFIXES = frozenset({
@@ -68,6 +72,13 @@ class ModelConfig:
     provider: str | None = None  # the entry's own choice of provider family (docs/providers.md)
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
+    tier: str = "standard"  # standard | flex | batch: how its answers are bought (docs/providers.md)
+    batch_poll_s: float = DEFAULT_BATCH_POLL_S
+    batch_round_wait_s: float = DEFAULT_BATCH_ROUND_WAIT_S
+
+    @property
+    def tier_facts(self) -> Tier:
+        return self.family.tier(self.tier)
 
     @property
     def builtin(self) -> bool:
@@ -87,6 +98,8 @@ class ModelConfig:
         out: dict[str, Any] = {"model": self.model, "params": self.params}
         if self.provider is not None:
             out["provider"] = self.provider
+        if self.tier != "standard":  # left out at its default: ids from before tiers stay the same
+            out["tier"] = self.tier
         return out
 
     @property
@@ -100,6 +113,10 @@ class ModelConfig:
         for k in ("api_base", "api_key_env", "client", "provider"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
+        if self.tier != "standard":
+            out["tier"] = self.tier
+            if self.tier == "batch":
+                out["batch"] = {"poll_s": self.batch_poll_s, "round_wait_s": self.batch_round_wait_s}
         if self.price is not None:
             out["price"] = {k: v for k, v in self.price.__dict__.items() if v is not None}
         if self.params:
@@ -216,7 +233,7 @@ def _client(source: str, where: str, client: Any, model: str, api_base: str | No
     return client
 
 
-AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "provider")
+AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "provider", "tier", "batch")
 
 
 def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, served: bool = False,
@@ -249,6 +266,25 @@ def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, s
     controlled = family.refusal_of_params(params)
     if controlled is not None:
         raise BadInput(source, f"{at}{controlled[0]}", controlled[1])
+    tier = check_tier(source, f"{at}tier", entry.get("tier"), family)
+    poll_s, wait_s = _batch(source, f"{at}batch", entry.get("batch"), tier)
     return ModelConfig(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
                        price=price, client=client, served=served, provider=provider, family=family,
-                       timeout_s=timeout, retries=retries)
+                       timeout_s=timeout, retries=retries, tier=tier, batch_poll_s=poll_s, batch_round_wait_s=wait_s)
+
+
+def _batch(source: str, where: str, batch: Any, tier: str) -> tuple[float, float]:
+    """A batch arm's ``batch: {poll_s, round_wait_s}`` (both optional)."""
+    if batch is None:
+        return DEFAULT_BATCH_POLL_S, DEFAULT_BATCH_ROUND_WAIT_S
+    if tier != "batch":
+        raise BadInput(source, where, "only a model entry with tier: batch takes batch settings")
+    if not isinstance(batch, dict) or set(batch) - {"poll_s", "round_wait_s"}:
+        raise BadInput(source, where, "must be {poll_s: seconds, round_wait_s: seconds} (both optional)")
+    out = []
+    for key, default in (("poll_s", DEFAULT_BATCH_POLL_S), ("round_wait_s", DEFAULT_BATCH_ROUND_WAIT_S)):
+        value = batch.get(key, default)
+        if not _number(value) or value <= 0:
+            raise BadInput(source, f"{where}.{key}", f"must be a positive number of seconds (got {value!r})")
+        out.append(float(value))
+    return out[0], out[1]

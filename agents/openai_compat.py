@@ -67,8 +67,14 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
 
 
+# a 429 that no wait cures: the account's quota is spent (OpenAI's insufficient_quota)
+OUT_OF_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota", re.IGNORECASE)
+
+
 def classify_status(status: int, message: str) -> tuple[str, bool]:
     """litellm's error class for an HTTP error status, and whether the agent retries it."""
+    if status == 429 and OUT_OF_QUOTA.search(message):
+        return "RateLimitError", False
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status >= 500:

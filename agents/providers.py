@@ -56,6 +56,31 @@ class Control:
     with_thinking: bool = False
 
 
+TIERS = ("standard", "flex", "batch")
+
+
+@dataclass(frozen=True)
+class Tier:
+    """One way of buying a family's answers (``standard``, ``flex``, ``batch``): its price as a
+    share of the standard one (cache reads included), and for ``batch`` the provider's limits on
+    one batch. docs/providers.md lists each with its source."""
+
+    name: str
+    price_factor: float = 1.0
+    max_requests: int | None = None  # requests in one batch
+    max_bytes: int | None = None  # size of one batch (its JSONL file, or its request body)
+    window: str = ""  # how long the provider may take, as it documents it
+
+
+STANDARD = Tier("standard")
+ANTHROPIC_TIERS = (STANDARD, Tier("batch", 0.5, max_requests=100_000, max_bytes=256 * 2**20,
+                                   window="24 hours; results kept 29 days"))
+OPENAI_TIERS = (STANDARD, Tier("flex", 0.5),
+                Tier("batch", 0.5, max_requests=50_000, max_bytes=200 * 2**20, window="24h"))
+# (Moonshot's batch bodies must not carry temperature, top_p, n or the penalties: the family never sends them)
+MOONSHOT_TIERS = (STANDARD, Tier("batch", 0.6, max_bytes=100 * 2**20, window="12 hours to 7 days"))
+
+
 @dataclass(frozen=True)
 class ProviderFamily:
     """The facts the request builder and the usage reader need for one family of providers."""
@@ -81,6 +106,16 @@ class ProviderFamily:
     reasoning_text: str = ""
     reasoning_tokens: str = ""
     cached_tokens: str = ""
+    # the tiers the provider sells (``STANDARD`` alone: no discounted tier known)
+    tiers: tuple[Tier, ...] = (STANDARD,)
+    batch_api: str = ""  # how a ``batch`` tier is reached: "anthropic" (message batches) or "openai" (files + batches)
+
+    def tier(self, name: str) -> Tier:
+        """The family's tier called ``name``; ``KeyError`` when it has none."""
+        for t in self.tiers:
+            if t.name == name:
+                return t
+        raise KeyError(name)
 
     # ---- intent -> request ------------------------------------------------------------------
     def refusal(self, protocol: Protocol, params: Mapping[str, Any] | None = None) -> tuple[str, str] | None:
@@ -199,7 +234,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         effort=Control(("output_config", "effort"), levels=CLAUDE_EFFORTS),
         fixed_sampling=("temperature", "top_p", "top_k"),
         fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
-        seed=False, marks_cache=True,
+        seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
         reasoning_text="thinking blocks, with text only under display: summarized",
         reasoning_tokens="usage.output_tokens_details.thinking_tokens",
         cached_tokens="usage.cache_read_input_tokens",
@@ -211,7 +246,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         budget_required=True, budget_below_cap=True,
         unsampled_with_thinking=("temperature", "top_k"),
         fixed_why="Anthropic's extended thinking does not take sampling changes",
-        seed=False, marks_cache=True,
+        seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
         reasoning_text="thinking blocks",
         reasoning_tokens="usage.output_tokens_details.thinking_tokens where reported, else counted from the text",
         cached_tokens="usage.cache_read_input_tokens",
@@ -221,7 +256,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         switch=Switch(on={"thinking": {"type": "enabled"}}, off={"thinking": {"type": "disabled"}}),
         fixed_sampling=("temperature", "top_p", "n", "presence_penalty", "frequency_penalty"),
         fixed_why="Moonshot fixes them for kimi-k2.6: temperature 1.0 with thinking, 0.6 without",
-        seed=False, litellm_extra_body=("thinking",),
+        seed=False, litellm_extra_body=("thinking",), tiers=MOONSHOT_TIERS, batch_api="openai",
         reasoning_text="message.reasoning_content",
         reasoning_tokens="not reported: counted from the reasoning text",
         cached_tokens="usage.cached_tokens (top level), or usage.prompt_tokens_details.cached_tokens",
@@ -233,6 +268,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         output_cap="max_completion_tokens",
         fixed_sampling=("temperature", "top_p"),
         fixed_why="OpenAI's reasoning models take only the default sampling",
+        tiers=OPENAI_TIERS, batch_api="openai",
         reasoning_text="not returned by the Chat Completions API",
         reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
         cached_tokens="usage.prompt_tokens_details.cached_tokens",
@@ -300,6 +336,20 @@ def family_for(model: str, *, provider: str | None = None, engine: str | None = 
     return BY_NAME["generic"]
 
 
+def check_tier(source: str, where: str, value: Any, family: ProviderFamily) -> str:
+    """A model entry's ``tier:``: ``standard`` (the default) or a tier its family sells."""
+    if value is None:
+        return "standard"
+    if value not in TIERS:
+        raise BadInput(source, where, f"must be one of {', '.join(TIERS)} (got {value!r})")
+    try:
+        family.tier(value)
+    except KeyError:
+        sold = ", ".join(t.name for t in family.tiers)
+        raise BadInput(source, where, f"{family.title} has no {value} tier (it has: {sold})") from None
+    return str(value)
+
+
 def claude_version(name: str) -> tuple[int, int]:
     """(major, minor) of a Claude model name (``claude-opus-4-8`` is (4, 8)); (0, 0) when the name
     has the older ``claude-3-7-sonnet`` shape or none."""
@@ -344,7 +394,7 @@ STUDY_OUTPUT_TOKENS_PER_GPU_HOUR = 48.0e6 / 165
 
 
 __all__ = [
-    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS",
-    "Control", "ProviderFamily", "StudyPrior", "Switch", "check_provider", "claude_version",
+    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS", "TIERS",
+    "Control", "ProviderFamily", "StudyPrior", "Switch", "Tier", "check_provider", "check_tier", "claude_version",
     "controlled_param", "family_for", "merge_fields",
 ]

@@ -80,6 +80,10 @@ class Decision:
     token: str | None = None
     plan: tuple[str, ...] = ()
     subgoal: str = ""
+    # how the calls were bought (the model entry's tier; None for built-in agents) and the
+    # provider batches they went through (comma-separated ids; None when none)
+    tier: str | None = None
+    batch_id: str | None = None
     # set when the agent ends the episode instead of acting (``action`` is then None); the calls
     # of this decision are the episode's, not a step's
     ending: AgentEnding | None = None

@@ -46,6 +46,22 @@ def tokens(traces: Traces) -> pd.DataFrame:
     return order_arms(t, traces)
 
 
+def cost_by_tier(traces: Traces, st: StepTable) -> pd.DataFrame:
+    """Cost per arm and tier (``standard``, ``flex``, ``batch``: how the calls were bought,
+    docs/providers.md): steps, calls and USD at the tier's price. Steps with no calls (built-in
+    agents, steps from an action list) are left out; runs from before tiers count as standard."""
+    t = st.query("""SELECT arm, coalesce(tier, 'standard') AS bought, count(*) AS steps, sum(calls) AS calls,
+                           sum(cost_usd) AS cost_usd
+                    FROM steps WHERE calls > 0 GROUP BY arm, bought ORDER BY arm, bought""")
+    t = t.rename(columns={"bought": "tier"})
+    if t.empty:
+        return t
+    t["steps"] = t["steps"].astype(int)
+    t["calls"] = t["calls"].astype(int)
+    t["cost_per_call_usd"] = t["cost_usd"] / t["calls"]
+    return order_arms(t, traces)
+
+
 QUERY_COLUMNS = ["arm", "episodes", "steps", "queries", "queries_per_episode", "parse_failures", "tokens_out",
                  "mean_tokens_out_per_query", "median_tokens_out_per_query", "single_call_steps"]
 
@@ -232,7 +248,7 @@ def _compute(ctx: Context) -> Built:
     if not think.empty and think["turns"].sum() > 0:
         figs["thinking_after"] = figures.thinking_after(think, ctx.colors)
     return Built({"tokens": tok, "queries": queries(ctx.traces, ctx.steps), "thinking_quarters": think_q,
-                  "thinking_after": think}, figs)
+                  "thinking_after": think, "cost_by_tier": cost_by_tier(ctx.traces, ctx.steps)}, figs)
 
 
 OVERVIEW_SECTION = Section(
@@ -273,6 +289,8 @@ COMPUTE_SECTION = Section(
     "**Queries**: model calls per arm beside its steps (a query is not a step: a re-queried reply adds "
     "calls to the step it led to, a step taken from an earlier query's action list has none), the calls "
     "whose reply gave no action, and output tokens per query: the mean over every call, the median over "
-    "the steps made by exactly one call (docs/report.md).",
+    "the steps made by exactly one call (docs/report.md). **Cost by tier**: per arm and tier "
+    "(`standard`, `flex`, `batch`: how the calls were bought, docs/providers.md) the steps with calls, "
+    "the calls and their cost in USD at the tier's price.",
     _compute,
 )

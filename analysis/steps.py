@@ -62,7 +62,7 @@ FACING_EVENTS = ("turned",)
 NOTHING_EVENTS = ("bump", "noop")
 # the trace columns the analyses read
 TRACE_COLUMNS = ("maze_id", "step", "action", "event", "x", "y", "dir", "novel", "action_distance",
-                 "tokens_out", "tokens_reasoning", "calls", *BUDGET_COLUMNS)
+                 "tokens_out", "tokens_reasoning", "calls", "cost_usd", "tier", *BUDGET_COLUMNS)
 # DuckDB's own memory (it spills to its temporary folder beyond it); the report's other parts
 # (the episodes table, figures) need the rest of a 4 GB budget
 MEMORY_LIMIT = "1GB"
@@ -109,7 +109,7 @@ WITH firsts AS (
 )
 SELECT
     p.ep, p.arm, p.maze_id, p.step, p.action, p.event, p.x, p.y, p.dir, p.novel, p.action_distance,
-    p.tokens_out, p.tokens_reasoning, p.calls, {", ".join(f"p.{c}" for c in BUDGET_COLUMNS)},
+    p.tokens_out, p.tokens_reasoning, p.calls, p.cost_usd, p.tier, {", ".join(f"p.{c}" for c in BUDGET_COLUMNS)},
     p.position, p.n_steps, least(4 * (p.position - 1) // p.n_steps + 1, 4) AS quarter,
     p.d_before,
     CASE WHEN p.action_distance IS NULL AND p.d_before IS NULL THEN 'nan'::DOUBLE

@@ -77,24 +77,34 @@ class EpisodeActor:
         return ray.get_runtime_context().get_node_id()
 
     async def run(self, spec: EpisodeSpec, run: str, attempts: int, endpoint: str | None,
-                  resume: Resume | None = None, journal: Any = None, submission: int = 0) -> EncodedEpisode | Suspended:
+                  resume: Resume | None = None, journal: Any = None, submission: int = 0,
+                  broker: Any = None) -> EncodedEpisode | Suspended:
         """Play one episode, continuing from ``resume`` (its journaled steps) when given; each new
         step goes to the run's ``journal`` actor before the next turn. ``submission`` tells this
-        attempt's journal lines from a lost attempt's late ones."""
+        attempt's journal lines from a lost attempt's late ones. ``broker``: a batch arm's lockstep
+        rounds (``orchestrator.batching.BatchBroker``), through which its requests go."""
         from agents import build_agent
         from orchestrator.episode import run_episode
 
         protocol, identity = spec.condition.protocol, spec.identity(run)
         resume = resume or Resume()
         sender = StepSender(journal, spec, submission) if journal is not None else None
+        gateway = None
         try:
             if sender is not None:
                 await sender.start(len(resume.rows))
+            if broker is not None:  # its requests go through the arm's lockstep rounds
+                from orchestrator.batching import EpisodeGateway
+
+                gateway = EpisodeGateway(broker, spec.episode_id, spec.model.config.family.batch_api)
+                await gateway.join()
             agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint,
-                                on_rate_limit=sender.rate_limited if sender is not None else None)
+                                on_rate_limit=sender.rate_limited if sender is not None else None, batch=gateway)
         except Exception as err:  # a model that cannot even be built costs only its episodes
             result: EpisodeResult | Suspended = failed_episode(identity, spec.maze, protocol, getattr(err, "error_class", type(err).__name__),
                                     str(err), attempts, serving=spec.model.serving)
+            if gateway is not None:
+                await gateway.leave()
         else:
             try:
                 result = await run_episode(
@@ -105,6 +115,8 @@ class EpisodeActor:
                 await agent.aclose()
                 if sender is not None:
                     await sender.close()
+                if gateway is not None:  # the arm's rounds no longer wait for this episode
+                    await gateway.leave()
         return result if isinstance(result, Suspended) else encode_episode(result)
 
 

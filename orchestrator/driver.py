@@ -73,6 +73,7 @@ WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
 # On Ctrl-C, how long the model calls in flight get to return (and be journaled) before the actors
 # go: a turn of a hosted model seldom takes longer, and an interrupted user will not wait for long.
 GRACE_S = 5.0
+BATCH_REPORT_S = 2.0  # how often the progress line hears of the batch arms' rounds
 
 
 @dataclass
@@ -291,6 +292,7 @@ class Driver:
         self.actors = Actors(sweep.models, cpu_actors)
         self.spending = Spending(sweep, max_cost, self.reporter, self.pending.drop_model)
         self.written: dict[str, EpisodeRecord] = {}  # episodes written by this invocation
+        self.brokers: dict[str, Any] = {}  # batch arm -> its BatchBroker actor
         self.writer = TraceWriter(self._write_now)
         self.grace_s = GRACE_S
         self.stop_requests = 0  # Ctrl-C presses: 1 a graceful stop, 2 at once
@@ -333,6 +335,7 @@ class Driver:
         try:
             if todo:
                 self._start_journal(specs, todo)
+                self._start_brokers()
                 graceful = self._run()
         finally:
             self.writer.shutdown()
@@ -341,6 +344,8 @@ class Driver:
                 # whose every line is then flushed
                 self.actors.release()
             finally:
+                for broker in self.brokers.values():
+                    ray.kill(broker, no_restart=True)
                 try:
                     self.spending.close()
                 finally:
@@ -369,6 +374,12 @@ class Driver:
         """The journal actor, its ledger opened with what the run has spent (``Spending.start``)."""
         self.spending.start(self.store, self.journals, specs, todo)
 
+    def _start_brokers(self) -> None:
+        """The lockstep rounds of each ``tier: batch`` arm (``orchestrator.batching``); they end with the driver."""
+        from orchestrator.batching import start_brokers
+
+        self.brokers = start_brokers(self.sweep.models, self.journals.folder)
+
     def _resume(self, spec: EpisodeSpec) -> Resume:
         """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""
         journal = self.journals.read(spec.episode_id)
@@ -378,10 +389,14 @@ class Driver:
     def _run(self) -> bool:
         """Run until every episode is collected, or an interrupt's grace ends; False when episodes
         were still in flight then (their calls are asked again on resume)."""
+        reported = 0.0
         while self.pending or self.in_flight:
             if self._stop_now():
                 return not self.in_flight
             self.spending.poll()
+            if self.brokers and time.monotonic() - reported >= BATCH_REPORT_S:
+                reported = time.monotonic()
+                self.reporter.batches({name: ray.get(b.progress.remote()) for name, b in self.brokers.items()})
             self._dispatch()
             if not self.in_flight:
                 time.sleep(0.2)  # everything pending waits for a server replica with room
@@ -462,7 +477,7 @@ class Driver:
         if self.settings.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
             self.settings.on_dispatch(task.spec, worker.handle, task.attempts)
         ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base, self._resume(task.spec),
-                                       self.spending.journal, task.seq)
+                                       self.spending.journal, task.seq, self.brokers.get(task.spec.model.name))
         self.in_flight.add(ref, task)
 
     def _finish_task(self, ref: ObjectRef, task: Task) -> None:

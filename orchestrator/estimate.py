@@ -12,8 +12,9 @@ and where the typical figure comes from.
 - **output tokens**: the upper bound prices every call at the output cap it carries; the typical
   figure at the mean output per call of this model's finished episodes in the run, else the
   study's mean output per query for the family (never above the cap), else it is unknown.
-- **price**: the model entry's ``price``, else litellm's price table; a model neither knows is
-  reported as unknown, never guessed. A self-hosted vLLM model is costed in GPU-hours instead:
+- **price**: the model entry's ``price``, else litellm's price table, times the entry's tier's
+  factor (``tier: batch`` or ``flex``: docs/providers.md); the standard figures stand beside
+  them. A model neither knows is reported as unknown, never guessed. A self-hosted vLLM model is costed in GPU-hours instead:
   its output tokens at the study's throughput (``STUDY_OUTPUT_TOKENS_PER_GPU_HOUR``).
 """
 
@@ -69,8 +70,11 @@ class ModelEstimate:
     output_typical: float | None = None  # output tokens per call in the typical figure (the last condition's)
     output_tokens_max: int = 0
     output_tokens_typical: float | None = 0.0
-    cost_max: float | None = 0.0  # USD
+    cost_max: float | None = 0.0  # USD, at the entry's tier
     cost_typical: float | None = 0.0
+    tier: str = "standard"
+    cost_max_standard: float | None = 0.0  # the same at the standard price
+    cost_typical_standard: float | None = 0.0
     typical_source: str = ""
     price_source: str = ""
     gpus: int | None = None  # a self-hosted vLLM model: GPUs its replicas hold
@@ -131,16 +135,28 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
             e.gpu_hours_max = e.output_tokens_max / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR
             e.gpu_hours_typical = (None if e.output_tokens_typical is None
                                    else e.output_tokens_typical / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR)
+        e.tier = m.config.tier
         price, e.price_source = price_of(m.config)
-        if price is None or e.cost_max is None:
-            e.cost_max = e.cost_typical = None
+        if price is None or e.cost_max_standard is None:
+            e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = None
             continue
-        e.cost_max += factor * (_prompt_sum(first, growth, cap) * price.input + cap * out_cap * price.output)
-        if per_call is None or e.cost_typical is None:
-            e.cost_typical = None
+        e.cost_max_standard += factor * (_prompt_sum(first, growth, cap) * price.input + cap * out_cap * price.output)
+        if per_call is None or e.cost_typical_standard is None:
+            e.cost_typical_standard = None
         else:
-            e.cost_typical += (_prompt_sum(first, growth, calls) * price.input + calls * per_call * price.output)
+            e.cost_typical_standard += (_prompt_sum(first, growth, calls) * price.input
+                                        + calls * per_call * price.output)
+    for e in out.values():
+        tier_factor = 1.0 if e.price_source == "built-in (free)" else _factor(specs, e.name)
+        e.cost_max = None if e.cost_max_standard is None else e.cost_max_standard * tier_factor
+        e.cost_typical = None if e.cost_typical_standard is None else e.cost_typical_standard * tier_factor
     return list(out.values())
+
+
+def _factor(specs: list[EpisodeSpec], name: str) -> float:
+    """The price factor of the tier model ``name`` is bought at."""
+    config = next(s.model.config for s in specs if s.model.name == name)
+    return config.tier_facts.price_factor
 
 
 def prior_notes(rows: list[ModelEstimate]) -> list[str]:
@@ -169,14 +185,10 @@ def price_of(config: ModelConfig) -> tuple[Price | None, str]:
         return config.price, "sweep price"
     if config.served:
         return None, "self-hosted"
-    from agents.llm import litellm_module
+    from agents.llm import table_price
 
-    try:
-        info = litellm_module().get_model_info(config.model)
-        return Price(float(info["input_cost_per_token"]), float(info["output_cost_per_token"]),
-                     info.get("cache_read_input_token_cost")), "litellm table"
-    except Exception:
-        return None, "unknown: give the entry a price"
+    price = table_price(config.model)
+    return (price, "litellm table") if price is not None else (None, "unknown: give the entry a price")
 
 
 def _prompt_tokens(config: ModelConfig, maze: Maze, protocol: Protocol) -> tuple[int, int]:

@@ -6,7 +6,7 @@ importing the driver (and Ray) when the command line starts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrator.sweep import EpisodeSpec, Sweep
@@ -29,5 +29,9 @@ class Reporter:
 
     def spending(self, ledger: dict[str, dict[str, float | None]], concurrency: dict[str, int]) -> None:
         """The ledger (per model: spent, limit) and each called model's current concurrency."""
+
+    def batches(self, progress: dict[str, dict[str, Any]]) -> None:
+        """Per batch arm: its rounds, requests submitted and batches in flight with their ages
+        (``orchestrator.batching.BatchBroker.progress``)."""
 
     def finish(self) -> None: ...

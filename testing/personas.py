@@ -53,6 +53,8 @@ class Persona:
                 "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        # OpenAI says which tier served the request
+        completion["service_tier"] = body.get("service_tier") or "default"
         return completion
 
 

@@ -50,6 +50,12 @@ requests than this at once are refused with 429 and ``Retry-After: retry_after``
 rate limit). Anthropic requests report ``cache_read_input_tokens`` for the longest part of the
 prompt up to a ``cache_control`` marker that was sent before, as Anthropic's prompt cache does.
 
+Provider batches (``testing.batch_fakes``): Anthropic's Message Batches and OpenAI's (and
+Moonshot's) files and batches endpoints, each request answered by the script when its batch ends
+(``batch_latency`` seconds after it was created; ``batch_fates``: ``ok``, ``expire``, ``error``).
+The flex tier: ``flex_unavailable`` requests with ``service_tier: "flex"`` are refused first with
+OpenAI's 429 "Resource Unavailable" (nothing answered, nothing billed); answers echo the tier.
+
 Use it as a context manager (``with ScriptedServer(script=[...]) as srv: srv.url``) or as a
 process: ``python -m testing.scripted_server --port 0 --mode oracle --maze example`` prints its
 URL on the first line of stdout and serves until terminated.
@@ -70,6 +76,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from testing.batch_fakes import BatchFakes
 from testing.defects import DEFECTS, defect_plan
 from testing.personas import (
     ANTHROPIC,
@@ -97,7 +104,7 @@ if TYPE_CHECKING:  # imported where used, so that a bare server starts without t
     from env.maze import Maze
 
 FAULTS = (
-    "429", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
+    "429", "insufficient_quota", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
 )
 MODES = ("script", "actions", "oracle", *DEFECTS, "garbage")
 PERSONAS = ("openai", "moonshot", "vllm", "llama-cpp")
@@ -110,6 +117,8 @@ _GARBAGE = (
 )
 _ERROR_BODIES = {
     "429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached for requests"),
+    "insufficient_quota": (429, "insufficient_quota", "insufficient_quota",
+                           "You exceeded your current quota, please check your plan and billing details."),
     "500": (500, "server_error", None, "The server had an error while processing your request"),
     "503": (503, "server_error", None, "The engine is currently overloaded, please try again later"),
     "400": (400, "invalid_request_error", None, "Invalid value for 'messages': unsupported content part"),
@@ -172,6 +181,9 @@ class ScriptedServer:
         persona: str = "openai",
         vllm_argv: Sequence[str] | None = None,
         api_key: str | None = None,
+        batch_latency: float = 0.0,
+        batch_fates: Sequence[str] = ("ok",),
+        flex_unavailable: int = 0,
     ):
         """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``); ``vllm_argv``: the
         ``vllm serve`` command line the ``vllm`` persona was served with."""
@@ -207,6 +219,8 @@ class ScriptedServer:
         self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
                                  else {"openai": Persona, "moonshot": MoonshotPersona,
                                        "llama-cpp": LlamaCppPersona}[persona]())
+        self.batches = BatchFakes(self, batch_latency, list(batch_fates))
+        self.flex_unavailable = flex_unavailable
         self._httpd = _Server((host, port), _Handler)
         self._httpd.scripted = self
         self._httpd.daemon_threads = True
@@ -341,6 +355,29 @@ class ScriptedServer:
             self._cache.add(key)
         return seen
 
+    def take_flex_refusal(self) -> bool:
+        with self._lock:
+            if self.flex_unavailable <= 0:
+                return False
+            self.flex_unavailable -= 1
+            return True
+
+    def answer_now(self, anthropic: bool, wire: dict) -> tuple[int, dict[str, Any]]:
+        """A chat request answered without HTTP, as a batch processes it: (status, body)."""
+        body = openai_shape(wire) if anthropic else wire
+        persona = ANTHROPIC if anthropic else self.persona
+        with self._lock:
+            index = next(self._counter)
+        refusal = persona.refusal(wire)
+        if refusal is not None:
+            return refusal
+        item = self._next_item(index, body, {})
+        fault = item.get("fault")
+        if fault:
+            status, kind, _code, message = _ERROR_BODIES.get(fault, (500, "api_error", None, f"scripted {fault}"))
+            return status, {"error": {"type": kind, "message": message}}
+        return 200, persona.answer(self, wire, self._completion(index, body, item))
+
     def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
         reply = item.get("reply", "")
         reasoning = item.get("reasoning", self.reasoning)
@@ -381,10 +418,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         return None  # tests and benches read stdout; keep it clean
 
-    def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: Any, extra: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
         raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(raw)))
         for k, v in (extra or {}).items():
             self.send_header(k, v)
@@ -413,7 +451,10 @@ class _Handler(BaseHTTPRequestHandler):
         scripted.requests.append(RecordedRequest(self.path, headers, None))
         if self._refused_key(headers):
             return
-        if self.path.rstrip("/").endswith("/models"):
+        batch = scripted.batches.handle("GET", self.path, b"", headers)
+        if batch is not None:
+            self._send(batch[0], batch[1], content_type=batch[2])
+        elif self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [
                 {"id": scripted.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
         else:
@@ -428,6 +469,14 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
+        batch_request = RecordedRequest(self.path, headers, None)
+        if scripted.batches.handles(self.path):
+            scripted.requests.append(batch_request)
+            if self._refused_key(headers):
+                return
+            status, payload, content_type = scripted.batches.handle("POST", self.path, raw, headers) or (404, {}, "")
+            self._send(status, payload, content_type=content_type)
+            return
         anthropic = self.path.rstrip("/").endswith("/messages")
         record = RecordedRequest(self.path, headers, openai_shape(body) if anthropic else body, wire=body)
         with scripted._lock:
@@ -443,6 +492,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         persona = ANTHROPIC if anthropic else scripted.persona
+        if body.get("service_tier") == "flex" and scripted.take_flex_refusal():
+            # OpenAI's answer when flex capacity is short: a 429 that is not a rate limit, not billed
+            self._send(429, {"error": {"message": "Resource Unavailable", "type": "resource_unavailable",
+                                       "code": "resource_unavailable"}})
+            return
         rejection = persona.refusal(body)
         if rejection is not None:
             self._send(*rejection)

@@ -229,6 +229,11 @@ class StepRecord(TraceRecord):
     plan: tuple[str, ...] = col("list<string>", "study style: every action token this step's query returned, on "
                                                 "the query's first step (later steps of its list: empty)")
     subgoal: str | None = col("string", "subgoal querying: the sub-goal this step's query named; null otherwise")
+    tier: str | None = col("string", "how this step's calls were bought: `standard`, `flex` or `batch` (the model "
+                                     "entry's `tier`, docs/providers.md); `cost_usd` is at its price; null for "
+                                     "built-in agents")
+    batch_id: str | None = col("string", "the provider batch(es) this step's calls went through (ids joined by "
+                                         "`,`); null when none (a standard or flex call, a step from an action list)")
 
 
 @dataclass(frozen=True)

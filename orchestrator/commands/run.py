@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, JustifyMethod
@@ -150,6 +150,12 @@ class RichReporter(Reporter):
                 spent, limit = float((ledger.get(name) or {}).get("spent") or 0.0), (ledger.get(name) or {}).get("limit")
             self.progress.update(task, spent=self._spent(name, spent) + (f"/${limit:.2f}" if limit else ""),
                                  conc=f"conc {concurrency[name]}" if name in concurrency else "")
+
+    def batches(self, progress: dict[str, dict[str, Any]]) -> None:
+        for name, p in progress.items():
+            if name in self.tasks:
+                flight = ", ".join(f"{b[-8:]} {age:.0f}s" for b, age in p["in_flight"].items()) or "none in flight"
+                self.progress.update(self.tasks[name], conc=f"round {p['rounds']}: {flight}")
 
     def suspended(self, spec: EpisodeSpec, steps: int) -> None:
         self.progress.console.print(
@@ -303,7 +309,8 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("model", "left"), ("episodes", "right"), ("calls <=", "right"), ("calls ~", "right"),
         ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("output ~/call", "right"),
-        ("upper bound", "right"), ("typical", "right"), ("typical from", "left"), ("price", "left"))
+        ("upper bound", "right"), ("typical", "right"), ("tier", "left"), ("typical at standard", "right"),
+        ("typical from", "left"), ("price", "left"))
     for col, justify in columns:
         table.add_column(col, justify=justify)
 
@@ -322,14 +329,19 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
                       (f"{e.output_cap_min:,}-{e.output_cap:,}" if e.output_cap_min and e.output_cap_min != e.output_cap
                        else f"{e.output_cap:,}") if e.output_cap else "",
                       f"{e.output_typical:,.0f}" if e.output_typical is not None else "",
-                      *figures, e.typical_source, e.price_source)
+                      *figures, e.tier if e.calls_max else "",
+                      usd(e.cost_typical_standard) if e.tier != "standard" and not self_hosted else "",
+                      e.typical_source, e.price_source)
     priced = [e for e in rows if not (e.gpus is not None and e.cost_max is None)]
     costs_max = [e.cost_max for e in priced]
     costs_typ = [e.cost_typical for e in priced]
     total_max = None if None in costs_max else sum(c for c in costs_max if c is not None)
     total_typ = None if None in costs_typ else sum(c for c in costs_typ if c is not None)
+    standard = [e.cost_typical_standard for e in priced]
+    total_std = None if None in standard else sum(c for c in standard if c is not None)
     table.add_row("all", str(sum(e.episodes for e in rows)), f"{sum(e.calls_max for e in rows):,}",
-                  f"{sum(e.calls_typical for e in rows):,.0f}", "", "", "", usd(total_max), usd(total_typ),
+                  f"{sum(e.calls_typical for e in rows):,.0f}", "", "", "", usd(total_max), usd(total_typ), "",
+                  usd(total_std) if any(e.tier != "standard" for e in priced) else "",
                   "USD of the models with a price" if len(priced) < len(rows) else "",
                   f"--max-cost {max_cost:,.2f}" if max_cost else "", style="bold")
     return table

@@ -1,0 +1,322 @@
+"""Lockstep provider batches for ``tier: batch`` arms (docs/cluster.md, *Choosing a tier*).
+
+One ``BatchBroker`` actor per batch arm gathers the next request of every live episode of that
+arm into one provider batch per round: a round closes when every live episode has its request
+ready, or when the provider's limit on one batch is reached, or ``batch.round_wait_s`` after its
+first request came (an episode busy elsewhere, or one held back by a budget, waits for the next
+round). While a batch of the arm is in flight, a new request waits for it: its episodes' next
+requests join the same round, so episodes that started apart fall into step after one round. The broker submits the round, polls it every ``batch.poll_s`` and hands each result
+to its episode as if it had come synchronously (``agents.llm`` parses, re-asks, retries and
+records it as any other answer; a re-ask is a new request, in the next round).
+
+Exactly once, across kills: the broker writes the batch's id, its requests' custom ids and their
+episodes to the run's batch journal (``partial/batches/<arm>.jsonl``, fsynced) before any
+episode hears its request was submitted. A custom id is the same every time an episode reaches
+the same request (``agents.batch_requests.custom_id``: episode, step, call, attempt), so a rerun
+after the driver was killed resumes each episode from its journal, and when the episode asks
+again for a request the batch journal holds, the broker polls that batch instead of submitting
+the request again. A request a batch leaves unprocessed (``expired``, ``canceled``) goes again
+in the next round, journaled as a resubmission of the same request; an ``errored`` one goes back
+to the agent as the synchronous error would, under its retry rules.
+
+The one window this does not close: a driver killed after the provider accepted a batch and
+before its journal line was written (one request's round trip) leaves a batch no rerun knows of.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from agents.batch_requests import custom_id, read_message
+from agents.model import ModelConfig
+from agents.openai_compat import Completion, EndpointError, read_completion
+from orchestrator.batch_providers import Outcome, ProviderBatches, provider_batches
+
+BATCH_JOURNAL_DIR = "batches"
+UNPROCESSED = ("expired", "canceled")
+
+
+class BatchJournal:
+    """The batches of one arm: a line per submitted batch, ``{"batch": id, "requests": {wire id:
+    [episode, request id]}}``, where the wire id is the request's id, or a resubmission's
+    (``<id>-r<n>``). Appended and fsynced before a submission is acknowledged."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut short by a kill: its batch was never acknowledged
+                continue
+        return out
+
+    def append(self, entry: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@dataclass
+class Waiting:
+    """A request waiting for a round: its body, where its answer goes, and its resubmissions."""
+
+    episode: str
+    body: dict[str, Any]
+    answer: asyncio.Future
+    again: int = 0  # times it went unprocessed
+
+
+@dataclass
+class Rounds:
+    """What the progress line shows of a batch arm."""
+
+    rounds: int = 0
+    submitted: int = 0  # requests
+    in_flight: dict[str, float] = field(default_factory=dict)  # batch id -> when submitted (monotonic)
+    overhead_s: float = 0.0  # the broker's own time on rounds: gathering closed, submit, journal, hand back
+
+
+@ray.remote(max_restarts=0)
+class BatchBroker:
+    """The lockstep rounds of one batch arm (see the module's docstring)."""
+
+    def __init__(self, config: ModelConfig, journal_path: str, provider: ProviderBatches | None = None):
+        self.config = config
+        self.tier = config.tier_facts
+        self.journal = BatchJournal(Path(journal_path))
+        self.provider = provider or provider_batches(config)
+        self.live: set[str] = set()
+        self.waiting: dict[str, Waiting] = {}  # request id -> its wait, not yet in a batch
+        self.first_waiting: float | None = None
+        self.known: dict[str, tuple[str, str]] = {}  # request id -> (batch id, wire id) of its latest submission
+        self.awaiting_known = 0  # requests of live episodes waiting on a batch already submitted
+        self.in_batches = 0  # requests of this broker's own batches still unanswered
+        self.last_answered = 0.0  # when a batch's answers were last handed back (monotonic)
+        self.results: dict[str, asyncio.Future] = {}  # batch id -> its outcomes, once read
+        self.stats = Rounds()
+        self._wake = asyncio.Event()
+        self._loop: asyncio.Task | None = None
+        for entry in self.journal.read():
+            for wire, (_episode, request) in entry["requests"].items():
+                self.known[request] = (entry["batch"], wire)
+
+    # ---- the episodes' side -----------------------------------------------------------------
+    async def join(self, episode: str) -> None:
+        self.live.add(episode)
+
+    async def leave(self, episode: str) -> None:
+        self.live.discard(episode)
+        self._wake.set()
+
+    async def complete(self, episode: str, request: str, body: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The outcome of one request (``Outcome`` as a dict) and the batch that answered it."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop().create_task(self._rounds())
+        answer: asyncio.Future = asyncio.get_running_loop().create_future()
+        if request in self.known:  # submitted before (by this driver or one that was killed): never again
+            self.awaiting_known += 1
+            batch, wire = self.known[request]
+            try:
+                outcomes = await self._outcomes(batch)
+                outcome = outcomes.get(wire) or outcomes.get("*") or Outcome("expired")
+            except Exception as err:  # noqa: BLE001 - the batch cannot be read now: a retryable failure
+                self.results.pop(batch, None)
+                outcome = _failure(err)
+            finally:
+                self.awaiting_known -= 1
+                self._wake.set()
+            if outcome.kind not in UNPROCESSED:
+                return outcome.__dict__, batch
+            again = int(wire.rsplit("-r", 1)[1]) if wire != request else 0
+            self.waiting[request] = Waiting(episode, body, answer, again + 1)
+        else:
+            self.waiting[request] = Waiting(episode, body, answer)
+        if self.first_waiting is None:
+            self.first_waiting = time.monotonic()
+        self._wake.set()
+        return await answer
+
+    def progress(self) -> dict[str, Any]:
+        now = time.monotonic()
+        return {"rounds": self.stats.rounds, "submitted": self.stats.submitted,
+                "in_flight": {b: now - t for b, t in self.stats.in_flight.items()},
+                "overhead_s": self.stats.overhead_s, "live": len(self.live), "waiting": len(self.waiting)}
+
+    # ---- the rounds ---------------------------------------------------------------------------
+    def _round_ready(self) -> bool:
+        """Every live episode has its request ready; or the provider's limit on one batch is
+        reached; or, with no batch of this arm in flight (its episodes would join the next round:
+        lockstep), ``round_wait_s`` has passed since the round's first request or the last answers."""
+        if not self.waiting:
+            return False
+        limit = self.tier.max_requests
+        if limit is not None and len(self.waiting) >= limit:
+            return True
+        if len(self.waiting) + self.awaiting_known >= len(self.live):
+            return True
+        if self.in_batches or self.awaiting_known:
+            return False
+        return time.monotonic() >= self._deadline()
+
+    def _deadline(self) -> float:
+        assert self.first_waiting is not None
+        return max(self.first_waiting, self.last_answered) + self.config.batch_round_wait_s
+
+    async def _rounds(self) -> None:
+        while True:
+            self._wake.clear()
+            if self._round_ready():
+                await self._submit_round()
+                continue
+            timeout = None  # woken by a request, an episode leaving, or a batch's answers
+            if self.waiting and not (self.in_batches or self.awaiting_known):
+                timeout = max(0.01, self._deadline() - time.monotonic())
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    async def _submit_round(self) -> None:
+        started = time.monotonic()
+        limit = self.tier.max_requests or len(self.waiting)
+        taken = dict(list(self.waiting.items())[:limit])
+        for request in taken:
+            del self.waiting[request]
+        self.first_waiting = time.monotonic() if self.waiting else None
+        wires = {(f"{request}-r{w.again}" if w.again else request): request for request, w in taken.items()}
+        try:
+            batch = await self.provider.submit({wire: taken[request].body for wire, request in wires.items()})
+        except Exception as err:  # noqa: BLE001 - the provider refused the batch: each request hears why
+            failure = _failure(err).__dict__
+            for w in taken.values():
+                if not w.answer.done():
+                    w.answer.set_result((failure, ""))
+            return
+        # durable before any episode hears of it: a rerun polls this batch instead of sending again
+        self.journal.append({"batch": batch, "requests": {wire: [taken[r].episode, r] for wire, r in wires.items()}})
+        for wire, request in wires.items():
+            self.known[request] = (batch, wire)
+        self.stats.rounds += 1
+        self.stats.submitted += len(wires)
+        self.in_batches += len(wires)
+        self.stats.overhead_s += time.monotonic() - started
+        asyncio.get_running_loop().create_task(self._answer_round(batch, wires, taken))
+
+    async def _answer_round(self, batch: str, wires: dict[str, str], taken: dict[str, Waiting]) -> None:
+        try:
+            outcomes = await self._outcomes(batch)
+        except Exception as err:  # noqa: BLE001 - polling failed for good: the requests fail as a call would
+            self.in_batches -= len(wires)
+            self._wake.set()
+            self.results.pop(batch, None)  # asked again, it is polled again
+            failure = _failure(err).__dict__
+            for w in taken.values():
+                if not w.answer.done():
+                    w.answer.set_result((failure, batch))
+            return
+        started = time.monotonic()
+        self.in_batches -= len(wires)
+        self.last_answered = started
+        self._wake.set()
+        for wire, request in wires.items():
+            w = taken[request]
+            outcome = outcomes.get(wire) or outcomes.get("*") or Outcome("expired")
+            if outcome.kind in UNPROCESSED:  # never processed: it goes again in the next round
+                self.waiting[request] = Waiting(w.episode, w.body, w.answer, w.again + 1)
+                if self.first_waiting is None:
+                    self.first_waiting = time.monotonic()
+                self._wake.set()
+            elif not w.answer.done():
+                w.answer.set_result((outcome.__dict__, batch))
+        # handed back: not kept (an episode asking again, after its actor died, polls the provider again)
+        self.results.pop(batch, None)
+        self.stats.overhead_s += time.monotonic() - started
+
+    async def _outcomes(self, batch: str) -> dict[str, Outcome]:
+        """A batch's outcomes, polled for once however many requests wait on it."""
+        if batch not in self.results:
+            self.results[batch] = asyncio.get_running_loop().create_task(self._poll(batch))
+        return await self.results[batch]
+
+    async def _poll(self, batch: str) -> dict[str, Outcome]:
+        self.stats.in_flight[batch] = time.monotonic()
+        try:
+            while not await self.provider.ended(batch):
+                await asyncio.sleep(self.config.batch_poll_s)
+            return await self.provider.outcomes(batch)
+        finally:
+            self.stats.in_flight.pop(batch, None)
+
+
+def _failure(err: Exception) -> Outcome:
+    """A batch the provider refused, or one that could not be read: each of its requests fails as
+    the synchronous call would have (an outcome, not an exception: it crosses Ray as data)."""
+    from agents.openai_compat import classify_status
+
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int):
+        error_class, retryable = classify_status(status, str(err))
+        return Outcome("errored", error_class=error_class, message=f"batch: HTTP {status}: {err}", retryable=retryable)
+    return Outcome("errored", error_class="APIConnectionError", message=f"batch: {type(err).__name__}: {err}",
+                   retryable=True)
+
+
+class EpisodeGateway:
+    """One episode's way into its arm's broker (``agents.batch_requests.BatchGateway``)."""
+
+    def __init__(self, broker: Any, episode_id: str, api: str):
+        self.broker, self.episode_id, self.api = broker, episode_id, api
+
+    async def join(self) -> None:
+        await self.broker.join.remote(self.episode_id)
+
+    async def leave(self) -> None:
+        await self.broker.leave.remote(self.episode_id)
+
+    async def complete(self, request: dict[str, Any]) -> tuple[Completion, str]:
+        step, call, attempt = request["key"]
+        outcome, batch = await self.broker.complete.remote(self.episode_id,
+                                                           custom_id(self.episode_id, step, call, attempt),
+                                                           request["body"])
+        if outcome["kind"] != "succeeded":
+            raise EndpointError(outcome["error_class"] or "BatchRequestFailed", outcome["message"],
+                                retryable=outcome["retryable"])
+        body = outcome["body"]
+        return (read_message(body) if self.api == "anthropic" else read_completion(body)), batch
+
+
+def journal_path(journal_dir: Path, model: str) -> str:
+    return str(journal_dir / BATCH_JOURNAL_DIR / f"{model}.jsonl")
+
+
+def start_brokers(models: list[Any], journal_dir: Path) -> dict[str, Any]:
+    """A broker per batch arm of ``models`` (``orchestrator.sweep.ModelEntry``), on this node: its
+    journal lives on the driver's disk."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    out: dict[str, Any] = {}
+    for m in models:
+        if m.builtin or m.config.tier != "batch":
+            continue
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        out[m.name] = BatchBroker.options(  # type: ignore[attr-defined]  # a Ray actor class
+            num_cpus=0, max_concurrency=100_000, scheduling_strategy=here,
+        ).remote(m.config, journal_path(journal_dir, m.name))
+    return out
