@@ -339,7 +339,8 @@ def quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
             continue
         for arm in arms:
             g = t[t["arm"] == arm].sort_values("quarter")
-            ax.plot(g["quarter"], 100 * g[col], marker="o", color=colors[arm], label=arm)
+            # unclipped: an arm at 0% stays visible over the axis line
+            ax.plot(g["quarter"], 100 * g[col], marker="o", color=colors[arm], label=arm, clip_on=False)
         ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
         ax.set_xlabel("quarter of the episode's steps")
         ax.set_ylabel("% of steps in the quarter")
