@@ -64,6 +64,8 @@ def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
 def test_report_of_builtin_agents(run_dir):
     r = _cli("report", str(run_dir))
     assert r.returncode == 0, r.stderr
+    # the models' counts (none here), each built-in agent's solves apart
+    assert r.stdout.strip().startswith("0 episodes, 0 solved (references apart: ") and "oracle [baseline] 6/6" in r.stdout
     report = run_dir / "report"
     metrics = _check_report_folder(report, pd.read_parquet(run_dir / "episodes"))
     tables = metrics["tables"]
