@@ -21,6 +21,14 @@ from env.names import check_name
 
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 KNOWN_BUILTINS = ("oracle", "random", "explorer")
+BUILTIN_PREFIX = "builtin/"
+
+
+def is_builtin(model: str) -> bool:
+    """Whether a model string names a built-in agent (``builtin/<name>``): a reference point that
+    needs no model, which the report keeps apart from the models (docs/report.md)."""
+    return str(model).startswith(BUILTIN_PREFIX)
+
 CLIENTS = ("auto", "litellm", "openai")
 # params that would put a secret or a second endpoint into a sweep file, or stack litellm's
 # retries under the agent's own policy
@@ -82,7 +90,7 @@ class ModelConfig:
 
     @property
     def builtin(self) -> bool:
-        return self.model.startswith("builtin/")
+        return is_builtin(self.model)
 
     @property
     def human(self) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import figures
-from analysis.load import BUDGET_COLUMNS, Traces
+from analysis.load import ALL, BUDGET_COLUMNS, Traces
 from analysis.metrics import order_arms, overview, with_pooled
 from analysis.sections import Built, Context, Section
 from analysis.stats import counted_median
@@ -19,7 +19,7 @@ from analysis.steps import StepTable
 
 def tokens(traces: Traces) -> pd.DataFrame:
     """Token totals, per-episode means and medians, cost per arm and per solve."""
-    eps = with_pooled(traces.episodes)
+    eps = with_pooled(traces.episodes, traces.references)
     rows = []
     for arm, g in eps.groupby("arm", sort=False):
         solves = int(g["solved"].sum())
@@ -39,8 +39,8 @@ def tokens(traces: Traces) -> pd.DataFrame:
             "cost_per_solve_usd": cost / solves if solves else float("nan"),
         })
     t = pd.DataFrame(rows)
-    # the study compares spend as a multiple of the most frugal model's
-    arms = t[t["arm"] != "all"]
+    # the study compares spend as a multiple of the most frugal model's (references spend nothing)
+    arms = t[(t["arm"] != ALL) & ~t["arm"].isin(traces.references)]
     least = arms["mean_tokens_out_per_episode"].min() if len(arms) else float("nan")
     t["tokens_out_vs_least"] = t["mean_tokens_out_per_episode"] / least if least and least > 0 else float("nan")
     return order_arms(t, traces)
@@ -72,7 +72,7 @@ def queries(traces: Traces, st: StepTable) -> pd.DataFrame:
     led to, and a step taken from an earlier query's list has none (docs/traces.md). The mean is
     the episodes' output tokens over their calls; the median is over the steps made by exactly one
     call (each such step's tokens are one query's), the calls of other steps being summed per step."""
-    eps = with_pooled(traces.episodes)
+    eps = with_pooled(traces.episodes, traces.references)
     if "calls" not in eps or eps["calls"].fillna(0).sum() == 0:
         return pd.DataFrame(columns=QUERY_COLUMNS)
     medians = st.per_arm("median(tokens_out) AS median_tokens_out_per_query, count(*) AS single_call_steps",
@@ -136,7 +136,7 @@ def thinking_after(traces: Traces, st: StepTable) -> pd.DataFrame:
     counts = st.query("SELECT arm, state_change, outcome, next_reasoning AS value, count(*) AS n FROM steps "
                       "WHERE next_reasoning IS NOT NULL GROUP BY ALL")
     rows = []
-    for arm, g in with_pooled(counts).groupby("arm", sort=False):
+    for arm, g in with_pooled(counts, traces.references).groupby("arm", sort=False):
         for definition, groups in AFTER_GROUPS.items():
             for name, select in groups.items():
                 rows.append({"arm": arm, "definition": definition, "after": name, **_summary(g[select(g)])})
@@ -157,7 +157,7 @@ def thinking_quarters(traces: Traces, st: StepTable) -> pd.DataFrame:
     episodes = st.per_arm("count(DISTINCT ep) AS episodes", by="quarter", where=known)
     episodes = episodes.set_index(["arm", "quarter"])["episodes"]
     rows = []
-    for (arm, q), g in with_pooled(counts).groupby(["arm", "quarter"], sort=True):
+    for (arm, q), g in with_pooled(counts, traces.references).groupby(["arm", "quarter"], sort=True):
         rows.append({"arm": arm, "quarter": int(q), **_summary(g), "episodes": int(episodes[(arm, q)]),
                      "reasoning_tokens": int((g["value"] * g["n"]).sum())})
     t = pd.DataFrame(rows, columns=cols).sort_values("quarter", kind="stable")
@@ -242,18 +242,21 @@ def _overview(ctx: Context) -> Built:
 def _compute(ctx: Context) -> Built:
     tok = tokens(ctx.traces)
     think, think_q = thinking_after(ctx.traces, ctx.steps), thinking_quarters(ctx.traces, ctx.steps)
-    figs = {"tokens": figures.tokens(tok, ctx.colors)}
+    spent = tok[["mean_tokens_out_per_episode", "mean_tokens_reasoning_per_episode"]].fillna(0).to_numpy()
+    figs = {"tokens": figures.tokens(tok, ctx.colors)} if (spent > 0).any() else {}  # built-in agents spend none
+    # no reasoning token at all (no arm thinks, or none is counted): nothing to draw
     if not think_q.empty and think_q["reasoning_tokens"].sum() > 0:
         figs["thinking_quarters"] = figures.thinking_quarters(think_q, ctx.colors)
-    if not think.empty and think["turns"].sum() > 0:
-        figs["thinking_after"] = figures.thinking_after(think, ctx.colors)
+        if not think.empty and think["turns"].sum() > 0:
+            figs["thinking_after"] = figures.thinking_after(think, ctx.colors)
     return Built({"tokens": tok, "queries": queries(ctx.traces, ctx.steps), "thinking_quarters": think_q,
                   "thinking_after": think, "cost_by_tier": cost_by_tier(ctx.traces, ctx.steps)}, figs)
 
 
 OVERVIEW_SECTION = Section(
     "overview", "Overview",
-    "One row per model (arm), pooled as `all` when there are several: episodes, mazes, solves, "
+    "One row per arm, pooled as `all` when there are several model arms (references, the built-in agents, "
+    "keep rows of their own, marked `reference`, and are never pooled): episodes, mazes, solves, "
     "mean action progress (`progress_action`, the study's unclipped formula, defined under *Progress*) "
     "with its 95% interval (mazes resampled, as under *Progress by optimal path length*; `_ci_note` "
     "flags an interval on fewer than 10 mazes and replaces one with no variation), the clipped mean "

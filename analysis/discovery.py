@@ -78,7 +78,7 @@ def discovery(traces: Traces) -> pd.DataFrame:
     if per.empty:
         return pd.DataFrame()
     rows = []
-    for (arm, kind), g in with_pooled(per).groupby(["arm", "kind"], sort=False):
+    for (arm, kind), g in with_pooled(per, traces.references).groupby(["arm", "kind"], sort=False):
         row: dict = {"arm": arm, "kind": kind, "episodes": len(g)}
         for s in STAGES:
             reached = g[s].dropna()

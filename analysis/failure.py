@@ -46,7 +46,7 @@ def live_switch(traces: Traces, st: StepTable) -> pd.DataFrame:
     eps["stood"] = eps["stood"].eq(True)  # null: no step on a known maze
     unknown = eps.groupby("arm")["has_live"].apply(lambda s: int(s.isna().sum()))
     live = eps[eps["has_live"].eq(True)]
-    t = with_pooled(live).groupby("arm", sort=False).agg(
+    t = with_pooled(live, traces.references).groupby("arm", sort=False).agg(
         episodes_with_live_switch=("episode_id", "size"),
         stood_on_live_switch=("stood", "sum"),
         solved=("solved", "sum"),
@@ -76,7 +76,7 @@ def last_actions(traces: Traces, st: StepTable, last: int = LAST) -> tuple[pd.Da
     per["wall_bump_share"] = per["wall_bumps"] / per["window"]
     per["wall_bump_majority"] = per["wall_bumps"] > per["window"] / 2
     rows = []
-    for arm, g in with_pooled(per).groupby("arm", sort=False):
+    for arm, g in with_pooled(per, traces.references).groupby("arm", sort=False):
         rows.append({
             "arm": arm, "failed_episodes": len(g), "window_steps": int(g["window"].sum()),
             "bump_share": g["bumps"].sum() / g["window"].sum(),
@@ -195,7 +195,7 @@ def onset(traces: Traces, st: StepTable) -> tuple[pd.DataFrame, pd.DataFrame]:
     per["novel_onset_share"] = per["novel_onset_step"] / n
 
     rows = []
-    for arm, g in with_pooled(per).groupby("arm", sort=False):
+    for arm, g in with_pooled(per, traces.references).groupby("arm", sort=False):
         u = g[~g["solved"]]
         rows.append({
             "arm": arm, "episodes": len(g), "unsolved_episodes": len(u),

@@ -1,7 +1,9 @@
 """Figures of the report: matplotlib (Agg), one function per figure, each returning a Figure.
 
 Conventions: every axis is labelled with its unit; every bar or point says how many episodes
-(or steps, or turns) stand behind it; arms keep one color throughout the report.
+(or steps, or turns) stand behind it; arms keep one color throughout the report. Every arm stays
+visible: a bar of length zero gets a marker at 0 (``_zero_marks``). A panel whose values do not
+vary is said in words (``_no_variation``), never drawn on an axis stretched around one value.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from analysis.load import ALL, BANDS  # noqa: E402
+from analysis.load import ALL, BANDS, grid_order  # noqa: E402
 
 DPI = 110
 WIDTH = 8.0
@@ -46,11 +48,44 @@ def _only_arms(t: pd.DataFrame) -> pd.DataFrame:
     return t[t["arm"] != ALL] if (t["arm"] != ALL).any() else t
 
 
+ZERO_MARK = "zero-mark"  # the gid of the marks that stand for a bar of length zero
+
+
+def _zero_marks(ax, centers, values, colors, horizontal: bool) -> None:
+    """A marker at 0 for each value that is exactly 0: a bar of no length draws nothing, and an
+    arm at zero must stay visible. A missing value (NaN) gets none."""
+    for c, v, color in zip(centers, values, colors, strict=True):
+        if pd.notna(v) and float(v) == 0:
+            x, y = (0, c) if horizontal else (c, 0)
+            ax.plot([x], [y], marker="D", ms=6, color=color, markeredgecolor="black", markeredgewidth=0.6,
+                    linestyle="none", clip_on=False, zorder=4, gid=ZERO_MARK)
+
+
+def _constant(values) -> bool:
+    """Whether a panel's values carry no variation: none is known, or every known one is the same."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return len(v) == 0 or bool((v == v[0]).all())
+
+
+def _no_variation(ax, what: str) -> None:
+    """Say in words that a panel has nothing to compare, instead of drawing its one value on an
+    axis scaled around it (matplotlib would span -0.05..0.05 around an all-zero panel)."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    # out of the layout: a long sentence must not squeeze the panel to nothing
+    ax.text(0.5, 0.5, f"no variation:\n{what}", ha="center", va="center", transform=ax.transAxes, color="#555555",
+            wrap=True).set_in_layout(False)
+
+
 def solves_per_arm(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     t = _only_arms(t)
     fig, (ax,) = _fig(h=max(2.2, 0.5 * len(t) + 1.2))
     y = np.arange(len(t))
     ax.barh(y, t["solve_rate"], color=[colors[a] for a in t["arm"]])
+    _zero_marks(ax, y, t["solve_rate"], [colors[a] for a in t["arm"]], horizontal=True)
     for i, r in enumerate(t.itertuples()):
         ax.text(r.solve_rate + 0.01, i, f"{r.solves}/{r.episodes}", va="center")
     ax.set_yticks(y, t["arm"])
@@ -61,33 +96,45 @@ def solves_per_arm(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     return fig
 
 
+def _group_order(col: str, groups) -> list[str]:
+    """The groups of a panel in the tables' order: grids by ``grid_order`` (numerically), others
+    as named."""
+    unique = list(dict.fromkeys(str(g) for g in groups))
+    return sorted(unique, key=grid_order) if col == "grid" else sorted(unique)
+
+
 def solves_by(tables: dict[str, pd.DataFrame], colors: dict[str, str]) -> Figure:
-    """One panel per maze grouping (grid, category, mechanism content), bars per arm."""
+    """One panel per maze grouping (grid, category, mechanism content), bars per arm; an arm at
+    zero gets a marker on the axis, an arm with no episode in a group gets nothing."""
     groups_per_panel = [max(2, _only_arms(t)[col].nunique()) for col, t in tables.items()]
-    fig, axes = plt.subplots(1, len(tables), figsize=(max(12.0, 1.2 * sum(groups_per_panel)), 4.2), squeeze=False,
+    fig, axes = plt.subplots(1, len(tables), figsize=(max(12.0, 1.2 * sum(groups_per_panel)), 4.6), squeeze=False,
                              layout="constrained", width_ratios=groups_per_panel)
     axes = axes[0]
     for ax, (col, t) in zip(axes, tables.items(), strict=True):
         t = _only_arms(t)
-        groups = list(dict.fromkeys(t[col]))
+        groups = _group_order(col, t[col])
         arms = list(dict.fromkeys(t["arm"]))
         width = 0.8 / max(len(arms), 1)
         for j, arm in enumerate(arms):
-            sub = t[t["arm"] == arm].set_index(col).reindex(groups)
+            mine = t[t["arm"] == arm]
+            sub = mine.set_index(mine[col].astype(str)).reindex(groups)
             x = np.arange(len(groups)) + (j - (len(arms) - 1) / 2) * width
             ax.bar(x, sub["solve_rate"].fillna(0), width, color=colors[arm], label=arm)
+            _zero_marks(ax, x, sub["solve_rate"], [colors[arm]] * len(x), horizontal=False)
             for xi, (s, n) in zip(x, zip(sub["solves"], sub["episodes"], strict=True), strict=True):
                 if pd.notna(n):
-                    ax.text(xi, (s / n if n else 0) + 0.02, f"{int(s)}/{int(n)}", ha="center", fontsize=7,
+                    ax.text(xi, (s / n if n else 0) + 0.04, f"{int(s)}/{int(n)}", ha="center", fontsize=7,
                             rotation=90 if len(arms) > 2 else 0, va="bottom")
-        ax.set_xticks(np.arange(len(groups)), groups, rotation=20 if len(groups) > 3 else 0)
-        ax.set_ylim(0, 1.25)
+        # long names break at their first space rather than slanting into the next panel
+        ax.set_xticks(np.arange(len(groups)), [g.replace(" ", "\n", 1) for g in groups])
+        ax.set_ylim(0, 1.4 if len(arms) > 2 else 1.2)
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
         ax.set_xlabel(col.replace("_", " "))
         ax.set_ylabel("solve rate (solves / episodes)")
         ax.set_title(f"by {col.replace('_', ' ')}")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4), frameon=False)
-    fig.suptitle("Solves by maze property (labels: solves / episodes)")
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 6), frameon=False)
+    fig.suptitle("Solves by maze property (labels: solves / episodes; a diamond marks an arm at zero)")
     return fig
 
 
@@ -128,12 +175,17 @@ def progress(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     ax.barh(y - 0.2, t["mean_progress_action"], 0.4, color=[colors[a] for a in t["arm"]], label="action")
     ax.barh(y + 0.2, t["mean_progress_tile"], 0.4, color=[colors[a] for a in t["arm"]], alpha=0.4,
             hatch="//", label="tile")
+    _zero_marks(ax, y - 0.2, t["mean_progress_action"], [colors[a] for a in t["arm"]], horizontal=True)
+    _zero_marks(ax, y + 0.2, t["mean_progress_tile"], [colors[a] for a in t["arm"]], horizontal=True)
     for i, r in enumerate(t.itertuples()):
         ax.text(max(r.mean_progress_action, r.mean_progress_tile) + 0.01, i, f"n={r.episodes}", va="center")
     ax.set_yticks(y, t["arm"])
     ax.invert_yaxis()
-    ax.set_xlim(0, 1.1)
-    ax.set_xlabel("mean progress (1 - d_end / d_start, 0..1)")
+    # unclipped progress is below 0 for an arm that ended farther than it started: its bar must show
+    lowest = float(np.nanmin(t[["mean_progress_action", "mean_progress_tile"]].to_numpy(dtype=float), initial=0.0))
+    ax.set_xlim(lowest - 0.1 if lowest < 0 else 0, 1.1)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("mean progress (1 - d_end / d_start; 1 = solved, below 0 = ended farther)")
     ax.set_title("Mean progress per model: action distance (solid) and tile distance (hatched)")
     ax.legend(frameon=False, loc="lower right")
     return fig
@@ -189,7 +241,8 @@ def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
         ax.set_xticks(np.arange(len(BANDS)), BANDS)
         ax.set_xlabel("optimal path length band (actions)")
         ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
+        # both are shares: a fixed 0..1 scale, never one stretched around a constant
+        ax.set_ylim(min(0.0, float(np.nanmin(t[col].to_numpy(dtype=float), initial=0.0))) - 0.02, 1.08)
     axes[0].set_title("Action progress by optimal path (95% CI, mazes resampled)")
     axes[1].set_title("Solve rate by optimal path (95% CI)")
     axes[1].legend(frameon=False, fontsize=8)
@@ -197,30 +250,44 @@ def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
 
 
 def difficulty(t: pd.DataFrame) -> Figure:
+    """Per subset, each property's own share of the variance (``r2_increment``, the R^2 the
+    property adds to the model term): the full R^2 is the same for every property when the model
+    term dominates, so it is written beside each bar, not drawn. A subset whose increments do not
+    vary (none computed: progress constant, or every one equal) says so in words."""
     fig, axes = _fig(h=4.0, ncols=2, w=WIDTH + 3)
+    top = float(t["r2_increment"].max(skipna=True)) if t["r2_increment"].notna().any() else 0.0
     for ax, subset in zip(axes, list(dict.fromkeys(t["subset"])), strict=False):
         g = t[t["subset"] == subset]
-        y = np.arange(len(g))
-        ax.barh(y, g["r2"].fillna(0), color="#8ecae6", label="R^2 of property + model")
-        ax.barh(y, g["r2_increment"].fillna(0), color="#023047", height=0.45,
-                label="increment over model alone")
-        for i, r in enumerate(g.itertuples()):
-            ax.text((0 if pd.isna(r.r2) else r.r2) + 0.01, i, f"{r.r2:.3f}" if pd.notna(r.r2) else "n/a",
-                    va="center", fontsize=8)
-        ax.set_yticks(y, g["label"])
-        ax.invert_yaxis()
-        ax.set_xlim(0, max(0.1, float(t["r2"].max(skipna=True) if t["r2"].notna().any() else 0)) * 1.25)
-        ax.set_xlabel("R^2 (share of variance in action progress)")
         n = int(g["n"].max()) if len(g) else 0
         ax.set_title(f"{subset} (n={n} episodes)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
-    fig.suptitle("Difficulty axes: progress_action ~ property + C(model), one regression per property")
+        if _constant(g["r2_increment"]):
+            known = g["r2_increment"].dropna()
+            _no_variation(ax, "no regression could be fitted (too few episodes, or action progress\nthe same in "
+                              "every one)" if known.empty else f"every property adds R^2 {known.iloc[0]:.3f}")
+            continue
+        y = np.arange(len(g))
+        ax.barh(y, g["r2_increment"].fillna(0), color="#023047")
+        for i, r in enumerate(g.itertuples()):
+            text = "n/a" if pd.isna(r.r2_increment) else f"+{r.r2_increment:.3f} (R^2 {r.r2:.3f})"
+            ax.text((0 if pd.isna(r.r2_increment) else r.r2_increment) + top * 0.02, i, text, va="center",
+                    fontsize=8)
+        ax.set_yticks(y, g["label"])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(top, 1e-3) * 1.6)
+        ax.set_xlabel("R^2 increment: share of the variance in action progress the property adds")
+    fig.suptitle("Difficulty axes: progress_action ~ property + C(model), one regression per property\n"
+                 "(bar: the property's own share; in brackets: R^2 with the model term)")
     return fig
 
 
-def _count_panel(ax, t: pd.DataFrame, parts, totals: pd.Series, labels: list[str], xlabel: str, title: str) -> None:
-    """Stacked counts per arm; ``parts`` is (column, color, legend label), stacked left to right."""
+def _count_panel(ax, t: pd.DataFrame, parts, totals: pd.Series, labels: list[str], xlabel: str, title: str,
+                 colors: dict[str, str]) -> None:
+    """Stacked counts per arm; ``parts`` is (column, color, legend label), stacked left to right.
+    An arm with none gets a marker at 0; a panel where no arm has any says so."""
+    ax.set_title(title, pad=28)
+    if not (totals.fillna(0) > 0).any():
+        _no_variation(ax, f"{xlabel.split(' (')[0]}: 0 for every arm")
+        return
     y = np.arange(len(t))
     left = np.zeros(len(t))
     for col, color, label in parts:
@@ -228,10 +295,10 @@ def _count_panel(ax, t: pd.DataFrame, parts, totals: pd.Series, labels: list[str
         left += t[col].to_numpy()
     for i, (tot, lab) in enumerate(zip(totals, labels, strict=True)):
         ax.text(tot, i, f" {lab}", va="center", fontsize=8)
+    _zero_marks(ax, y, totals, [colors[a] for a in t["arm"]], horizontal=True)
     ax.set_yticks(y, t["arm"])
     ax.invert_yaxis()
     ax.set_xlabel(xlabel)
-    ax.set_title(title, pad=28)
     ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4)
     ax.margins(x=0.2)
 
@@ -241,12 +308,19 @@ def verbs(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     fig, axes = _fig(h=max(2.6, 0.55 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
     _count_panel(axes[0], t, (("keys_picked_up", "#2a9d8f", "key taken"), ("pickups_nothing", "#dddddd", "nothing")),
                  t["pickup_actions"], [f"{k}/{n}" for k, n in zip(t["keys_picked_up"], t["pickup_actions"], strict=True)],
-                 "pickup actions (count)", "pickup: issued vs keys taken")
+                 "pickup actions (count)", "pickup: issued vs keys taken", colors)
     _count_panel(axes[1], t, (("doors_opened", "#2a9d8f", "door opened"), ("switches_flipped", "#264653", "switch flipped"),
                               ("doors_closed", "#e9c46a", "door closed"), ("toggles_nothing", "#dddddd", "nothing")),
                  t["toggle_actions"], [f"n={n}" for n in t["toggle_actions"]],
-                 "toggle actions (count)", "toggle: what each one did")
+                 "toggle actions (count)", "toggle: what each one did", colors)
     return fig
+
+
+def _arm_handles(arms, colors: dict[str, str], labels: list[str]):
+    """Legend entries for the arms, whether or not a panel drew them."""
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color=colors[a], marker="o", label=lab) for a, lab in zip(arms, labels, strict=True)]
 
 
 def quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
@@ -255,19 +329,25 @@ def quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     panels = (("revisit_share", "revisits"), ("turn_share", "turns"), ("unseen_share", "steps onto an unseen cell"),
               bumps)
     fig, axes = _fig(h=3.6, ncols=len(panels), w=13)
+    arms = list(dict.fromkeys(t["arm"]))
     for ax, (col, title) in zip(axes, panels, strict=True):
-        for arm in dict.fromkeys(t["arm"]):
+        ax.set_title(title)
+        if _constant(t[col]):
+            known = t[col].dropna()
+            _no_variation(ax, "no step counted" if known.empty else
+                          f"{100 * known.iloc[0]:.0f}% in every quarter, every arm")
+            continue
+        for arm in arms:
             g = t[t["arm"] == arm].sort_values("quarter")
-            ax.plot(g["quarter"], 100 * g[col], marker="o", color=colors[arm], label=arm)
+            # unclipped: an arm at 0% stays visible over the axis line
+            ax.plot(g["quarter"], 100 * g[col], marker="o", color=colors[arm], label=arm, clip_on=False)
         ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
         ax.set_xlabel("quarter of the episode's steps")
         ax.set_ylabel("% of steps in the quarter")
-        ax.set_title(title)
         ax.set_ylim(bottom=0)
     n = t.groupby("arm")["steps"].sum()
-    handles = axes[0].get_lines()
-    fig.legend(handles, [f"{a} ({int(n[a])} steps)" for a in dict.fromkeys(t["arm"])], loc="outside lower center",
-               ncol=min(4, len(handles)), frameon=False)
+    fig.legend(handles=_arm_handles(arms, colors, [f"{a} ({int(n[a])} steps)" for a in arms]),
+               loc="outside lower center", ncol=min(4, len(arms)), frameon=False)
     fig.suptitle("How behaviour drifts over an episode (pooled steps per quarter)")
     return fig
 
@@ -307,8 +387,13 @@ def tokens(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     y = np.arange(len(t))
     for ax, col, title in ((axes[0], "mean_tokens_out_per_episode", "output tokens per episode (mean)"),
                            (axes[1], "mean_tokens_reasoning_per_episode", "reasoning tokens per episode (mean)")):
+        ax.set_title(title)
         vals = t[col].fillna(0)
+        if not (vals > 0).any():
+            _no_variation(ax, "0 for every arm")
+            continue
         ax.barh(y, vals, color=[colors[a] for a in t["arm"]])
+        _zero_marks(ax, y, vals, [colors[a] for a in t["arm"]], horizontal=True)
         for i, (v, n) in enumerate(zip(vals, t["episodes"], strict=True)):
             ax.text(v, i, f" {v:,.0f} (n={n})", va="center", fontsize=8)
         ax.set_yticks(y, t["arm"])
@@ -318,8 +403,9 @@ def tokens(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
         ax.set_xlabel("tokens")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_k))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
-        ax.set_title(title)
         ax.margins(x=0.35)
+        if ax.get_xscale() == "linear":
+            ax.set_xlim(left=0)  # the margin would otherwise put the zero marks inside the plot
     fig.suptitle("Test-time compute")
     return fig
 
@@ -336,17 +422,23 @@ def thinking_after(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     y = np.arange(len(arms))
     for ax, (definition, groups) in zip(axes, panels, strict=True):
         d = t[t["definition"] == definition]
+        ax.set_title(f"{definition} definition", pad=34)
+        shown = d[d["after"].isin([after for after, _, _ in groups])]["median_reasoning_tokens"]
+        if _constant(shown):
+            _no_variation(ax, "no reasoning count" if shown.dropna().empty else
+                          f"a median of {shown.dropna().iloc[0]:,.0f} tokens after every kind of step")
+            continue
         for j, (after, color, meaning) in enumerate(groups):
             g = d[d["after"] == after].set_index("arm").reindex(arms)
             ys = y + (j - 0.5) * 0.38
             vals = g["median_reasoning_tokens"].fillna(0)
             ax.barh(ys, vals, 0.38, color=color, label=f"{after}: {meaning}")
+            _zero_marks(ax, ys, g["median_reasoning_tokens"], [color] * len(ys), horizontal=True)
             for yi, v, n in zip(ys, vals, g["turns"].fillna(0), strict=True):
                 ax.text(v, yi, f" {v:,.0f} ({int(n)} turns)", va="center", fontsize=8)
-        ax.set_yticks(y, arms if ax is axes[0] else [""] * len(arms))
+        ax.set_yticks(y, arms)
         ax.invert_yaxis()
         ax.set_xlabel("median reasoning tokens on the next turn (tokens)")
-        ax.set_title(f"{definition} definition", pad=34)
         ax.legend(frameon=False, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=1)
         ax.margins(x=0.35)
     fig.suptitle("Thinking after a step that worked vs one that did not")
@@ -356,14 +448,20 @@ def thinking_after(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
 def thinking_quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
     t = _only_arms(t)
     fig, axes = _fig(h=3.6, ncols=2, w=WIDTH + 3)
+    arms = list(dict.fromkeys(t["arm"]))
     for ax, (col, title) in zip(axes, (("median_reasoning_tokens", "median per turn"),
                                        ("mean_reasoning_tokens", "mean per turn")), strict=True):
-        for arm in dict.fromkeys(t["arm"]):
+        ax.set_title(title)
+        vals = t[col].dropna()
+        if _constant(vals):
+            _no_variation(ax, "no reasoning count" if vals.empty else
+                          f"{vals.iloc[0]:,.0f} tokens in every quarter, every arm")
+            continue
+        for arm in arms:
             g = t[t["arm"] == arm].sort_values("quarter")
-            ax.plot(g["quarter"], g[col], marker="o", color=colors[arm], label=f"{arm} ({int(g['turns'].sum())} turns)")
+            ax.plot(g["quarter"], g[col], marker="o", color=colors[arm])
         ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
         ax.set_xlabel("quarter of the episode's steps")
-        vals = t[col].dropna()
         if (vals > 0).all() and len(vals) and vals.max() / vals.min() > 50:
             ax.set_yscale("log")  # arms that think 100x more would flatten the others to a line
             ax.set_ylabel("reasoning tokens (log scale)")
@@ -371,9 +469,9 @@ def thinking_quarters(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
             ax.set_ylim(bottom=0)
             ax.set_ylabel("reasoning tokens")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_k))
-        ax.set_title(title)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)), frameon=False)
+    labels = [f"{a} ({int(t.loc[t['arm'] == a, 'turns'].sum())} turns)" for a in arms]
+    fig.legend(handles=_arm_handles(arms, colors, labels), loc="outside lower center", ncol=min(4, len(arms)),
+               frameon=False)
     fig.suptitle("Thinking over an episode: reasoning tokens per turn, by quarter")
     return fig
 

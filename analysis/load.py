@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from agents.model import is_builtin
 from agents.usage import Budget
 from env.errors import BadInput
 from env.generator.strata import ANALYSIS_BANDS
@@ -39,7 +40,7 @@ from traces import (
 
 # Columns of the analysis tables that are not trace columns.
 GROUP = ["run", "model_name", "condition"]
-ALL = "all"  # the arm that pools every arm, in every per-arm table with more than one
+ALL = "all"  # the arm that pools the model arms, in every per-arm table with more than one
 
 # the per-step budget columns (``agents.usage.Budget``): runs written before they were recorded
 # read them as null
@@ -69,10 +70,36 @@ class Traces:
     run_dirs: list[Path | str] = field(default_factory=list)  # folders, or URIs of runs in object storage
     mazes: dict[str, Maze | None] = field(default_factory=dict)  # maze_id -> maze, None if unknown
 
+    def _sorted_arms(self, reference: bool) -> list[str]:
+        eps = self.episodes
+        if "reference" in eps:
+            eps = eps[eps["reference"] == reference]
+        elif reference:
+            return []
+        arms = eps.drop_duplicates(["run", "model_name", "condition"])  # sort a row per arm, not all
+        return list(dict.fromkeys(arms.sort_values(["run", "model_name", "condition"])["arm"]))
+
     @property
     def arms(self) -> list[str]:
-        arms = self.episodes.drop_duplicates(["run", "model_name", "condition"])  # sort a row per arm, not all
-        return list(dict.fromkeys(arms.sort_values(["run", "model_name", "condition"])["arm"]))
+        """Every arm: the models, then the references."""
+        return [*self.models, *self.references]
+
+    @property
+    def models(self) -> list[str]:
+        """The arms played by models (anything but a built-in agent)."""
+        return self._sorted_arms(False)
+
+    @property
+    def references(self) -> list[str]:
+        """The arms played by built-in agents (``builtin/<name>``): references, shown in rows of
+        their own and never pooled, regressed or compared with the study (docs/report.md)."""
+        return self._sorted_arms(True)
+
+    @property
+    def model_episodes(self) -> pd.DataFrame:
+        """The episodes of the model arms: what is pooled, regressed and compared with the study."""
+        eps = self.episodes
+        return eps[~eps["reference"]] if "reference" in eps else eps
 
 
 def unreadable(run_dir: Path | str, table: str, error: Exception) -> BadInput:
@@ -108,6 +135,17 @@ def mechanism_content(episodes: pd.DataFrame) -> pd.Series:
 
 
 BANDS = tuple(name for name, _, _ in ANALYSIS_BANDS)
+
+
+def grid_order(grid: str) -> tuple[int, int, int, str]:
+    """How grids (``"<width>x<height>"``) are ordered in tables and figures: by their number of
+    cells, then width, then height, as numbers: 9x6 (54) < 8x7 (56) < 8x8 < 10x10 < 14x14. A
+    name that is not of that form goes last."""
+    try:
+        w, h = (int(v) for v in str(grid).lower().split("x"))
+    except ValueError:
+        return (1 << 30, 0, 0, str(grid))
+    return (w * h, w, h, str(grid))
 
 
 def path_band(optimal: pd.Series) -> pd.Series:
@@ -202,6 +240,7 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool =
     for kind in ("action", "tile"):
         ok[f"progress_{kind}_clipped"] = ok[f"progress_{kind}"]
         ok[f"progress_{kind}"] = study_progress(ok[f"d_start_{kind}"], ok[f"d_end_{kind}"], ok["solved"])
+    ok["reference"] = ok["model"].fillna("").map(is_builtin).astype(bool)
 
     mazes: dict[str, Maze | None] = {}
     if resolve_mazes:

@@ -7,10 +7,13 @@ Every table has one row per arm (run / model / condition) and group, plus pooled
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import pandas as pd
 
+from agents.model import is_builtin
 from analysis import figures
-from analysis.load import ALL, BANDS, GROUP, Traces
+from analysis.load import ALL, BANDS, GROUP, Traces, grid_order
 from analysis.sections import Built, Context, Section, drawn
 from analysis.stats import ALPHA, cluster_ratio_ci, holm, property_r2, solve_rate_ci
 from traces import ENDINGS, ERROR
@@ -29,20 +32,24 @@ NEAR = 3  # "within 3 actions of the goal"
 SHORT_PATH = 45  # the study's restricted subset: optimal path <= 45 actions
 
 
-def with_pooled(eps: pd.DataFrame) -> pd.DataFrame:
-    """The episodes once per arm, and once more as arm ``all`` when there are several arms."""
-    if eps["arm"].nunique() <= 1:
+def with_pooled(eps: pd.DataFrame, references: Collection[str]) -> pd.DataFrame:
+    """The rows once per arm, and the model arms' rows once more as arm ``all`` when there are
+    several model arms. ``references`` (``Traces.references``: built-in agents) keep their own
+    rows and are never pooled."""
+    models = eps[~eps["arm"].isin(list(references))]
+    if models["arm"].nunique() <= 1:
         return eps
-    pooled = eps.assign(arm=ALL, run=ALL, model_name=ALL, condition=ALL)
+    pooled = models.assign(arm=ALL, run=ALL, model_name=ALL, condition=ALL)
     return pd.concat([eps, pooled], ignore_index=True)
 
 
 def order_arms(t: pd.DataFrame, traces: Traces) -> pd.DataFrame:
-    """Rows in arm order (pooled last), with the arm's run, model and condition as columns (an
-    empty table gets them too, so that its CSV still names its columns)."""
+    """Rows in arm order (the models, the pooled row, then the references), with the arm's run,
+    model and condition as columns (an empty table gets them too, so that its CSV still names its
+    columns)."""
     if "arm" not in t:
         return t
-    order = {a: i for i, a in enumerate([*traces.arms, ALL])}
+    order = {a: i for i, a in enumerate([*traces.models, ALL, *traces.references])}
     t = t.sort_values("arm", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
     parts = traces.episodes.drop_duplicates("arm").set_index("arm")[GROUP]
     t = t.drop(columns=[c for c in GROUP if c in t])
@@ -66,24 +73,15 @@ def _rates(eps: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _grid_area(grid: str) -> tuple[int, str]:
-    """"10x10" sorts by its number of cells, after "8x8" and before "14x14"."""
-    try:
-        w, h = (int(v) for v in str(grid).lower().split("x"))
-    except ValueError:
-        return (1 << 30, str(grid))
-    return (w * h, str(grid))
-
-
 def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
     """Solves / episodes (and mean action progress) per arm, optionally split by a column."""
-    eps = with_pooled(traces.episodes)
+    eps = with_pooled(traces.episodes, traces.references)
     t = _rates(eps, [by] if by else [])
     if by == "band":
         t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
         t = t.sort_values(["band"], kind="stable")
     elif by == "grid":
-        t = t.sort_values("grid", key=lambda g: g.map(_grid_area), kind="stable")
+        t = t.sort_values("grid", key=lambda g: g.map(grid_order), kind="stable")
     elif by:
         t = t.sort_values([by], kind="stable")
     return order_arms(t, traces)
@@ -92,7 +90,7 @@ def solves(traces: Traces, by: str | None = None) -> pd.DataFrame:
 def terminations(traces: Traces) -> pd.DataFrame:
     """How episodes ended, per arm; error episodes are counted here and nowhere else."""
     allep = pd.concat([traces.episodes, traces.errors.assign(arm=_error_arms(traces))], ignore_index=True)
-    eps = with_pooled(allep)
+    eps = with_pooled(allep, traces.references)
     t = pd.crosstab(eps["arm"], eps["termination"])
     for c in (*ENDINGS, ERROR):
         if c not in t:
@@ -102,9 +100,8 @@ def terminations(traces: Traces) -> pd.DataFrame:
     return order_arms(t.reset_index(), traces)
 
 
-def solves_by_condition(traces: Traces) -> pd.DataFrame:
-    """Solves per model and condition, over the runs together."""
-    eps = traces.episodes
+def solves_by_condition(eps: pd.DataFrame) -> pd.DataFrame:
+    """Solves per model and condition of the episodes ``eps``, over the runs together."""
     t = eps.groupby(["condition", "model_name"]).agg(episodes=("solved", "size"), solves=("solved", "sum"))
     t["solve_rate"] = t["solves"] / t["episodes"]
     return t.reset_index()
@@ -122,7 +119,7 @@ def _error_arms(traces: Traces) -> pd.Series:
 
 def progress(traces: Traces) -> pd.DataFrame:
     """Mean action and tile progress and the closest approach, per arm."""
-    eps = with_pooled(traces.episodes)
+    eps = with_pooled(traces.episodes, traces.references)
     near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
     t = eps.assign(near_unsolved=near, farther=eps["progress_action"] < 0).groupby("arm", sort=False).agg(
         episodes=("episode_id", "size"),
@@ -143,7 +140,7 @@ def near_goal(traces: Traces) -> pd.DataFrame:
     """Unsolved episodes near the goal, two ways: that came within ``NEAR`` actions of it at some
     step (``came_within``, the closest approach) and that ended within ``NEAR`` actions of it
     (``ended_within``, the final action distance)."""
-    eps = with_pooled(traces.episodes)
+    eps = with_pooled(traces.episodes, traces.references)
     unsolved = ~eps["solved"]
     t = eps.assign(
         unsolved=unsolved,
@@ -166,11 +163,12 @@ def overview(traces: Traces) -> pd.DataFrame:
     """The headline per arm: episodes, solves, mean action progress with its maze-bootstrap 95%
     interval, tokens and cost."""
     rows = []
-    for arm, g in with_pooled(traces.episodes).groupby("arm", sort=False):
+    for arm, g in with_pooled(traces.episodes, traces.references).groupby("arm", sort=False):
         prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
         cost = g["cost_usd"]
         rows.append({
-            "arm": arm, "episodes": len(g), "mazes": g["maze_id"].nunique(), "solves": int(g["solved"].sum()),
+            "arm": arm, "reference": arm in traces.references,
+            "episodes": len(g), "mazes": g["maze_id"].nunique(), "solves": int(g["solved"].sum()),
             **prog.as_dict("mean_progress_action"),
             "mean_progress_action_clipped": float(g["progress_action_clipped"].mean()),
             "tokens_out": int(g["tokens_out"].fillna(0).sum()),
@@ -188,8 +186,9 @@ def closest_approach(traces: Traces) -> pd.DataFrame:
 
 
 def bands(traces: Traces) -> pd.DataFrame:
-    """Per optimal-path band: solves / episodes and mean progress with maze-bootstrap intervals."""
-    eps = with_pooled(traces.episodes)
+    """Per optimal-path band: solves / episodes and mean progress with maze-bootstrap intervals,
+    of the model arms only (a reference's bands say nothing of the mazes' difficulty for models)."""
+    eps = with_pooled(traces.model_episodes, ())
     rows = []
     for (arm, band), g in eps.groupby(["arm", "band"], sort=False):
         prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
@@ -200,20 +199,23 @@ def bands(traces: Traces) -> pd.DataFrame:
             **rate.as_dict("solve_rate"), "solve_rate_ci_method": method, **prog.as_dict("mean_progress_action"),
             "mean_progress_action_clipped": float(g["progress_action_clipped"].mean()),
         })
+    if not rows:  # references only: no model episode in any band; the CSV still names its columns
+        return order_arms(pd.DataFrame(columns=["arm", "band", "episodes", "mazes", "solves", "solve_rate",
+                                                "mean_progress_action"]), traces)
     t = pd.DataFrame(rows)
-    if t.empty:
-        return t
     t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
     return order_arms(t.sort_values("band", kind="stable"), traces)
 
 
 def difficulty_axes(traces: Traces) -> pd.DataFrame:
-    """One regression per maze property, on all episodes and on episodes with optimal <= 45.
+    """One regression per maze property, on all episodes and on episodes with optimal <= 45, of
+    the model arms only: with references in, the model term would be the gap between the oracle
+    and the random agent, not anything of the models.
 
     ``p_value`` (maze-clustered) tests the property's increment over the model-only fit;
     ``p_value_holm`` corrects it over the properties of the subset (Holm), and ``distinguishable``
     is an adjusted p-value below the report's alpha: only then can the increment be told from 0."""
-    eps = traces.episodes
+    eps = traces.model_episodes
     parts = []
     for subset, frame in (("all", eps), (f"optimal<={SHORT_PATH}", eps[eps["optimal_actions"] <= SHORT_PATH])):
         t = pd.DataFrame([{"subset": subset, "label": label, **property_r2(frame, prop)}
@@ -235,18 +237,23 @@ def strongest_axis(axes: pd.DataFrame, subset: str = "all") -> tuple[pd.Series |
     return top, (top if bool(top["distinguishable"]) else None)
 
 
-def unsolved_by_all(traces: Traces) -> dict[str, int]:
-    """How many distinct mazes were run, and how many no arm solved."""
-    per_maze = traces.episodes.groupby("maze_id")["solved"].any()
+def unsolved_by_all(eps: pd.DataFrame) -> dict[str, int]:
+    """How many distinct mazes ``eps`` ran, and how many none of its arms solved."""
+    per_maze = eps.groupby("maze_id")["solved"].any()
     return {"mazes": int(len(per_maze)), "mazes_solved_by_none": int((~per_maze).sum())}
 
 
 def headline(traces: Traces) -> dict[str, float | None]:
-    eps = traces.episodes
+    """The headline figures of the model arms (references apart: ``reference_headline``); with
+    references only they count nothing (0 episodes, no means)."""
+    eps = traces.model_episodes
+    errors = traces.errors
+    if "model" in errors:
+        errors = errors[~errors["model"].fillna("").map(is_builtin).astype(bool)]
     near = (eps["closest_action"] <= NEAR) & ~eps["solved"]
     return {
-        "episodes": int(len(eps)), "error_episodes": int(len(traces.errors)),
-        "solves": int(eps["solved"].sum()), **unsolved_by_all(traces),
+        "episodes": int(len(eps)), "error_episodes": int(len(errors)),
+        "solves": int(eps["solved"].sum()), **unsolved_by_all(eps),
         "mean_progress_action": float(eps["progress_action"].mean()),
         "mean_progress_action_clipped": float(eps["progress_action_clipped"].mean()),
         "episodes_ended_farther": int((eps["progress_action"] < 0).sum()),
@@ -260,6 +267,18 @@ def headline(traces: Traces) -> dict[str, float | None]:
         "episodes_with_switch_gate": int(eps["content"].isin(["switch-gate only", "both"]).sum()),
         **solved_mazes(eps),
     }
+
+
+def reference_headline(traces: Traces) -> dict[str, dict[str, float | int]]:
+    """Each reference arm's episodes, mazes, solves and mean action progress: reported beside the
+    models' headline, never added to it."""
+    out: dict[str, dict[str, float | int]] = {}
+    eps = traces.episodes
+    for arm in traces.references:
+        g = eps[eps["arm"] == arm]
+        out[arm] = {"episodes": int(len(g)), "mazes": int(g["maze_id"].nunique()), "solves": int(g["solved"].sum()),
+                    "mean_progress_action": float(g["progress_action"].mean())}
+    return out
 
 
 def solved_mazes(eps: pd.DataFrame) -> dict[str, int | None]:
@@ -302,13 +321,16 @@ def _bands(ctx: Context) -> Built:
 
 def _difficulty(ctx: Context) -> Built:
     axes = difficulty_axes(ctx.traces)
-    return Built({"difficulty_axes": axes}, {"difficulty_axes": figures.difficulty(axes)})
+    # references only: no model episode to regress, nothing to draw
+    return Built({"difficulty_axes": axes}, {"difficulty_axes": figures.difficulty(axes)} if axes["n"].max() else {})
 
 
 SOLVES_SECTION = Section(
     "solves", "Solves",
-    "An episode is solved when the agent enters the goal cell. Rows per model (arm) and, "
-    "with several arms, pooled as `all`. The solve rate's 95% interval names its method "
+    "An episode is solved when the agent enters the goal cell. Rows per arm and, with several "
+    "model arms, pooled as `all` (references, the built-in agents, keep rows of their own and are "
+    "never pooled). Grids are ordered by their number of cells (then width, then height: 9x6 < 8x7 "
+    "< 8x8 < 10x10 < 14x14). The solve rate's 95% interval names its method "
     "(`solve_rate_ci_method`): the exact binomial (Clopper-Pearson) interval over the episodes when "
     "each maze gives the row one episode, over the mazes when a maze's episodes all agree, else the "
     "maze bootstrap (flagged by `_ci_note` as under *Progress by optimal path length*). `content` groups mazes by mechanisms: key-door "
@@ -340,7 +362,8 @@ PROGRESS_SECTION = Section(
 
 BANDS_SECTION = Section(
     "bands", "Progress by optimal path length",
-    "Episodes grouped by the maze's optimal number of actions (<=30, 31-45, 46-60, >=61). "
+    "Episodes of the model arms (references, the built-in agents, are left out) grouped by the maze's "
+    "optimal number of actions (<=30, 31-45, 46-60, >=61). "
     "Intervals are 95% percentile bootstrap intervals (9,999 replicates, fixed seed) that "
     "resample mazes, keeping all episodes of a drawn maze (scipy.stats.bootstrap over per-maze "
     "sums and counts). `_ci_note` says what an interval rests on: `fewer than 10 mazes` (too few "
@@ -354,8 +377,10 @@ BANDS_SECTION = Section(
 
 DIFFICULTY_SECTION = Section(
     "difficulty", "Difficulty axes",
-    "For each maze property one OLS regression `progress_action ~ property + C(model)` (the "
-    "model fixed effect is the arm; dropped when there is one arm). `r2` is the full model's "
+    "For each maze property one OLS regression `progress_action ~ property + C(model)` over the "
+    "model arms' episodes (references, the built-in agents, are left out: with them the model term would "
+    "be the gap between the oracle and the random agent; the model fixed effect is the arm, dropped when "
+    "there is one arm). `r2` is the full model's "
     "R^2 = 1 - SS_res / SS_tot: the share of the variance in action progress explained by the "
     "property and the model together (the study's definition). `r2_model_only` is the R^2 of "
     "the model term alone and `r2_increment = r2 - r2_model_only` the property's own share. "
@@ -366,6 +391,8 @@ DIFFICULTY_SECTION = Section(
     "names the property with the largest increment the strongest axis only when it is distinguishable, "
     "for all episodes and for the restricted subset alike. "
     "A property that is constant in the subset adds nothing (increment 0, no slope). "
-    "`grid_side` is the larger grid dimension in cells.",
+    "`grid_side` is the larger grid dimension in cells. The figure draws each property's increment "
+    "(its own share) with `r2` written beside it: when the model term dominates, `r2` is nearly the same "
+    "for every property. A subset with no regression to fit says so instead of drawing bars.",
     _difficulty,
 )

@@ -11,7 +11,9 @@ per arm; an arm with several is shown with each). Two comparisons are checked:
   table). It should differ in the condition's own field only; any other field is named.
 
 The baseline of a run is the condition that changes nothing (``changed`` null in the run's
-manifest), else the one named ``baseline``.
+manifest), else the one named ``baseline``. A reference (a built-in agent) calls no model: its row
+shows only the episode loop's fields (``REFERENCE_FIELDS``), and it is never one side of a
+**models** comparison.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_exa
          "action_space", "querying", "invalid_output", "feedback", "stall_window", "step_cap_factor", "thinking",
          "effort", "thinking_budget", "max_output_tokens", "temperature")
 BASELINE_NAME = "baseline"
+# what a reference (a built-in agent) takes from its protocol: the episode loop's own rules. It
+# calls no model, so the other shown fields (prompt, observation, thinking, output cap, ...) are
+# left blank for it: it was never limited by them.
+REFERENCE_FIELDS = ("style", "stall_window", "step_cap_factor")
 
 
 def protocol_of(text: object) -> dict:
@@ -44,15 +50,21 @@ def arm_protocols(traces: Traces) -> pd.DataFrame:
     eps = traces.episodes
     if eps.empty or "protocol" not in eps:
         return pd.DataFrame(columns=["arm", *SHOWN, "protocol_hash", "serving", "episodes"])
+    references = set(traces.references)
     serving = eps["serving"] if "serving" in eps else pd.Series([None] * len(eps), index=eps.index)
     rows = []
     for (arm, hash_, text), g in eps.assign(serving=serving).groupby(["arm", "protocol_hash", "protocol"],
                                                                    sort=False, dropna=False):
         p = protocol_of(text)
-        rows.append({"arm": arm, **{f: p.get(f) for f in SHOWN}, "protocol_hash": hash_,
+        shown = REFERENCE_FIELDS if arm in references else SHOWN
+        rows.append({"arm": arm, **{f: p.get(f) if f in shown else None for f in SHOWN}, "protocol_hash": hash_,
                      "serving": g["serving"].dropna().iloc[0] if g["serving"].notna().any() else None,
                      "episodes": len(g)})
     out = pd.DataFrame(rows)
+    for f in SHOWN:  # a blank cell (a reference's) must not turn a column of counts into floats
+        known = out[f].dropna()
+        if len(known) and all(isinstance(v, int) and not isinstance(v, bool) for v in known):
+            out[f] = out[f].astype("Int64")
     order = {a: i for i, a in enumerate(traces.arms)}
     return out.sort_values("arm", key=lambda s: s.map(order)).reset_index(drop=True)
 
@@ -82,7 +94,9 @@ def comparison_flags(traces: Traces) -> pd.DataFrame:
              for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
     arm = {k: g["arm"].iloc[0] for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
     rows = []
-    for (run, condition), g in eps.groupby(["run", "condition"], sort=False):
+    # model against model only: a reference calls no model, its protocol has nothing to confound
+    models = eps[~eps["arm"].isin(traces.references)]
+    for (run, condition), g in models.groupby(["run", "condition"], sort=False):
         for m1, m2 in combinations(sorted(g["model_name"].unique()), 2):
             fields = differing(proto[(run, m1, condition)], proto[(run, m2, condition)])
             if fields:
@@ -130,6 +144,8 @@ PROTOCOLS_SECTION = Section(
     "compared (`comparison_flags`): `models`, arms of one run and condition that differ in any field "
     "(a model comparison should differ in the model only; the study's ablation gave each model its own "
     "thinking settings), and `conditions`, a condition that differs from its run's baseline in more "
-    "than its own field (the baseline is the condition that changes nothing). The summary names both.",
+    "than its own field (the baseline is the condition that changes nothing). The summary names both. "
+    "A reference (a built-in agent) calls no model: its row shows only the episode loop's fields "
+    "(`style`, `stall_window`, `step_cap_factor`), and it is never one side of a `models` comparison.",
     _protocols,
 )

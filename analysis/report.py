@@ -21,7 +21,19 @@ import numpy as np
 import pandas as pd
 from markdown_it import MarkdownIt
 
-from analysis import ablation, compute, discovery, failure, figures, metrics, protocols, ranking, study, twins
+from analysis import (
+    ablation,
+    compute,
+    discovery,
+    failure,
+    figures,
+    metrics,
+    protocols,
+    ranking,
+    study,
+    twins,
+    validity,
+)
 from analysis import steps as steps_mod
 from analysis.load import ALL, GROUP, Traces, load_runs
 from analysis.sections import Built, Context, Section
@@ -134,7 +146,8 @@ def _html_table(df: pd.DataFrame, max_rows: int = 60) -> str:
 
 # the report's sections in the order it shows them, each declared beside its analysis
 SECTIONS: tuple[Section, ...] = (
-    compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, metrics.SOLVES_SECTION,
+    compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, validity.VALIDITY_SECTION,
+    metrics.SOLVES_SECTION,
     metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
     failure.ONSET_SECTION, compute.COMPUTE_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
     twins.PAIRED_SECTION, twins.INVARIANCE_SECTION, twins.ATTRIBUTION_SECTION, ranking.RANKING_SECTION,
@@ -169,6 +182,8 @@ def headline(ctx: Context) -> dict[str, Any]:
     traces = ctx.traces
     head: dict[str, Any] = dict(metrics.headline(traces))
     head["arms"] = traces.arms
+    head["references"] = metrics.reference_headline(traces)
+    head["no_valid_action"] = validity.no_valid_action(ctx.tables["action_validity"])
     head["runs"] = sorted(traces.episodes["run"].unique().tolist())
     head["mazes_unresolved"] = sorted(m for m, v in traces.mazes.items() if v is None)
     unreproduced = study.unreproduced_mazes(traces)
@@ -179,10 +194,11 @@ def headline(ctx: Context) -> dict[str, Any]:
     return head
 
 
-def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
-    t = {k: v for _, b in shown for k, v in b.tables.items()}
+def _model_lines(head: dict) -> list[str]:
+    """The headline of the model arms (references are never counted in it)."""
+    models = " of the models" if head["references"] else ""
     lines = [
-        f"{head['episodes']} episodes ({head['error_episodes']} more ended in infrastructure errors and "
+        f"{head['episodes']} episodes{models} ({head['error_episodes']} more ended in infrastructure errors and "
         f"are excluded) over {head['mazes']} mazes; {head['solves']} solved; "
         f"{head['mazes_solved_by_none']} mazes solved by no model.",
         f"Mean action progress {head['mean_progress_action']:.3f} as the study computes it (1 - d_end / d_start, "
@@ -198,12 +214,20 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
         lines.append(f"Solved episodes: longest optimal path {head['solves_max_optimal_actions']} actions; "
                      f"{head['solves_with_switches']} on mazes with a switch, {head['solves_with_distractors']} "
                      "on mazes with distractors.")
+    return lines
+
+
+def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
+    t = {k: v for _, b in shown for k, v in b.tables.items()}
+    lines = _model_lines(head) if head["episodes"] else [
+        "No model arm: these runs hold references (built-in agents) only, each reported in rows of its own; "
+        "nothing is pooled, regressed or set beside the study."]
     ax = t.get("difficulty_axes")
     if ax is not None:
         lines += [line for subset in ax["subset"].unique() if (line := _axis_line(ax, subset))]
     onset = t.get("failure_onset")
     if onset is not None and not onset.empty:
-        arms = onset[onset["arm"] != ALL] if (onset["arm"] != ALL).any() else onset
+        arms = onset[(onset["arm"] != ALL) & ~onset["arm"].isin(list(head["references"]))]
         arms = arms[arms["unsolved_episodes"] > 0]
         if not arms.empty:
             lines.append("Failure onset (last new minimum of the oracle distance, turns left out), unsolved episodes "
@@ -214,6 +238,10 @@ def _summary_lines(head: dict, shown: list[tuple[Section, Built]]) -> list[str]:
         lines.append(f"Maze {m['maze_id']} is one of the study's ({m['set']}), but no published file of it "
                      f"reproduces the optimal count the study stored ({m['stored_optimal']} actions): this run "
                      f"scores it against gridbench's count of the file it has ({m['optimal']}).")
+    if head["references"]:
+        refs = head["references"]
+        lines.append("References (built-in agents, in rows of their own, never pooled with the models): " + "; ".join(
+            f"{arm} {r['solves']} of {r['episodes']} solved" for arm, r in refs.items()) + ".")
     if head["mazes_unresolved"]:
         lines.append(f"Maze files not found for {len(head['mazes_unresolved'])} maze ids; analyses that "
                      "need the maze (wall bumps, live switches) leave those episodes out.")
@@ -273,6 +301,7 @@ class _Page:
         runs, arms = ", ".join(head["runs"]), ", ".join(head["arms"])
         warnings = [f"**Warning: the arms got different budgets.** {w}" for w in head["budget_warnings"]]
         warnings += [f"**Warning: protocols differ beyond what is compared.** {w}" for w in head["protocol_warnings"]]
+        warnings = [f"**Warning: no valid action.** {w}" for w in validity.warnings(head["no_valid_action"])] + warnings
         summary = _summary_lines(head, shown)
         self.md = ["# gridbench report", "", f"Runs: {runs}. Arms: {arms}.", ""]
         self.md += [f"> {w}" for w in warnings] + ([""] if warnings else [])

@@ -173,7 +173,8 @@ class StepTable:
     ``arm``, ``solved``, ``d_start``), in a temporary database deleted by ``close`` (or when the
     table is garbage-collected)."""
 
-    def __init__(self) -> None:
+    def __init__(self, references: tuple[str, ...] = ()) -> None:
+        self.references = references  # arms of built-in agents: never pooled into ``all``
         self.folder = Path(tempfile.mkdtemp(prefix="gridbench-steps-"))
         self.con = duckdb.connect(str(self.folder / "steps.duckdb"), config={
             "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.folder / "spill"),
@@ -190,13 +191,17 @@ class StepTable:
 
     def per_arm(self, aggregates: str, by: str | None = None, where: str = "TRUE") -> pd.DataFrame:
         """``aggregates`` (SQL over ``steps``) per arm, and per ``by`` too when given, plus the
-        pooled arm ``all`` when the selected steps hold more than one arm; ordered by ``by``."""
-        keys = ", ".join(k for k in ("arm", by) if k)
-        order = f" ORDER BY {by}" if by else ""
-        t = self.query(f"SELECT CASE WHEN grouping(arm) = 1 THEN '{ALL}' ELSE arm END AS arm{f', {by}' if by else ''}, "
-                       f"{aggregates} FROM steps WHERE {where} GROUP BY GROUPING SETS (({keys}), ({by or ''})){order}")
+        pooled arm ``all`` of the model arms (never the ``references``) when the selected steps hold
+        more than one model arm; ordered by ``by``."""
+        group = f", {by}" if by else ""
+        models = f"({where}) AND arm NOT IN (SELECT arm FROM reference_arms)"
+        t = self.query(f"SELECT arm{group}, {aggregates} FROM steps WHERE {where} GROUP BY arm{group} UNION ALL "
+                       f"SELECT '{ALL}' AS arm{group}, {aggregates} FROM steps WHERE {models}"
+                       f"{f' GROUP BY {by}' if by else ''}{f' ORDER BY {by}' if by else ''}")
         arms = t.loc[t["arm"] != ALL, "arm"]
-        return t[t["arm"] != ALL].reset_index(drop=True) if arms.nunique() <= 1 else t
+        if arms[~arms.isin(self.references)].nunique() <= 1:
+            return t[t["arm"] != ALL].reset_index(drop=True)
+        return t.reset_index(drop=True)
 
     def per_episode(self, aggregates: str, where: str = "TRUE") -> pd.DataFrame:
         """``aggregates`` per episode with selected steps, keyed by run and episode id, in that order."""
@@ -213,7 +218,7 @@ class StepTable:
 def annotate(traces: Traces) -> StepTable:
     """Read the steps of ``traces``' episodes (each run's steps table scanned once) and add the
     derived columns."""
-    table = StepTable()
+    table = StepTable(tuple(traces.references))
     try:
         _fill(table, traces)
     except BaseException:
@@ -231,6 +236,9 @@ def _fill(table: StepTable, traces: Traces) -> None:
     con.register("keys_frame", pa.Table.from_pandas(keys, preserve_index=False))
     con.execute("CREATE TABLE episode_keys AS SELECT * FROM keys_frame")
     con.unregister("keys_frame")
+    con.execute("CREATE TABLE reference_arms (arm VARCHAR)")
+    if table.references:
+        con.executemany("INSERT INTO reference_arms VALUES (?)", [[a] for a in table.references])
     for name, t in _maze_tables(traces.mazes).items():
         con.register(f"{name}_frame", t)
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_frame")

@@ -250,10 +250,15 @@ def _quarter_trend(col: str) -> Callable[[Tables, dict], tuple[str, dict]]:
     return compute
 
 
+def _times_least(v) -> str:
+    """A spend as a multiple of the most frugal arm's, in words; none when that arm spent nothing."""
+    return "no multiple: the most frugal arm spent no output tokens" if _num(v) is None else f"{_f(v, 1)}x the least"
+
+
 def _tokens(t: Tables, h: dict) -> tuple[str, dict]:
     tok = _arms(t["tokens"])
     return (_per_arm(tok, lambda r: f"{_g(r['mean_tokens_out_per_episode'])} output tokens per episode "
-                                    f"({_f(r['tokens_out_vs_least'], 1)}x the least), {_n(int(r['solves']), 'solve')}"),
+                                    f"({_times_least(r['tokens_out_vs_least'])}), {_n(int(r['solves']), 'solve')}"),
             {r["arm"]: {"tokens_out_vs_least": _num(r["tokens_out_vs_least"]), "solves": int(r["solves"])}
              for _, r in tok.iterrows()})
 
@@ -399,12 +404,27 @@ FINDINGS: tuple[Finding, ...] = (
 )
 
 
+def model_rows(tables: Tables, references: list[str]) -> Tables:
+    """The tables without the references' rows: the study compared models, and a built-in agent's
+    figures beside them (the oracle's solves, its spend of nothing) would read as a model's."""
+    return {k: t[~t["arm"].isin(references)] if "arm" in t else t for k, t in tables.items()}
+
+
+NO_MODELS = "no model arm: these runs hold references (built-in agents) only"
+
+
 def findings(tables: Tables, head: dict) -> tuple[pd.DataFrame, dict]:
-    """The findings table (finding, study, this run, source) and its machine-readable form."""
+    """The findings table (finding, study, this run, source) and its machine-readable form, of
+    the model arms (``head["references"]`` left out)."""
+    tables = model_rows(tables, list(head.get("references") or ()))
     rows, values = [], {}
     for f in FINDINGS:
         try:
-            text, nums = f.compute(tables, head)
+            nums: dict
+            if not head["episodes"]:
+                text, nums = NO_MODELS, {}
+            else:
+                text, nums = f.compute(tables, head)
         except (KeyError, IndexError):  # a table this run has no rows for
             text, nums = "not computed for this run", {}
         rows.append({"key": f.key, "finding": f.finding, "study": f.study, "this_run": text, "source": f.source})
@@ -428,9 +448,10 @@ def unreproduced_mazes(traces: Traces) -> list[dict]:
 
 def _study(ctx: Context) -> Built:
     recomputed, found = findings(ctx.tables, ctx.headline)
+    references = ctx.traces.references
     tables = {"study_findings": recomputed,
-              "study_ablation": ablation_table(solves_by_condition(ctx.traces)),
-              "study_usage": usage_table(ctx.tables["queries"])}
+              "study_ablation": ablation_table(solves_by_condition(ctx.traces.model_episodes)),
+              "study_usage": usage_table(model_rows(ctx.tables, references)["queries"])}
     return Built({k: v for k, v in tables.items() if not v.empty or k == "study_findings"},
                  json={"study_findings": found})
 
@@ -441,7 +462,8 @@ STUDY_SECTION = Section(
     "the table and columns that hold it (docs/study.md lists every quantitative statement of the "
     "study and how to recompute it). The study ran three models (Claude, Kimi, Qwen) on 50 "
     "evaluation mazes, one episode each (150 episodes); where it gives a figure for one of its "
-    "models, this run's figure is given for every arm. A run of other models, mazes or "
+    "models, this run's figure is given for every model arm. References (the built-in agents) are "
+    "left out of every figure here, pooled ones included: the study compared models. A run of other models, mazes or "
     "protocols need not agree with the study. `study_ablation`: the study's ablation solve rates "
     "(its twelve conditions, 15 mazes per model) beside this run's, for the conditions and models "
     "(named claude, kimi, qwen) the run has; `study_usage`: its final run's queries and output tokens "

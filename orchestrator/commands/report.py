@@ -36,7 +36,11 @@ def report(
             target.put_folder(folder, last=("report.html", "report.md"))
     head = metrics["headline"]
     where = str(folder) if target.local else f"{target.display()} (local copy: {folder})"
-    typer.echo(f"{head['episodes']} episodes, {head['solves']} solved, "
+    # the models' counts; built-in agents are references, counted apart (docs/report.md)
+    refs = head.get("references") or {}
+    apart = (" (references apart: " + ", ".join(f"{arm} {r['solves']}/{r['episodes']}" for arm, r in refs.items())
+             + ")") if refs else ""
+    typer.echo(f"{head['episodes']} episodes, {head['solves']} solved{apart}, "
                f"{len(metrics['figures'])} figures, {len(metrics['tables'])} tables -> {where}")
 
 

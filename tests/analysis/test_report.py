@@ -54,7 +54,9 @@ def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
         assert f"({name})" in md
     h = metrics["headline"]
     ok = episodes[episodes["termination"] != "error"]
-    assert h["episodes"] == len(ok) and h["solves"] == int(ok["solved"].sum())
+    builtin = ok["model"].str.startswith("builtin/")  # references: counted apart from the models
+    assert h["episodes"] == int((~builtin).sum()) and h["solves"] == int(ok.loc[~builtin, "solved"].sum())
+    assert sum(r["episodes"] for r in h["references"].values()) == int(builtin.sum())
     return metrics
 
 
@@ -62,12 +64,15 @@ def _check_report_folder(report: Path, episodes: pd.DataFrame) -> dict:
 def test_report_of_builtin_agents(run_dir):
     r = _cli("report", str(run_dir))
     assert r.returncode == 0, r.stderr
+    # the models' counts (none here), each built-in agent's solves apart
+    assert r.stdout.strip().startswith("0 episodes, 0 solved (references apart: ") and "oracle [baseline] 6/6" in r.stdout
     report = run_dir / "report"
     metrics = _check_report_folder(report, pd.read_parquet(run_dir / "episodes"))
     tables = metrics["tables"]
     assert {"solves", "bands", "difficulty_axes", "verbs", "live_switch", "quarters", "tokens", "regret",
             "horizon", "ablation", "terminations"} <= set(tables)
-    assert {"solves.png", "bands.png", "horizon.png", "regret.png", "ablation.png"} <= set(metrics["figures"])
+    assert {"solves.png", "horizon.png", "regret.png", "ablation.png"} <= set(metrics["figures"])
+    assert tables["bands"] == [] and "bands.png" not in metrics["figures"]  # references only: no model to band
     by_arm = {row["arm"]: row for row in tables["solves"]}
     assert by_arm["oracle [baseline]"]["solve_rate"] == 1.0
     regret = {row["arm"]: row for row in tables["regret"]}
@@ -92,7 +97,7 @@ def test_several_runs_in_one_report(run_dir, tmp_path):
         (human / f).mkdir(parents=True)
         for p in (run_dir / f).glob("oracle-*baseline.parquet"):
             t = pd.read_parquet(p)
-            t["run"] = "human"
+            t["run"], t["model"] = "human", "human/oracle"  # a person: compared like a model
             t.to_parquet(human / f / p.name)
     (tmp_path / "both").mkdir()
     (tmp_path / "both" / "metrics.json").write_text('{"format": "gridbench.report/1"}')
@@ -101,7 +106,7 @@ def test_several_runs_in_one_report(run_dir, tmp_path):
     assert r.returncode == 0, r.stderr
     metrics = json.loads((tmp_path / "both" / "metrics.json").read_text())
     solves = pd.DataFrame(metrics["tables"]["solves"])
-    assert set(solves["run"]) == {"builtin", "human", "all"}
+    assert set(solves["run"]) == {"builtin", "human"}  # one model arm (the person): nothing pooled
     assert "human/oracle [baseline]" in set(solves["arm"])
     assert metrics["headline"]["runs"] == ["builtin", "human"]
     assert not (tmp_path / "both" / "stale.png").exists()  # an earlier report is replaced whole
@@ -150,7 +155,8 @@ def test_gridbench_run_then_report(tmp_path):
     r = _cli("report", str(run))
     assert r.returncode == 0, r.stderr
     metrics = _check_report_folder(run / "report", pd.read_parquet(run / "episodes"))
-    assert metrics["headline"]["episodes"] == 2 * 2 * 6
+    assert metrics["headline"]["episodes"] == 0  # built-in agents: references, not models
+    assert sum(r["episodes"] for r in metrics["headline"]["references"].values()) == 2 * 2 * 6
     assert {row["condition"] for row in metrics["tables"]["ablation"]} == {"text"}
 
 

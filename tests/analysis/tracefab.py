@@ -34,7 +34,7 @@ def episode_row(**kw) -> dict:
     gets a start distance of ``PROGRESS_SCALE`` and the end distance that reproduces it to 1e-9;
     a clipped trace column of at least 0 is kept as given."""
     row = {name: None for name in EPISODES.names}
-    row.update(run="run-a", model_name="m", model="builtin/test", condition="baseline", protocol="{}",
+    row.update(run="run-a", model_name="m", model="openai/fabricated", condition="baseline", protocol="{}",
                protocol_hash="p", repeat=0, maze_id="maze", maze_checksum="", grid_width=10,
                grid_height=10, grid="10x10", category="mechanism", n_keys=0, n_doors=0, n_switches=0,
                n_gates=0, n_distractors=0, chain_length=0, optimal_actions=20, step_cap=60,
@@ -57,10 +57,11 @@ def episode_row(**kw) -> dict:
 
 def play(maze, actions: list[str | None], run="run-a", model_name="m", condition="baseline",
          episode_id=None, repeat=0, termination=None, reasoning_tokens=None, tokens_out=None,
-         cost_per_step=0.0, budget: dict | None = None) -> tuple[dict, list[dict]]:
+         cost_per_step=0.0, budget: dict | None = None, **row) -> tuple[dict, list[dict]]:
     """Run ``actions`` (None = an invalid reply, a no-op) on ``maze``; the episode row and steps.
 
-    ``budget``: the budget columns every step records (missing ones are null)."""
+    ``budget``: the budget columns every step records (missing ones are null); ``row``: more
+    episode columns (``model``, ``protocol``, ...)."""
     s = initial_state(maze)
     d0 = action_distance(maze, s)
     t0 = tile_distance(maze, s.pos)
@@ -97,7 +98,7 @@ def play(maze, actions: list[str | None], run="run-a", model_name="m", condition
     reach = [d for d in dists if d is not None]
     opt = optimal_actions(maze).optimal_actions
     tile_end = steps[-1]["tile_distance"] if steps else t0
-    row = episode_row(
+    episode = episode_row(
         run=run, episode_id=eid, model_name=model_name, condition=condition, repeat=repeat,
         maze_id=maze.id, maze_checksum=maze.checksum, grid_width=maze.width, grid_height=maze.height,
         grid=f"{maze.width}x{maze.height}", category=maze.category, n_keys=len(maze.keys),
@@ -111,9 +112,9 @@ def play(maze, actions: list[str | None], run="run-a", model_name="m", condition
         closest_action=min([d0, *reach]),
         tokens_out=sum(st["tokens_out"] for st in steps),
         tokens_reasoning=sum(st["tokens_reasoning"] for st in steps),
-        tokens_in=100 * len(steps), cost_usd=cost_per_step * len(steps),
+        tokens_in=100 * len(steps), cost_usd=cost_per_step * len(steps), **row,
     )
-    return row, steps
+    return episode, steps
 
 
 def write_run(run_dir: Path, episodes: list[dict], steps: list[dict]) -> Path:
@@ -172,3 +173,55 @@ def demo_run(run_dir: Path, mazes, policies: dict[str, tuple[float, ...]], repea
     old.setdefault("mazes", {}).update({m.checksum: m.to_dict() for m in mazes})
     manifest.write_text(json.dumps(old))
     return Path(run_dir)
+
+
+# eval mazes of every grid size and category of the quickstart's set, small enough to play fast
+QUICKSTART_EVAL = ("p0046", "p0059", "p0037", "p0008", "p0146")
+# the quickstart's language-model arm: its two hand-made mazes and its protocol
+QUICKSTART_MODEL_MAZES = ("example", "h14-small-walk")
+QUICKSTART_MODEL_PROTOCOL = {"preset": "gridbench-final", "observation": "text", "thinking": False,
+                             "max_output_tokens": 32, "temperature": 0.0, "history_frames": 0, "icl_example": False,
+                             "step_cap_factor": 1}
+
+
+def quickstart_run(run_dir: Path, model_acts: bool = False) -> Path:
+    """A run shaped like the shipped quickstart (``orchestrator/sweeps/quickstart.yaml``): the three
+    built-in agents, played by the episode runner on eval mazes of every grid size and category,
+    and a small language model (``openai/gemma-3-270m``, its protocol) on two hand-made mazes.
+    As first reported, every reply of that model is invalid (played as a no-op, one step per
+    optimal action); ``model_acts`` makes it walk its mazes' shortest plans instead, stopping
+    three actions short of the goal."""
+    import asyncio
+
+    from agents import Protocol, build_agent, resolve_protocol
+    from env import resolve_maze
+    from env.sets import resolve_mazes
+    from orchestrator.episode import run_episode
+    from traces import EpisodeIdentity, write_episode, write_manifest
+
+    run_dir = Path(run_dir)
+    run = run_dir.name
+    mazes = [resolve_maze(f"eval/{m}") for m in QUICKSTART_EVAL]
+    protocol = Protocol.preset("gridbench-final")
+    for m in mazes:
+        for name in ("oracle", "random", "explorer"):
+            identity = EpisodeIdentity(run=run, episode_id=f"{name}-{m.id}", model_name=name, model=f"builtin/{name}",
+                                       condition="baseline", repeat=0, maze_id=m.id)
+            write_episode(run_dir, asyncio.run(run_episode(m, build_agent(f"builtin/{name}", protocol), protocol,
+                                                           identity)))
+    model_protocol = resolve_protocol(QUICKSTART_MODEL_PROTOCOL)
+    rows, steps = [], []
+    model_mazes = resolve_mazes(list(QUICKSTART_MODEL_MAZES))
+    for m in model_mazes:
+        plan = optimal_actions(m).plan_names
+        acts: list[str | None] = list(plan[:-3]) if model_acts else [None] * len(plan)
+        row, st = play(m, acts, run=run, model_name="gemma-270m", model="openai/gemma-3-270m",
+                       protocol=model_protocol.to_json(), protocol_hash=model_protocol.hash,
+                       tokens_out=[32] * len(acts), termination="step_cap",
+                       budget={"max_output_tokens": 32, "thinking": False})
+        rows.append(row)
+        steps += st
+    write_run(run_dir, rows, steps)
+    write_manifest(run_dir, run=run, sweep={"name": "quickstart"},
+                   mazes={m.checksum: m.to_dict() for m in [*mazes, *model_mazes]}, invocation={"command": ["test"]})
+    return run_dir

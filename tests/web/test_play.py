@@ -246,3 +246,23 @@ def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, 
     assert manifest["sweep"] == {"name": "test"} and manifest["invocations"][-1]["player"] == "human/ada"
     episodes, _ = read_run(run_dir)
     assert sorted(episodes.model) == ["builtin/oracle", "human/ada"] and set(episodes.run) == {"models"}
+
+
+def test_every_play_example_of_the_viewer_doc_is_accepted():
+    """Each `gridbench play` line of docs/viewer.md names mazes that resolve and a --protocol and
+    --switch-frames the command takes (the doc once showed a preset name it refuses)."""
+    import shlex
+
+    from agents import resolve_protocol
+    from env import resolve_mazes
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "viewer.md").read_text()
+    examples = [line.split("#")[0] for line in doc.splitlines() if line.startswith("gridbench play ")]
+    assert len(examples) >= 3
+    for line in examples:
+        words = shlex.split(line)[2:]
+        first = next((i for i, w in enumerate(words) if w.startswith("--")), len(words))
+        options = dict(zip(words[first::2], words[first + 1::2], strict=True))
+        assert resolve_mazes(words[:first]), line
+        resolve_protocol({"preset": options.get("--protocol", "gridbench-final"),
+                          "switch_frames": options.get("--switch-frames", "distinct")}, "--protocol")
