@@ -35,7 +35,7 @@ from typing import Any
 from agents.model import ModelConfig
 from agents.openai_compat import Completion, EndpointError, OpenAICompatClient, read_completion, usage_of
 from agents.parse import parse_action
-from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
+from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers, with_image_detail
 from agents.protocol import Protocol
 from agents.providers import merge_fields
 from agents.secrets import scrub
@@ -267,6 +267,8 @@ class LLMAgent:
         """One model answer, retried by the policy, and the budget its request carried; raises
         ``InfraError`` when no answer comes."""
         attempt: Callable[[dict[str, Any]], Awaitable[Completion]]
+        if self.config.image_detail is not None:
+            messages = with_image_detail(messages, self.config.image_detail)
         if self._http is not None:
             request, attempt = self.request_body(messages), self._attempt_openai
         else:
