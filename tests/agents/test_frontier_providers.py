@@ -21,9 +21,15 @@ from tests.agents.conftest import MIDWAY, walk_actions
 KEY = "sk-gridbench-FAKE-frontier-0123456789"
 
 
+def refused(model: str, **fields) -> str | None:
+    """The protocol field the model's family refuses in study-final with ``fields`` (None: none)."""
+    why = family_for(model).refusal(resolve_protocol({"preset": "study-final", **fields}))
+    return why[0] if why else None
+
+
 def test_claude_5_always_thinks_and_needs_an_explicit_effort():
     claude = family_for("anthropic/claude-opus-5-5")
-    assert claude.refusal(resolve_protocol({"preset": "study-final", "thinking": False}))[0] == "thinking"
+    assert refused("anthropic/claude-opus-5-5", thinking=False, effort="xhigh") == "thinking"
     why = claude.refusal(resolve_protocol({"preset": "study-final"}))
     assert why is not None and why[0] == "effort" and "medium" in why[1]
     protocol = resolve_protocol({"preset": "study-final", "effort": "xhigh"})
@@ -36,10 +42,10 @@ def test_claude_5_always_thinks_and_needs_an_explicit_effort():
 
 def test_gpt_6_takes_its_own_effort_levels_and_no_sampling():
     astra = family_for("openai/gpt-6-astra")
-    assert astra.refusal(resolve_protocol({"preset": "study-final", "effort": "max"})) is None
-    assert astra.refusal(resolve_protocol({"preset": "study-final", "effort": "minimal"}))[0] == "effort"
-    assert astra.refusal(resolve_protocol({"preset": "study-final", "temperature": 0.5}))[0] == "temperature"
-    assert family_for("openai/gpt-5").refusal(resolve_protocol({"preset": "study-final", "effort": "max"}))[0] == "effort"
+    assert refused("openai/gpt-6-astra", effort="max") is None
+    assert refused("openai/gpt-6-astra", effort="minimal") == "effort"
+    assert refused("openai/gpt-6-astra", temperature=0.5) == "temperature"
+    assert refused("openai/gpt-5", effort="max") == "effort"
     fields, _ = astra.request_fields(resolve_protocol({"preset": "study-final", "effort": "xhigh"}), seed=3)
     assert fields["max_completion_tokens"] == 64000 and fields["reasoning_effort"] == "xhigh"
     assert "temperature" not in fields and "max_tokens" not in fields
