@@ -93,7 +93,7 @@ class StudyQuerying:
 
     def _remember(self, turn: Turn, reply: StudyReply) -> None:
         if turn.protocol.conversation == "multi":
-            self._chat.append(PastQuery(turn.state, chat_reply(reply, turn.protocol.querying)))
+            self._chat.append(PastQuery(turn.state, chat_reply(reply, turn.protocol.querying), turn.step))
 
     async def act(self, turn: Turn) -> Decision:
         p = turn.protocol

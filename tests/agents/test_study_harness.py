@@ -136,3 +136,17 @@ def test_a_requery_is_byte_identical_or_adds_one_corrective_line(requery, exampl
         assert second[:-1] == first[:-1]
         assert second[-1]["content"][:-1] == first[-1]["content"]
         assert "FINAL_OUTPUT" in second[-1]["content"][-1]["text"]
+
+
+def test_a_past_query_of_a_multi_turn_chat_shows_its_own_moves_remaining(example_maze, example_midway):
+    from agents.types import PastQuery
+
+    history, state = example_midway
+    protocol = Protocol(**{**WITH_TEXT, "moves_remaining": True, "conversation": "multi", "history_frames": 2})
+    chat = [PastQuery(h.state_before, "FINAL_OUTPUT: MOVE_FORWARD", h.step) for h in history]
+    messages = build_study_messages(_turn(example_maze, history, state, protocol), chat)
+    users = [m for m in messages if m["role"] == "user"]
+    shown = [next(p["text"] for p in reversed(m["content"]) if p["type"] == "text") for m in users]
+    # the last two past queries (steps 11 and 12) and the current one (step 13), cap 57
+    assert [line for t in shown for line in t.splitlines() if line.startswith("Moves remaining")] == \
+        ["Moves remaining: 47.", "Moves remaining: 46.", "Moves remaining: 45."]
