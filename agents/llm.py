@@ -46,7 +46,7 @@ from agents.openai_compat import (
     usage_of,
 )
 from agents.parse import parse_action
-from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers
+from agents.prompt import build_messages, fingerprint, reask_messages, with_cache_markers, with_image_detail
 from agents.protocol import Protocol
 from agents.providers import merge_fields
 from agents.secrets import scrub
@@ -305,6 +305,8 @@ class LLMAgent:
         attempt: Callable[[dict[str, Any]], Awaitable[Completion]]
         step, call = self._call_key
         self._call_key = (step, call + 1)
+        if self.config.image_detail is not None:
+            messages = with_image_detail(messages, self.config.image_detail)
         request: dict[str, Any]
         if self._batch is not None:
             request, attempt = {"body": self.batch_body(messages)}, self._attempt_batch

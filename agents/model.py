@@ -112,8 +112,15 @@ class ModelConfig:
 
     @property
     def request_params(self) -> dict[str, Any]:
-        """``params`` as they go into each request: the agent's own ``timeout`` and ``retries`` removed."""
-        return {k: v for k, v in self.params.items() if k not in ("timeout", "retries")}
+        """``params`` as they go into each request: the agent's own ``timeout`` and ``retries``
+        removed, and ``image_detail``, which goes into every image part instead (``image_detail``)."""
+        return {k: v for k, v in self.params.items() if k not in ("timeout", "retries", "image_detail")}
+
+    @property
+    def image_detail(self) -> str | None:
+        """OpenAI's ``image_url.detail`` for every image of every request (``params.image_detail``)."""
+        value = self.params.get("image_detail")
+        return str(value) if value is not None else None
 
     def public(self) -> dict[str, Any]:
         """The entry as a manifest records it: names of key variables only, never their values."""

@@ -77,6 +77,16 @@ def image_part(uri: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": uri}}
 
 
+def with_image_detail(messages: list[dict[str, Any]], detail: str) -> list[dict[str, Any]]:
+    """The messages with OpenAI's ``detail`` in every image part (the example's and the history's
+    too); text unchanged, ``messages`` itself untouched."""
+    def part(p: dict[str, Any]) -> dict[str, Any]:
+        return {**p, "image_url": {**p["image_url"], "detail": detail}} if p.get("type") == "image_url" else p
+
+    return [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m["content"], list) else m
+            for m in messages]
+
+
 @lru_cache(maxsize=512)
 def frame_uri(maze: Maze, state: MazeState, tile_size: int, switch_frames: str = "distinct") -> str:
     """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns)."""
@@ -410,6 +420,6 @@ def render_for_humans(messages: list[dict[str, Any]]) -> str:
 
 __all__ = [
     "LEVELS", "activity_events", "activity_summary", "build_messages", "fingerprint",
-    "frame_uri", "icl_parts", "instructions", "mechanism_locations", "reask_messages",
+    "frame_uri", "icl_parts", "instructions", "mechanism_locations", "reask_messages", "with_image_detail",
     "render_for_humans", "start_info", "with_cache_markers",
 ]

@@ -30,7 +30,11 @@ Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 Style = Literal["gridbench", "study"]
 # fields that mean something in one style only, with the value the other style must keep
 GRIDBENCH_ONLY = {"start_info": False, "mechanism_locations": False, "steps_remaining": False}
-STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywhere": False, "feedback": "none"}
+STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywhere": False, "feedback": "none",
+              "hint": "none", "requery": "plain", "moves_remaining": False}
+# fields added after episode ids were first published: each is left out of a protocol's JSON (and
+# so of its hash and every episode id) while it holds this value, so older protocols keep their ids
+LATER_FIELDS: dict[str, Any] = {"hint": "none", "requery": "plain", "moves_remaining": False}
 STYLE_PROMPTS: dict[str, tuple[str, ...]] = {
     "gridbench": ("minimal", "standard", "detailed"), "study": ("minimal", "standard", "verbose"),
 }
@@ -65,7 +69,10 @@ class Protocol(BaseModel):
     thinking_budget: int | None = Field(None, ge=1024, le=1_000_000)
     steps_remaining: bool = False
     conversation: Literal["single", "multi"] = "single"
-    feedback: Literal["none", "outcome", "hints"] = "none"
+    # the study style's step outcome in the text record: none; the bare event word (minimal, the
+    # study's revised harness); the event and what changed (outcome: the revised harness's
+    # standard); that plus cause and remedy (hints: its causal level, and R1's baseline feedback)
+    feedback: Literal["none", "minimal", "outcome", "hints"] = "none"
     action_space: Literal["egocentric", "cardinal"] = "egocentric"
     querying: Literal["step", "subgoal", "trajectory"] = "step"
     invalid_output: Literal["noop", "reask", "requery"] = "noop"
@@ -79,6 +86,13 @@ class Protocol(BaseModel):
     seed: int = Field(0, ge=0, le=2**31 - 1)
     # how frames draw switches: on and off apart, or the same, as the study's R1 frames showed them
     switch_frames: Literal["distinct", "study"] = "distinct"
+    # the study's revised harness and its probes (study style; docs/protocol.md, "The revised
+    # harness"): a line appended to the minimal system prompt, the re-ask after an unparseable
+    # reply sent byte for byte (plain, R1) or with one corrective line, a moves-remaining line in
+    # observations with text
+    hint: Literal["none", "switch", "state_change", "interaction_rules", "interaction_rules_stand"] = "none"
+    requery: Literal["plain", "corrective"] = "plain"
+    moves_remaining: bool = False
 
     @model_validator(mode="after")
     def _style_fields(self) -> Protocol:
@@ -89,13 +103,25 @@ class Protocol(BaseModel):
         for name, keep in foreign.items():
             if getattr(self, name) != keep:
                 raise _FieldConflict(name, f"the {self.style} style has no such setting: it must stay {json.dumps(keep)}")
+        if self.hint != "none" and self.prompt != "minimal":
+            raise _FieldConflict("hint", "the study's probes append their line to the minimal prompt only")
+        if self.moves_remaining and not self.uses_text:
+            raise _FieldConflict("moves_remaining", "the line belongs to observations with text (image+text, text)")
+        if self.requery != "plain" and self.invalid_output != "requery":
+            raise _FieldConflict("requery", "says how a re-query is worded: it takes invalid_output: requery")
         if self.actions_anywhere and self.querying == "step":
             raise _FieldConflict("actions_anywhere", "the study's defect concerns subgoal and trajectory querying only")
         return self
 
     # ---- identity ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """Every field, but a later field (``LATER_FIELDS``) only when it differs from its default,
+        so that protocols from before it existed keep their text, hash and episode ids."""
+        out = self.model_dump(mode="json")
+        for name, default in LATER_FIELDS.items():
+            if out[name] == default:
+                del out[name]
+        return out
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, no spaces; the same protocol is always the same text."""
@@ -107,7 +133,7 @@ class Protocol(BaseModel):
 
     def changed_fields(self, other: Protocol) -> list[str]:
         """Names of the fields whose values differ from ``other``'s, in declaration order."""
-        mine, theirs = self.to_dict(), other.to_dict()
+        mine, theirs = self.model_dump(), other.model_dump()
         return [k for k in mine if mine[k] != theirs[k]]
 
     @property
@@ -173,7 +199,7 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
     if not isinstance(mapping, dict):
         raise BadInput(source, "", f"a protocol is a mapping of fields, got {type(mapping).__name__}")
     fields = dict(mapping)
-    base = PRESETS[_preset_name(source, fields.pop("preset", DEFAULT_PRESET))].to_dict()
+    base = PRESETS[_preset_name(source, fields.pop("preset", DEFAULT_PRESET))].model_dump(mode="json")
     unknown = [k for k in fields if k not in base]
     if unknown:
         raise BadInput(

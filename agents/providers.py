@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from env.errors import BadInput
@@ -91,6 +91,10 @@ class ProviderFamily:
     effort: Control | None = None  # None: no effort control
     budget: Control | None = None  # None: no thinking-token budget
     budget_required: bool = False  # thinking on needs a budget (it thinks only within one)
+    # the effort the provider applies when none is sent; set here when it is not the one a study
+    # would mean, so an effort must be chosen explicitly (refused when left to the provider)
+    default_effort: str = ""
+    image_detail: bool = False  # an image part takes OpenAI's ``detail`` (a model entry's params.image_detail)
     budget_below_cap: bool = False  # the budget must stay below the output cap
     output_cap: str = "max_tokens"  # the request field that caps output tokens, thinking included
     # sampling parameters the provider rejects or fixes: never sent; a protocol or params value is
@@ -125,6 +129,9 @@ class ProviderFamily:
         p = protocol
         if not p.thinking and self.switch is not None and self.switch.off is None:
             return "thinking", f"{self.title} always thinks: thinking cannot be turned off"
+        if p.effort is None and self.default_effort:
+            return "effort", (f"{self.title} defaults to effort {self.default_effort!r} when none is sent: set "
+                              f"effort explicitly ({', '.join(self.effort.levels if self.effort else ())})")
         if p.effort is not None:
             if self.effort is None:
                 return "effort", f"{self.title} has no effort control (got {p.effort!r})"
@@ -152,6 +159,12 @@ class ProviderFamily:
         what the protocol controls; checked once per entry (with thinking either way: ``refusal``)."""
         for key in sorted(set(params) & set(self.fixed_sampling)):
             return f"params.{key}", f"{self.title} takes no {key}{self._why()}"
+        if "image_detail" in params:
+            if not self.image_detail:
+                return "params.image_detail", f"{self.title} takes no image detail"
+            if params["image_detail"] not in IMAGE_DETAILS:
+                return "params.image_detail", (f"must be one of {', '.join(IMAGE_DETAILS)} "
+                                               f"(got {params['image_detail']!r})")
         return controlled_param(params)
 
     def unsent(self, thinking: bool) -> set[str]:
@@ -223,22 +236,44 @@ def controlled_param(params: Mapping[str, Any]) -> tuple[str, str] | None:
 # ---- the table -------------------------------------------------------------------------------
 CLAUDE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 OPENAI_EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
+# GPT-6 (the study's gpt-6-astra): no minimal, and "none" is an HTTP 400
+OPENAI_6_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# OpenAI's image_url.detail; gridbench writes the entry's value into every image part
+IMAGE_DETAILS = ("low", "high", "auto")
 TEMPLATE_ON = {"chat_template_kwargs": {"enable_thinking": True}}
 TEMPLATE_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 VLLM_CACHED = "usage.prompt_tokens_details.cached_tokens, only when served with --enable-prompt-tokens-details"
 
+ANTHROPIC_ADAPTIVE_ON = {"thinking": {"type": "adaptive", "display": "summarized"}}
+ANTHROPIC_ADAPTIVE = ProviderFamily(
+    name="anthropic-adaptive", title="Claude 4.7 and later (Anthropic)",
+    switch=Switch(on=ANTHROPIC_ADAPTIVE_ON, off={}),
+    effort=Control(("output_config", "effort"), levels=CLAUDE_EFFORTS),
+    fixed_sampling=("temperature", "top_p", "top_k"),
+    fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
+    seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
+    reasoning_text="thinking blocks, with text only under display: summarized",
+    reasoning_tokens="usage.output_tokens_details.thinking_tokens",
+    cached_tokens="usage.cache_read_input_tokens",
+)
+OPENAI_REASONING = ProviderFamily(
+    name="openai-reasoning", title="OpenAI reasoning models (o-series, GPT-5)",
+    switch=Switch(on={}, off=None),
+    effort=Control(("reasoning_effort",), levels=OPENAI_EFFORTS),
+    output_cap="max_completion_tokens",
+    fixed_sampling=("temperature", "top_p"),
+    fixed_why="OpenAI's reasoning models take only the default sampling",
+    image_detail=True, tiers=OPENAI_TIERS, batch_api="openai",
+    reasoning_text="not returned by the Chat Completions API (counted, billed as output)",
+    reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
+    cached_tokens="usage.prompt_tokens_details.cached_tokens",
+)
 FAMILIES: tuple[ProviderFamily, ...] = (
-    ProviderFamily(
-        name="anthropic-adaptive", title="Claude 4.7 and later (Anthropic)",
-        switch=Switch(on={"thinking": {"type": "adaptive", "display": "summarized"}}, off={}),
-        effort=Control(("output_config", "effort"), levels=CLAUDE_EFFORTS),
-        fixed_sampling=("temperature", "top_p", "top_k"),
-        fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
-        seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
-        reasoning_text="thinking blocks, with text only under display: summarized",
-        reasoning_tokens="usage.output_tokens_details.thinking_tokens",
-        cached_tokens="usage.cache_read_input_tokens",
-    ),
+    # Claude 5 differs from 4.7+ in that thinking cannot be turned off and, with no effort sent,
+    # it thinks at medium
+    replace(ANTHROPIC_ADAPTIVE, name="anthropic-5", title="Claude 5 and later (Anthropic)",
+            switch=Switch(on=ANTHROPIC_ADAPTIVE_ON, off=None), default_effort="medium"),
+    ANTHROPIC_ADAPTIVE,
     ProviderFamily(
         name="anthropic-budget", title="Claude before 4.7 (Anthropic)",
         switch=Switch(on={"thinking": {"type": "enabled"}}, off={}),
@@ -261,18 +296,10 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         reasoning_tokens="not reported: counted from the reasoning text",
         cached_tokens="usage.cached_tokens (top level), or usage.prompt_tokens_details.cached_tokens",
     ),
-    ProviderFamily(
-        name="openai-reasoning", title="OpenAI reasoning models (o-series, GPT-5)",
-        switch=Switch(on={}, off=None),
-        effort=Control(("reasoning_effort",), levels=OPENAI_EFFORTS),
-        output_cap="max_completion_tokens",
-        fixed_sampling=("temperature", "top_p"),
-        fixed_why="OpenAI's reasoning models take only the default sampling",
-        tiers=OPENAI_TIERS, batch_api="openai",
-        reasoning_text="not returned by the Chat Completions API",
-        reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
-        cached_tokens="usage.prompt_tokens_details.cached_tokens",
-    ),
+    OPENAI_REASONING,
+    # GPT-6 differs from the other OpenAI reasoning models in its effort levels only
+    replace(OPENAI_REASONING, name="openai-reasoning-6", title="OpenAI GPT-6 reasoning models",
+            effort=Control(("reasoning_effort",), levels=OPENAI_6_EFFORTS)),
     ProviderFamily(
         name="vllm-reasoning", title="vLLM with a reasoning parser",
         switch=Switch(on=TEMPLATE_ON, off=TEMPLATE_OFF),
@@ -301,7 +328,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
     ),
     ProviderFamily(
         name="generic", title="another provider (no thinking controls known)",
-        switch=None,
+        switch=None, image_detail=True,
         reasoning_text="message.reasoning_content or message.reasoning, where the provider sends one",
         reasoning_tokens="usage.completion_tokens_details.reasoning_tokens, where reported",
         cached_tokens="usage.prompt_tokens_details.cached_tokens, where reported",
@@ -311,6 +338,7 @@ BY_NAME: dict[str, ProviderFamily] = {f.name: f for f in FAMILIES}
 
 _CLAUDE_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
 _OPENAI_REASONING = re.compile(r"^(o\d+|gpt-5)")
+_OPENAI_REASONING_6 = re.compile(r"^gpt-6")
 _KIMI_K2 = re.compile(r"kimi-k2\.[56]\b")
 
 
@@ -328,11 +356,15 @@ def family_for(model: str, *, provider: str | None = None, engine: str | None = 
     if prefix == "hosted_vllm":
         return BY_NAME["vllm"]
     if prefix == "anthropic" or (prefix in ("bedrock", "vertex_ai") and "claude" in name):
-        return BY_NAME["anthropic-adaptive" if claude_version(name) >= (4, 7) else "anthropic-budget"]
+        version = claude_version(name)
+        return BY_NAME["anthropic-5" if version >= (5, 0) else
+                       "anthropic-adaptive" if version >= (4, 7) else "anthropic-budget"]
     if prefix == "moonshot" and _KIMI_K2.search(name):
         return BY_NAME["moonshot-kimi-k2"]
     if prefix in ("openai", "azure") and _OPENAI_REASONING.match(name.rsplit("/", 1)[-1]):
         return BY_NAME["openai-reasoning"]
+    if prefix in ("openai", "azure") and _OPENAI_REASONING_6.match(name.rsplit("/", 1)[-1]):
+        return BY_NAME["openai-reasoning-6"]
     return BY_NAME["generic"]
 
 
@@ -385,6 +417,8 @@ class StudyPrior:
 # per family: the study's model of that family, its queries and output tokens per query (mean, median)
 STUDY_PRIORS: dict[str, StudyPrior] = {
     "anthropic-adaptive": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
+    # no study figure for Claude 5: the study's own cost stress case took Opus 4.8's
+    "anthropic-5": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
     "moonshot-kimi-k2": StudyPrior("Kimi K2.6", "kimi", 3207, 50, 20714, 20112),
     "vllm-reasoning": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
     "vllm": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
@@ -394,7 +428,8 @@ STUDY_OUTPUT_TOKENS_PER_GPU_HOUR = 48.0e6 / 165
 
 
 __all__ = [
-    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS", "TIERS",
-    "Control", "ProviderFamily", "StudyPrior", "Switch", "Tier", "check_provider", "check_tier", "claude_version",
+    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS",
+    "TIERS", "Control", "ProviderFamily", "StudyPrior", "Switch", "Tier", "check_provider", "check_tier",
+    "claude_version",
     "controlled_param", "family_for", "merge_fields",
 ]

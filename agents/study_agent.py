@@ -9,8 +9,9 @@ expansion and re-queries, as the study's harness stepped them (docs/protocol.md,
 - A bump or a ``DONE`` off the goal throws the rest of a list away (a trajectory is then spent).
 - Cardinal tokens become turns and a forward when they are taken, from the facing of that moment.
 - A reply with no action: ``requery`` asks the same request again with no step between (the study
-  counted these; ``requery_limit`` in a row end the episode ``parse_failed``); ``noop`` makes it a
-  step that changes nothing.
+  counted these; ``requery_limit`` in a row end the episode ``parse_failed``), byte for byte as R1
+  did or, with ``requery: corrective``, with one corrective line added as the revised harness did;
+  ``noop`` makes it a step that changes nothing.
 
 Replies of servers that leave the model's reasoning inline (``<think>...</think>``, as the study's
 Qwen server did) are parsed whole, as the study's parser read them; the think block is recorded
@@ -28,7 +29,7 @@ from agents.actions import primitives
 from agents.openai_compat import Completion
 from agents.parse import SENTINEL, StudyReply, parse_study
 from agents.prompt import fingerprint
-from agents.study_prompt import build_study_messages
+from agents.study_prompt import build_study_messages, corrective_requery
 from agents.types import REASK_SEPARATOR, Decision, ParseStatus, PastQuery, PastStep, ResumeMismatch, Turn
 from agents.usage import Budget, Usage
 from env.state import DONE
@@ -92,7 +93,7 @@ class StudyQuerying:
 
     def _remember(self, turn: Turn, reply: StudyReply) -> None:
         if turn.protocol.conversation == "multi":
-            self._chat.append(PastQuery(turn.state, chat_reply(reply, turn.protocol.querying)))
+            self._chat.append(PastQuery(turn.state, chat_reply(reply, turn.protocol.querying), turn.step))
 
     async def act(self, turn: Turn) -> Decision:
         p = turn.protocol
@@ -106,8 +107,10 @@ class StudyQuerying:
         budget = Budget()
         prompt_hash, image_hashes = "", list[str]()
         reply = StudyReply((), "invalid")
-        for _ in range(p.requery_limit if p.invalid_output == "requery" else 1):
+        for attempt in range(p.requery_limit if p.invalid_output == "requery" else 1):
             messages = build_study_messages(turn, self._chat)
+            if attempt and p.requery == "corrective":
+                messages = corrective_requery(messages, p, turn.maze.skin)
             prompt_hash, image_hashes = fingerprint(messages)
             completion, budget = await self._call(messages)
             reply = self._parse(turn, completion.reply)

@@ -202,10 +202,10 @@ def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
 
 
 # ---- the outcome of a step -------------------------------------------------------------------
-def step_outcome(maze: Maze, past: PastStep, hints: bool) -> str:
-    """What the study's text record said a step did: its event class and what changed, and with
-    ``hints`` the study's advice on how to go on. Classified as the study's harness did: a door
-    that opened first, then by the action taken."""
+def step_outcome(maze: Maze, past: PastStep, level: str) -> str:
+    """What the study's text record said a step did, at a ``feedback`` level: ``minimal`` its event
+    class alone, ``outcome`` that and what changed, ``hints`` also the study's advice on how to go
+    on. Classified as the study's harness did: a door that opened first, then by the action taken."""
     t = texts(maze.skin)
     f, h = t["feedback"], t["hints"]
     before, after, action = past.state_before, past.state_after, past.action
@@ -254,7 +254,9 @@ def step_outcome(maze: Maze, past: PastStep, hints: bool) -> str:
         line = f["wrong_done"].format(kind="WRONG DONE", goal=rc(maze.goal), pos=here)
     else:  # a reply with no action, taken as a step that changes nothing (invalid_output: noop)
         line = f["no_toggle"].format(kind="NOTHING", pos=here)
-    return f"{line}; {advice}" if hints and advice else line
+    if level == "minimal":  # every outcome line opens with its event class and a colon
+        return line.partition(":")[0]
+    return f"{line}; {advice}" if level == "hints" and advice else line
 
 
 def _switches_of(maze: Maze, gate: int) -> str:
@@ -265,6 +267,8 @@ def _switches_of(maze: Maze, gate: int) -> str:
 def system_message(maze: Maze, protocol: Protocol) -> dict[str, Any]:
     t = texts(maze.skin)
     text = t["levels"][protocol.prompt].format(tokens=", ".join(tokens_of(protocol.action_space)))
+    if protocol.hint != "none":
+        text += "\n" + t["hint"][protocol.hint]
     if protocol.uses_text:
         text += "\n\n" + initial_maze_text(maze)
     return {"role": "system", "content": text}
@@ -318,11 +322,11 @@ def _recent_text(maze: Maze, shown: Sequence[PastStep], protocol: Protocol) -> s
             lines.append(t["recent_text_step"].format(**where))
         else:
             lines.append(t["recent_text_feedback"].format(
-                **where, feedback=step_outcome(maze, past, hints=protocol.feedback == "hints")))
+                **where, feedback=step_outcome(maze, past, protocol.feedback)))
     return "\n".join(lines)
 
 
-def _query_parts(maze: Maze, state: MazeState, protocol: Protocol) -> list[dict[str, Any]]:
+def _query_parts(maze: Maze, state: MazeState, protocol: Protocol, moves_left: int) -> list[dict[str, Any]]:
     """The current observation, the question and the reply format: one query's own part."""
     t = texts(maze.skin)
     parts: list[dict[str, Any]] = []
@@ -330,6 +334,8 @@ def _query_parts(maze: Maze, state: MazeState, protocol: Protocol) -> list[dict[
         parts.append(image_part(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames)))
     described = current_text(maze, state) if protocol.uses_text else t["inventory"].format(
         inventory=inventory_word(maze, state))
+    if protocol.moves_remaining:
+        described += "\n" + t["moves_remaining"].format(n=moves_left)
     closing = [t["question"][protocol.querying], t["instruction"][protocol.querying].format(sentinel=SENTINEL)]
     if protocol.observation == "image+text":
         closing.append(t["reminder"].format(sentinel=SENTINEL))
@@ -355,7 +361,7 @@ def user_content(turn: Turn, *, example: bool = True, context: bool = True) -> l
         record.append(_recent_text(maze, shown, p))
     if record:
         parts.append(text_part("\n\n".join(record)))
-    return parts + _query_parts(maze, turn.state, p)
+    return parts + _query_parts(maze, turn.state, p, turn.steps_remaining)
 
 
 def build_study_messages(turn: Turn, chat: Sequence[PastQuery] = ()) -> list[dict[str, Any]]:
@@ -367,11 +373,22 @@ def build_study_messages(turn: Turn, chat: Sequence[PastQuery] = ()) -> list[dic
         return [system, {"role": "user", "content": user_content(turn)}]
     messages = [system]
     for past in chat[len(chat) - p.history_frames:] if p.history_frames else ():
-        lean = Turn(turn.maze, p, turn.step, past.state, (), turn.step_cap)
+        lean = Turn(turn.maze, p, past.step or turn.step, past.state, (), turn.step_cap)
         messages.append({"role": "user", "content": user_content(lean, example=False, context=False)})
         messages.append({"role": "assistant", "content": past.reply or texts(turn.maze.skin)["multi_no_action"]})
     messages.append({"role": "user", "content": user_content(turn, context=False)})
     return messages
+
+
+def corrective_requery(messages: list[dict[str, Any]], protocol: Protocol, skin: str = CLASSIC) -> list[dict[str, Any]]:
+    """A re-query after a reply with no action under ``requery: corrective``: the same messages,
+    the last user message ending with one more line that says the reply could not be read and
+    asks for the answer line alone (the study's revised harness; R1 re-asked byte for byte)."""
+    line = texts(skin)["requery_corrective"].format(sentinel=SENTINEL, tokens=", ".join(tokens_of(protocol.action_space)))
+    out = list(messages)
+    last = out[-1]
+    out[-1] = {**last, "content": [*last["content"], text_part(line)]}
+    return out
 
 
 CACHE_MARKER = {"type": "ephemeral"}

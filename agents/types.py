@@ -44,6 +44,7 @@ class PastQuery:
 
     state: MazeState
     reply: str
+    step: int | None = None  # the step it was asked for (its moves-remaining line); None: not known
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,14 @@ from itertools import combinations
 
 import pandas as pd
 
+from agents.protocol import LATER_FIELDS
 from analysis.load import Traces, manifest
 from analysis.sections import Built, Context, Section
 
 # the fields the arms table shows, in this order; every other field is compared too
 SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_example", "conversation",
          "action_space", "querying", "invalid_output", "feedback", "stall_window", "step_cap_factor", "thinking",
-         "effort", "thinking_budget", "max_output_tokens", "temperature")
+         "effort", "thinking_budget", "max_output_tokens", "temperature", *LATER_FIELDS)
 BASELINE_NAME = "baseline"
 # what a reference (a built-in agent) takes from its protocol: the episode loop's own rules. It
 # calls no model, so the other shown fields (prompt, observation, thinking, output cap, ...) are
@@ -49,7 +50,8 @@ def arm_protocols(traces: Traces) -> pd.DataFrame:
     """One row per arm and protocol: the shown fields, the protocol hash and the serving."""
     eps = traces.episodes
     if eps.empty or "protocol" not in eps:
-        return pd.DataFrame(columns=["arm", *SHOWN, "protocol_hash", "serving", "episodes"])
+        return pd.DataFrame(columns=["arm", *(f for f in SHOWN if f not in LATER_FIELDS), "protocol_hash", "serving",
+                                     "episodes"])
     references = set(traces.references)
     serving = eps["serving"] if "serving" in eps else pd.Series([None] * len(eps), index=eps.index)
     rows = []
@@ -57,11 +59,18 @@ def arm_protocols(traces: Traces) -> pd.DataFrame:
                                                                    sort=False, dropna=False):
         p = protocol_of(text)
         shown = REFERENCE_FIELDS if arm in references else SHOWN
-        rows.append({"arm": arm, **{f: p.get(f) if f in shown else None for f in SHOWN}, "protocol_hash": hash_,
+        # a later field is left out of a protocol's JSON at its default (agents.protocol.LATER_FIELDS)
+        rows.append({"arm": arm, **{f: p.get(f, LATER_FIELDS.get(f)) if f in shown else None for f in SHOWN},
+                     "protocol_hash": hash_,
                      "serving": g["serving"].dropna().iloc[0] if g["serving"].notna().any() else None,
                      "episodes": len(g)})
     out = pd.DataFrame(rows)
+    # a later field is a column only where some arm moved it off its default, so reports of runs
+    # from before it keep their tables
+    out = out.drop(columns=[f for f, default in LATER_FIELDS.items() if (out[f].dropna() == default).all()])
     for f in SHOWN:  # a blank cell (a reference's) must not turn a column of counts into floats
+        if f not in out:
+            continue
         known = out[f].dropna()
         if len(known) and all(isinstance(v, int) and not isinstance(v, bool) for v in known):
             out[f] = out[f].astype("Int64")
@@ -81,7 +90,9 @@ def baselines(traces: Traces) -> dict[str, str]:
 
 
 def differing(a: dict, b: dict) -> list[str]:
-    """The fields in which two protocols differ (the seed aside: repeats vary it)."""
+    """The fields in which two protocols differ (the seed aside: repeats vary it); a later field
+    left out of one is at its default there."""
+    a, b = {**LATER_FIELDS, **a}, {**LATER_FIELDS, **b}
     return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and k != "seed"]
 
 

@@ -117,6 +117,57 @@ class MoonshotPersona(Persona):
         return completion
 
 
+class OpenAIReasoningPersona(Persona):
+    """OpenAI's Chat Completions for its reasoning models (o-series, GPT-5, GPT-6): the output cap
+    is ``max_completion_tokens`` (``max_tokens`` is refused), no sampling parameter but the
+    default, ``reasoning_effort`` among the model's levels (GPT-6: low to max, ``none`` refused),
+    ``image_url.detail`` low, high or auto, ``service_tier`` echoed back; the reasoning never comes
+    back, only its count, inside ``completion_tokens``."""
+
+    EFFORTS = {"gpt-6": ("low", "medium", "high", "xhigh", "max"),
+               "": ("minimal", "low", "medium", "high", "xhigh")}
+    TIERS = ("auto", "default", "flex", "priority")
+
+    def efforts(self, model: str) -> tuple[str, ...]:
+        return next(v for k, v in self.EFFORTS.items() if model.startswith(k))
+
+    def refusal(self, body: dict) -> Refusal | None:
+        if "max_tokens" in body:
+            return _openai_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                      "Use 'max_completion_tokens' instead.")
+        for name in ("temperature", "top_p"):
+            if name in body and body[name] != 1:
+                return _openai_error(400, f"Unsupported value: '{name}' does not support {body[name]} with this "
+                                          "model. Only the default (1) value is supported.")
+        effort, levels = body.get("reasoning_effort"), self.efforts(str(body.get("model")))
+        if effort is not None and effort not in levels:
+            return _openai_error(400, f"Unsupported value: 'reasoning_effort' does not support '{effort}' with "
+                                      f"this model. Supported values are: {', '.join(repr(v) for v in levels)}.")
+        if body.get("service_tier", "auto") not in self.TIERS:
+            return _openai_error(400, f"Invalid value for 'service_tier': {body['service_tier']!r}.")
+        for m in body.get("messages", []):
+            for part in m.get("content") if isinstance(m.get("content"), list) else []:
+                detail = (part.get("image_url") or {}).get("detail", "auto")
+                if part.get("type") == "image_url" and detail not in ("low", "high", "auto"):
+                    return _openai_error(400, f"Invalid value for 'detail': {detail!r}.")
+        return None
+
+    def applied(self, body: dict) -> dict[str, Any]:
+        return {"thinking": True, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
+                "max_output_tokens": body.get("max_completion_tokens")}
+
+    def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
+        message, usage = completion["choices"][0]["message"], completion["usage"]
+        reasoning = message.pop("reasoning_content", None) or ""
+        thought = max(1, approx_tokens(reasoning))  # a reasoning model always reasons
+        usage["completion_tokens"] = approx_tokens(message["content"] or "") + thought
+        usage["completion_tokens_details"] = {"reasoning_tokens": thought}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage["prompt_tokens_details"] = {"cached_tokens": server.shared_prefix_tokens(body)}
+        completion["service_tier"] = "flex" if body.get("service_tier") == "flex" else "default"
+        return completion
+
+
 class VLLMPersona(Persona):
     """A vLLM server as ``vllm serve`` with these flags runs it: the model under its served name,
     ``--limit-mm-per-prompt`` and ``--max-model-len`` enforced with vLLM's HTTP 400 and message,
@@ -198,6 +249,7 @@ class AnthropicPersona(Persona):
     """Anthropic's Messages API, by model. Claude 4.7 and later: adaptive thinking only
     (``thinking.type: enabled`` with a budget is refused), no sampling parameters, thinking text
     only under ``display: summarized`` (else the block comes back empty, with a signature).
+    Claude 5: thinking cannot be disabled, and without an effort it thinks at ``medium``.
     Before 4.7: thinking within ``budget_tokens`` (at least 1024, below ``max_tokens``), and no
     temperature while thinking. Thinking off when ``thinking`` is left out or disabled. Usage
     counts cache reads and writes apart from ``input_tokens`` and reasons in
@@ -207,7 +259,10 @@ class AnthropicPersona(Persona):
     @staticmethod
     def thinking(body: dict) -> dict[str, Any]:
         value = body.get("thinking")
-        return value if isinstance(value, dict) and value.get("type") in ("adaptive", "enabled") else {}
+        if isinstance(value, dict) and value.get("type") in ("adaptive", "enabled"):
+            return value
+        # Claude 5 always thinks: adaptively, its display omitted, when the request says nothing
+        return {"type": "adaptive"} if claude_version(str(body.get("model"))) >= (5, 0) else {}
 
     def refusal(self, body: dict) -> Refusal | None:
         def error(message: str) -> Refusal:
@@ -215,6 +270,8 @@ class AnthropicPersona(Persona):
 
         version, thinking = claude_version(str(body.get("model"))), self.thinking(body)
         effort = (body.get("output_config") or {}).get("effort")
+        if version >= (5, 0) and (body.get("thinking") or {}).get("type") == "disabled":
+            return error("thinking cannot be disabled for this model.")
         if version >= (4, 7):
             for name in CLAUDE_SAMPLING:
                 if name in body:
@@ -239,7 +296,10 @@ class AnthropicPersona(Persona):
 
     def applied(self, body: dict) -> dict[str, Any]:
         thinking = self.thinking(body)
-        return {"thinking": bool(thinking), "reasoning_effort": (body.get("output_config") or {}).get("effort"),
+        effort = (body.get("output_config") or {}).get("effort")
+        if effort is None and claude_version(str(body.get("model"))) >= (5, 0):
+            effort = "medium"  # Claude 5's default effort
+        return {"thinking": bool(thinking), "reasoning_effort": effort,
                 "thinking_budget": thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
                 "max_output_tokens": body.get("max_tokens")}
 

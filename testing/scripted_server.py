@@ -22,7 +22,10 @@ Where the replies come from (``mode``):
 - ``garbage``: prose that names no action on its last line.
 
 How it behaves as a provider (``persona``, docs/providers.md, ``testing.personas``): ``openai`` (the default for
-``/v1/chat/completions``: reasoning in ``reasoning_content``, every count reported), ``moonshot``
+``/v1/chat/completions``: reasoning in ``reasoning_content``, every count reported),
+``openai-reasoning`` (OpenAI's reasoning models: ``max_completion_tokens`` only, no sampling but
+the default, the model's effort levels, image ``detail`` and ``service_tier`` checked, reasoning
+counted but never returned), ``moonshot``
 (Kimi K2.x: thinks unless ``thinking: {type: disabled}``, refuses the sampling values it fixes,
 ignores fields it does not know, reports cached tokens at the top level of ``usage`` and no
 reasoning count), ``vllm`` (reads the limits of the ``vllm serve`` command line it was "served"
@@ -30,7 +33,7 @@ with, ``vllm_argv``, and refuses over-limit requests with vLLM's status and mess
 template's ``enable_thinking``; reasoning apart with a reasoning parser, inline in ``<think>``
 without; cached tokens only under ``--enable-prompt-tokens-details``) and ``llama-cpp`` (no
 thinking switch; ignores unknown fields). ``/v1/messages`` always answers as Anthropic does,
-by model: Claude 4.7+ refuses ``budget_tokens`` and any sampling parameter and leaves thinking
+by model: Claude 5 cannot turn thinking off and thinks at effort medium unless told; Claude 4.7+ refuses ``budget_tokens`` and any sampling parameter and leaves thinking
 text out unless ``display: summarized`` is asked; older Claude thinks within ``budget_tokens``
 below ``max_tokens``. Each recorded request holds what the persona applied (``applied``:
 thinking, effort, thinking budget, output cap), which tests compare with what gridbench recorded.
@@ -82,6 +85,7 @@ from testing.personas import (
     ANTHROPIC,
     LlamaCppPersona,
     MoonshotPersona,
+    OpenAIReasoningPersona,
     Persona,
     VLLMPersona,
     approx_tokens,
@@ -107,7 +111,7 @@ FAULTS = (
     "429", "insufficient_quota", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
 )
 MODES = ("script", "actions", "oracle", *DEFECTS, "garbage")
-PERSONAS = ("openai", "moonshot", "vllm", "llama-cpp")
+PERSONAS = ("openai", "openai-reasoning", "moonshot", "vllm", "llama-cpp")
 
 _GARBAGE = (
     "I am not sure what to do here. The maze is interesting.",
@@ -217,7 +221,7 @@ class ScriptedServer:
         if persona not in PERSONAS:
             raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
         self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
-                                 else {"openai": Persona, "moonshot": MoonshotPersona,
+                                 else {"openai": Persona, "openai-reasoning": OpenAIReasoningPersona, "moonshot": MoonshotPersona,
                                        "llama-cpp": LlamaCppPersona}[persona]())
         self.batches = BatchFakes(self, batch_latency, list(batch_fates))
         self.flex_unavailable = flex_unavailable

@@ -376,6 +376,25 @@ def _server_commands(sweep: Sweep) -> list[dict[str, object]]:
     return out
 
 
+def _request_fields(sweep: Sweep) -> list[dict[str, object]]:
+    """Per called arm (model x condition): the fields its every request carries besides the model
+    and the messages, as the provider family writes them with the entry's params laid over, and
+    the image detail written into each image part."""
+    from agents.providers import merge_fields
+    from orchestrator.sweep import model_conditions
+
+    out: list[dict[str, object]] = []
+    for m in sweep.models:
+        if m.builtin or m.config.human:
+            continue
+        for c in model_conditions(m, sweep.conditions):
+            fields, _ = m.config.family.request_fields(c.protocol, c.protocol.seed)
+            merge_fields(fields, m.config.request_params)
+            out.append({"model": m.name, "model_string": m.model, "family": m.config.family.name,
+                        "condition": c.name, "fields": fields, "image_detail": m.config.image_detail})
+    return out
+
+
 def _spending_table(outcome: RunOutcome, sweep: Sweep, max_cost: float | None) -> Table:
     """Per model: spent against its budget, and how its concurrency moved (rate limits)."""
     table = Table(title="spending and concurrency")
@@ -492,17 +511,25 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     with ProgressBar("estimating the cost") as bar:
         rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update)
     servers = _server_commands(s)
+    requests = _request_fields(s)
     assumptions = prior_notes(rows)
     if json_out:
         print(json.dumps({
             "sweep": s.name, "run": store.display(), "episodes": len(s.episodes()), "to_run": len(todo),
             "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
-            "notes": notes,
+            "requests": requests, "mazes": [m.id for m in s.mazes], "notes": notes,
             **({"variants": {"kinds": _variant_counts(s), "left_out": [v.to_dict() for v in s.left_out]}}
                if s.variants else {}),
         }, indent=2))
         return
     stdout.print(_matrix_table(s, todo))
+    stdout.print(f"mazes ({len(s.mazes)}): {', '.join(m.id for m in s.mazes)}", markup=False, highlight=False,
+                 soft_wrap=True)
+    for r in requests:  # seed: the condition's base seed; each repeat adds its index
+        detail = f"; every image part: detail {r['image_detail']}" if r["image_detail"] else ""
+        stdout.print(f"{r['model']} ({r['model_string']}, family {r['family']}) in {r['condition']}: every request "
+                     f"carries {json.dumps(r['fields'], sort_keys=True)}{detail}",
+                     markup=False, highlight=False, soft_wrap=True)
     if s.variants:
         stdout.print(_variant_table(s))
     stdout.print(_estimate_table(rows, s.max_cost))

@@ -116,8 +116,12 @@ def test_the_study_style_withholds_the_rules_where_the_study_did_and_states_them
     verbose = hints(t["levels"]["verbose"])
     assert any("standing on" in h or "while you stand" in h for h in verbose), verbose
     assert any("unlock" in h or "opens" in h or "while you face" in h for h in verbose), verbose
-    # the fixed sentences outside the observation and its outcome record tell nothing either
-    told = {k: v for k, v in t.items() if k not in ("levels", "objects", "feedback", "hints")}
+    # the study's probe hints (protocol field hint) state rules by design: in the classic words
+    # the patterns catch the interaction rules and the stand-on-it sentence
+    if skin == "classic":
+        assert hints(t["hint"]["interaction_rules"]) and hints(t["hint"]["interaction_rules_stand"])
+    # the fixed sentences outside the observation, its outcome record and the probe hints tell nothing
+    told = {k: v for k, v in t.items() if k not in ("levels", "objects", "feedback", "hints", "hint")}
     for sentence in _strings(told):
         assert hints(sentence) == [], sentence
 
@@ -150,7 +154,7 @@ def _variants(p: Protocol) -> dict[str, Protocol]:
     its outcome record off, and its verbose level, which states the rules, not checked)."""
     d = p.to_dict()
     if p.style == "study":
-        if p.prompt == "verbose":
+        if p.prompt == "verbose" or p.hint != "none":  # stating rules is their point
             return {}
         return {"as shipped, no outcome record": Protocol(**{**d, "feedback": "none"}),
                 "multi": Protocol(**{**d, "feedback": "none", "conversation": "multi"})}

@@ -13,7 +13,10 @@ from agents.usage import Usage
 @pytest.mark.parametrize("model, served, family", [
     ("anthropic/claude-opus-4-8", {}, "anthropic-adaptive"),
     ("anthropic/claude-opus-4-7-20260416", {}, "anthropic-adaptive"),
-    ("anthropic/claude-sonnet-5", {}, "anthropic-adaptive"),
+    ("anthropic/claude-sonnet-5", {}, "anthropic-5"),
+    ("anthropic/claude-opus-5-5", {}, "anthropic-5"),
+    ("openai/gpt-6-astra", {}, "openai-reasoning-6"),
+    ("openai/gpt-5.6-terra", {}, "openai-reasoning"),
     ("bedrock/anthropic.claude-opus-4-8-v1:0", {}, "anthropic-adaptive"),
     ("anthropic/claude-opus-4-1-20250805", {}, "anthropic-budget"),
     ("anthropic/claude-opus-4-6", {}, "anthropic-budget"),

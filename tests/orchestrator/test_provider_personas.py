@@ -44,6 +44,8 @@ def persona_for(sweep, model) -> tuple[dict, str]:
         return {}, "root"
     if prefix == "moonshot":
         return {"persona": "moonshot"}, "v1"
+    if model.config.family.name.startswith("openai-reasoning"):
+        return {"persona": "openai-reasoning"}, "v1"
     return {}, "v1"
 
 
