@@ -29,6 +29,7 @@ from env.render3d.gl import import_mujoco
 from env.render3d.scene import HIDDEN_GROUP, KEY_HEIGHT, build_scene, looks
 from env.state import MazeState
 
+SKY = (190, 210, 232)
 MAX_SIDE = 2048  # the largest frame: the GL context's buffer is this big
 SCENES_KEPT = 16  # compiled scenes (with their GPU contexts) kept per process
 FRAMES_KEPT = 512  # frames kept per process (a 256 px frame is 192 KiB)
@@ -90,6 +91,9 @@ class Renderer:
         context = mj.MjrContext(model, mj.mjtFontScale.mjFONTSCALE_100.value)
         mj.mjr_setBuffer(mj.mjtFramebuffer.mjFB_OFFSCREEN.value, context)
         option = mj.MjvOption()
+        scene = mj.MjvScene(model, maxgeom=max(1000, 2 * model.ngeom))
+        # a textured skybox costs a third of a frame in software GL: the sky is filled in after
+        scene.flags[mj.mjtRndFlag.mjRND_SKYBOX.value] = 0
         option.geomgroup[HIDDEN_GROUP] = 0
         cam = mj.MjvCamera()
         cam.type = mj.mjtCamera.mjCAMERA_FIXED.value
@@ -100,7 +104,7 @@ class Renderer:
         tag_ids = {t: np.array(ids, dtype=np.int64) for t, ids in by_tag.items()}
         tagged = np.concatenate(list(tag_ids.values())) if tag_ids else np.zeros(0, dtype=np.int64)
         body_mocap = lambda name: int(model.body_mocapid[mj.mj_name2id(model, mj.mjtObj.mjOBJ_BODY.value, name)])  # noqa: E731
-        built = _Scene(model, data, context, mj.MjvScene(model, maxgeom=max(1000, 2 * model.ngeom)), option, cam,
+        built = _Scene(model, data, context, scene, option, cam,
                        tag_ids, tagged, [body_mocap(f"key{i}") for i in range(len(maze.keys))], body_mocap("agent"),
                        int(cam.fixedcamid), preset, maze, side)
         self.scenes[key] = built
@@ -160,7 +164,11 @@ class Renderer:
         mj.mjr_render(rect, sc.scene, sc.context)
         rgb = np.empty((sc.side, sc.side, 3), dtype=np.uint8)
         mj.mjr_readPixels(rgb, None, rect, sc.context)
-        return np.ascontiguousarray(np.flipud(rgb))
+        rgb = np.ascontiguousarray(np.flipud(rgb))
+        # nothing drawn is pure black (the darkest colour, lit by the ambient light, is not), so
+        # what is left black is the background: the sky
+        rgb[(rgb[..., 0] | rgb[..., 1] | rgb[..., 2]) == 0] = SKY
+        return rgb
 
     def close(self) -> None:
         if os.getpid() != self.pid:

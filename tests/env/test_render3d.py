@@ -162,3 +162,13 @@ def test_the_start_map_is_the_top_down_start():
     m = resolve_maze("example")
     assert np.array_equal(start_map(m), frame3d(m, initial_state(m), "top_down"))
     assert frame(m, initial_state(m), render=render_settings({"backend": "mujoco3d", "camera": "top_down"})).shape == (288, 288, 3)
+
+
+def test_the_wall_boxes_cover_every_wall_cell_once():
+    from env.render3d.scene import wall_blocks
+
+    for m in (resolve_maze("example"), resolve_maze("study/r1_M2_10x10_corridor_sg_1")):
+        covered = np.zeros((m.width, m.height), dtype=int)
+        for x0, y0, x1, y1 in wall_blocks(m):
+            covered[x0:x1, y0:y1] += 1
+        assert np.array_equal(covered, m.walls.astype(int))
