@@ -172,3 +172,25 @@ def test_the_wall_boxes_cover_every_wall_cell_once():
         for x0, y0, x1, y1 in wall_blocks(m):
             covered[x0:x1, y0:y1] += 1
         assert np.array_equal(covered, m.walls.astype(int))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_refuses_to_draw_instead_of_hanging():
+    """A GL context does not survive fork: the child must say so at once, never touch it."""
+    m = resolve_maze("example")
+    frame3d(m, initial_state(m), "top_down")  # the parent has its context
+    renderer().forget_frames()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one byte says what happened, then leave without atexit handlers
+        try:
+            frame3d(m, initial_state(m), "top_down")
+            os.write(write, b"d")
+        except RuntimeError as err:
+            os.write(write, b"r" if "forked child" in str(err) else b"?")
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"r"
+    os.close(read)
