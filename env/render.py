@@ -22,8 +22,8 @@ from env.render3d.cameras import CAMERAS, frame_side
 from env.state import MazeState
 from env.tiles import prewarm
 
-__all__ = ["BACKENDS", "MINIGRID", "RenderSettings", "check_renderable", "frame", "png_bytes", "prewarm", "render_settings",
-           "render_state"]
+__all__ = ["BACKENDS", "MINIGRID", "RenderSettings", "check_renderable", "frame", "png_bytes", "prewarm",
+           "render_from_options", "render_settings", "render_state"]
 
 BACKENDS = ("minigrid", "mujoco3d")
 MIN_3D_SIDE, MAX_3D_SIDE = 32, 2048
@@ -103,6 +103,20 @@ def render_settings(fields: Any, source: str = "render", where: str = "") -> Ren
         if first["type"] == "extra_forbidden":
             raise BadInput(source, where + name, f"unknown field (known: {', '.join(RenderSettings.model_fields)})") from None
         raise BadInput(source, where + name, f"{message} (got {fields.get(name)!r})") from None
+
+
+def render_from_options(backend: str, camera: str | None, resolution: str | None) -> RenderSettings:
+    """``RenderSettings`` from the command line's ``--backend``, ``--camera`` and
+    ``--resolution``; a bad one is a ``BadInput`` naming its option."""
+    fields: dict[str, Any] = {"backend": backend}
+    if camera is not None:
+        fields["camera"] = camera
+    if resolution is not None:
+        fields["resolution"] = int(resolution) if resolution.isdigit() else resolution
+    try:
+        return render_settings(fields)
+    except BadInput as err:
+        raise BadInput(f"--{(err.field or 'backend').replace('_', '-')}", "", err.message) from None
 
 
 def render_state(maze: Maze, state: MazeState, tile_size: int = 32, switch_frames: str = "distinct") -> np.ndarray:

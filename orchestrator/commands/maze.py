@@ -25,17 +25,9 @@ def show(
 ) -> None:
     """Render mazes at their start state: PNG frames and/or the text projection (in the maze's
     skin; a variant's text starts with what it changed and the maze it is the twin of)."""
-    from env.render import check_renderable, frame, render_settings
+    from env.render import check_renderable, frame, render_from_options
 
-    fields: dict[str, object] = {"backend": backend}
-    if camera is not None:
-        fields["camera"] = camera
-    if resolution is not None:
-        fields["resolution"] = int(resolution) if resolution.isdigit() else resolution
-    try:
-        render = render_settings(fields)
-    except BadInput as err:  # named by its option
-        raise BadInput(f"--{(err.field or 'backend').replace('_', '-')}", "", err.message) from None
+    render = render_from_options(backend, camera, resolution)
     mazes = resolve_mazes(list(maze))
     for m in mazes:
         check_renderable(m, render, m.id)

@@ -194,3 +194,30 @@ def test_a_forked_child_refuses_to_draw_instead_of_hanging():
     os.waitpid(pid, 0)
     assert os.read(read, 1) == b"r"
     os.close(read)
+
+
+def test_maze_show_writes_the_3d_frame_and_refuses_bad_options_in_one_line(tmp_path, capsys):
+    from PIL import Image
+
+    from orchestrator.cli import main as cli_main
+
+    def run(*args):
+        code = 0
+        try:
+            cli_main(list(args))
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 0
+        return code, *capsys.readouterr()
+
+    out = tmp_path / "fp.png"
+    code, _, _ = run("maze", "show", "example", "--png", str(out), "--backend", "mujoco3d", "--camera", "first_person",
+                     "--resolution", "128")
+    m = resolve_maze("example")
+    assert code == 0 and np.array_equal(np.asarray(Image.open(out)), frame3d(m, initial_state(m), "first_person", 128))
+    for args, option in ((("--backend", "mujoco3d"), "--camera"), (("--camera", "top_down"), "--camera"),
+                         (("--backend", "mujoco3d", "--camera", "side"), "--camera"),
+                         (("--backend", "mujoco3d", "--camera", "top_down", "--resolution", "9"), "--resolution"),
+                         (("--backend", "vulkan"), "--backend")):
+        code, _, err = run("maze", "show", "example", "--png", str(tmp_path / "bad.png"), *args)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith(f"gridbench: {option}: "), err
+    assert not (tmp_path / "bad.png").exists()
