@@ -69,6 +69,11 @@ class RenderSettings(BaseModel):
     def is_3d(self) -> bool:
         return self.backend == "mujoco3d"
 
+    def __str__(self) -> str:
+        if not self.is_3d:
+            return self.backend
+        return f"{self.backend}, camera {self.camera}, resolution {self.resolution}" + (", start map" if self.start_map else "")
+
     @property
     def label(self) -> str:
         """``minigrid``, or ``mujoco3d_<camera>_<resolution>``: names a view in tables and files."""

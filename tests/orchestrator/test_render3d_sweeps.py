@@ -74,3 +74,21 @@ def test_a_maze_the_3d_frames_cannot_draw_is_refused_at_load(tmp_path):
         parse_sweep({**data, "mazes": str(tmp_path)}, "neutral3d.yaml")
     # a text-only condition shows no frame, so it draws nothing and refuses nothing
     parse_sweep({**data, "mazes": str(tmp_path), "protocol": {**data["protocol"], "observation": "text"}}, "t.yaml")
+
+
+def test_the_camera_ablation_dry_run_lists_six_mazes_by_three_arms(capsys, monkeypatch, tmp_path):
+    from orchestrator.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)  # a dry run writes nothing; results/ would be here if it did
+    monkeypatch.setenv("COLUMNS", "200")  # the table's rows on one line each
+    try:
+        cli_main(["run", "camera-ablation", "--dry-run"])
+    except SystemExit as exit_:
+        assert exit_.code in (0, None)
+    out = capsys.readouterr().out
+    assert "camera-ablation: 6 mazes, 1 models, 3 conditions" in out
+    for arm, changes in (("2d", "│"), ("top_down", "render: mujoco3d, camera top_down, resolution grid"),
+                         ("first_person", "render: mujoco3d, camera first_person_narrow, resolution grid")):
+        row = next(line for line in out.splitlines() if line.startswith(f"│ {arm} "))
+        assert changes in row and row.split("│")[3].strip() == "6", row
+    assert not any(tmp_path.iterdir())
