@@ -94,3 +94,40 @@ def test_a_3d_episode_replays_and_its_gif_has_its_camera(episodes, tmp_path):
     gif3, gif2 = write_gif(result, tmp_path / "3d.gif"), write_gif(replay(out, "2d"), tmp_path / "2d.gif", tile_size=16)
     assert iio.imread(gif3, index=0).shape[:2] == (288, 288)  # the episode's own 3D frames, 32 px a cell
     assert iio.imread(gif2, index=0).shape[:2] == (16 * maze.height, 16 * maze.width)
+
+
+def test_prompts_name_the_view_above_the_minimal_level_and_show_the_start_map_once():
+    import base64
+    import io
+
+    from PIL import Image
+
+    from agents import Turn, build_messages
+    from agents.prompt import texts
+    from env.render3d import start_map
+
+    maze = resolve_maze("example")
+    state = step(maze, initial_state(maze), ACTIONS.index("forward"))[0]
+
+    def turn(**fields):
+        p = resolve_protocol({"icl_example": False, "history_frames": 0, **fields})
+        parts = build_messages(Turn(maze, p, 2, state, (), 57))[0]["content"]
+        text = "\n".join(part["text"] for part in parts if part["type"] == "text")
+        images = [np.asarray(Image.open(io.BytesIO(base64.b64decode(part["image_url"]["url"].split(",", 1)[1]))))
+                  for part in parts if part["type"] == "image_url"]
+        return text, images
+
+    words = texts()
+    eyes = {"backend": "mujoco3d", "camera": "first_person"}
+    minimal, _ = turn(render=eyes)
+    assert words["view_3d"]["first_person"] not in minimal and words["view_3d"]["top_down"] not in minimal
+    standard, images = turn(prompt="standard", render=eyes)
+    assert words["view_3d"]["first_person"] in standard and len(images) == 1
+    assert np.array_equal(images[0], frame3d(maze, state, "first_person"))
+    above, _ = turn(prompt="standard", render={"backend": "mujoco3d", "camera": "top_down"})
+    assert words["view_3d"]["top_down"] in above
+    flat, _ = turn(prompt="standard")
+    assert words["view_3d"]["top_down"] not in flat and words["view_3d"]["first_person"] not in flat
+    with_map, images = turn(render={**eyes, "start_map": True})
+    assert words["start_map"] in with_map and len(images) == 2  # the map, then the current view
+    assert np.array_equal(images[0], start_map(maze)) and np.array_equal(images[1], frame3d(maze, state, "first_person"))
