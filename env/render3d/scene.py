@@ -42,6 +42,11 @@ def _rgba(rgb: tuple[float, float, float], alpha: float = 1.0) -> str:
     return " ".join(f"{c:.3f}" for c in (*rgb, alpha))
 
 
+def _mixed(a: tuple[float, float, float], b: tuple[float, float, float], k: float) -> tuple[float, float, float]:
+    """``a`` with a share ``k`` of ``b``."""
+    return (a[0] + k * (b[0] - a[0]), a[1] + k * (b[1] - a[1]), a[2] + k * (b[2] - a[2]))
+
+
 def _scaled(rgb: tuple[float, float, float], k: float) -> tuple[float, float, float]:
     return (rgb[0] * k, rgb[1] * k, rgb[2] * k)
 
@@ -149,8 +154,8 @@ def draw_gate(b: SceneBuilder, o: Any) -> None:
         _span(b, o.pos, 0.05, 0.05, 0.12, 0.0, offset, c, opened)
     for z in (0.25 * h, 0.75 * h):  # two rails
         _span(b, o.pos, 0.46, 0.04, 0.05, z, 0.0, c, closed)
-    cx, cy = cell_centre(*o.pos)  # the gate's ground, a dimmed tint of its colour (as in 2D)
-    b.box(cx, cy, (0.47, 0.47, 0.004), 0.0, _scaled(c, 0.35))
+    cx, cy = cell_centre(*o.pos)  # the gate's ground: the floor tinted with its colour, apart from walls
+    b.box(cx, cy, (0.5 - TILE_INSET, 0.5 - TILE_INSET, 0.004), -0.01, _mixed(FLOOR, c, 0.35))
 
 
 def look_gate(maze: Maze, state: MazeState, i: int) -> str:
