@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from env.errors import BadInput, pydantic_field
-from env.render import MINIGRID, RenderSettings, render_settings
+from env.render_settings import MINIGRID, RenderSettings, render_settings
 
 Observation = Literal["image", "text", "image+text"]
 # effort levels across providers (each provider takes some of them: agents/providers.py)
