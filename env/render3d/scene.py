@@ -13,21 +13,24 @@ is asked for (``check_drawable``), never drawn half.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import CLASSIC, DOOR_STATES, Maze
-from env.render3d.cameras import Camera, cell_centre
-from env.state import MazeState
+from env.maze import CLASSIC, DIRECTIONS, DOOR_STATES, Maze
+from env.render3d.cameras import DIRECTION_YAW, Camera, cell_centre
+from env.state import MazeState, arrow
 
 # colours, RGB 0..1: the 2D frames' own (Minigrid's), so a colour reads the same in both
 SPEC_COLORS = {
     "red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0),
     "purple": (0.44, 0.19, 1.0), "yellow": (1.0, 1.0, 0.0), "grey": (0.39, 0.39, 0.39),
-    "white": (1.0, 1.0, 1.0),
+    "white": (1.0, 1.0, 1.0), "cyan": (0.0, 219 / 255, 219 / 255),
 }
+TURNTABLE = (1.0, 168 / 255, 64 / 255)  # the 2D glyph's orange and its dark arrow
+TURNTABLE_ARROW = (40 / 255, 28 / 255, 16 / 255)
 FLOOR = (0.82, 0.82, 0.80)
 GRID_LINE = (0.52, 0.53, 0.57)
 WALL = (0.23, 0.24, 0.31)
@@ -233,6 +236,26 @@ def draw_key(b: SceneBuilder, o: Any, scale: float = 1.0, tag: str | None = None
         b.box(dx * s, -0.06 * s, (0.025 * s, 0.04 * s, 0.03 * s), z0, c, tag)
 
 
+def draw_turntable(b: SceneBuilder, o: Any) -> None:
+    """A raised orange disc with a dark arrow for each way it can point; the state shows one."""
+    cx, cy = cell_centre(*o.pos)
+    b.disc(cx, cy, 0.44, 0.0, 0.05, TURNTABLE)
+    for d, name in enumerate(DIRECTIONS):
+        yaw = math.radians(DIRECTION_YAW[d])
+        ux, uy = math.cos(yaw), math.sin(yaw)
+        tag = f"{o.id}:{name}"
+        b.geom("box", (0.16, 0.04, 0.012), (cx - 0.06 * ux, cy - 0.06 * uy, 0.062), TURNTABLE_ARROW, tag,
+               euler=f"0 0 {DIRECTION_YAW[d]:.1f}")
+        for side in (45.0, -45.0):  # the head, a chevron pointing the arrow's way
+            a = math.radians(DIRECTION_YAW[d] + 180.0 + side)
+            b.geom("box", (0.13, 0.035, 0.012), (cx + 0.16 * ux + 0.09 * math.cos(a), cy + 0.16 * uy + 0.09 * math.sin(a), 0.062),
+                   TURNTABLE_ARROW, tag, euler=f"0 0 {DIRECTION_YAW[d] + 180.0 + side:.1f}")
+
+
+def look_turntable(maze: Maze, state: MazeState, i: int) -> str:
+    return DIRECTIONS[arrow(maze, state, maze.turntables[i].pos) or 0]
+
+
 @dataclass(frozen=True)
 class Mechanism:
     """How one kind of object is drawn, and which look a state gives the ``i``-th of its kind
@@ -252,6 +275,7 @@ MECHANISMS: dict[str, Mechanism] = {
     "hazard": Mechanism(draw_hazard),
     "kill": Mechanism(draw_kill),
     "frozen": Mechanism(draw_frozen),
+    "turntable": Mechanism(draw_turntable, look_turntable),
 }
 KEY_HEIGHT = 0.10  # keys lie a little above the floor, so a first-person eye sees them
 

@@ -147,7 +147,16 @@ def test_first_person_status_slots_show_the_carried_key_and_the_switch_underfoot
     assert not np.array_equal(off[bottom], on[bottom])
 
 
-def test_every_kind_of_both_rulesets_is_drawn_or_refused_at_load():
+def test_turntable_arrows_turn_with_the_state():
+    m = resolve_maze("study-m7m10/M10_18x18_dense_kr_sg_kb_portals_death_rotating_frozen_0")
+    s = initial_state(m)
+    side = frame_side("grid", m.width, m.height)
+    r0, r1, c0, c1 = cell_box(m, *m.turntables[0].pos, side)
+    crops = [frame3d(m, replace(s, phase=p), "top_down")[r0:r1, c0:c1] for p in range(4)]
+    assert len({c.tobytes() for c in crops}) == 4  # four ways to point, four looks
+
+
+def test_every_kind_of_every_ruleset_is_drawn_or_refused_at_load():
     from env.maze import KINDS
 
     assert set(KINDS) - {"key"} <= set(MECHANISMS)
