@@ -26,7 +26,8 @@ import yaml
 from agents.protocol import Observation, Protocol
 from agents.types import PastStep, Turn
 from env.maze import CLASSIC, MULTINET_PR57, Maze, load_maze
-from env.render import png_bytes, render_state
+from env.render import MINIGRID, RenderSettings, frame, png_bytes
+from env.render3d.cameras import CAMERAS
 from env.skins import SKINS, with_skin
 from env.state import ACTIONS, MazeState, ahead, dead, initial_state, r1_landing, step
 from env.text import inventory, object_cells, text_projection
@@ -88,9 +89,11 @@ def with_image_detail(messages: list[dict[str, Any]], detail: str) -> list[dict[
 
 
 @lru_cache(maxsize=512)
-def frame_uri(maze: Maze, state: MazeState, tile_size: int, switch_frames: str = "distinct") -> str:
-    """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns)."""
-    png = png_bytes(render_state(maze, state, tile_size, switch_frames))
+def frame_uri(maze: Maze, state: MazeState, tile_size: int, switch_frames: str = "distinct",
+              render: RenderSettings = MINIGRID) -> str:
+    """The frame of ``state`` as a PNG data URI (cached: history frames recur for several turns);
+    ``render`` is the protocol's block, the 2D frame by default."""
+    png = png_bytes(frame(maze, state, tile_size, switch_frames, render))
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -129,7 +132,7 @@ class _Parts:
 def _observation(parts: _Parts, maze: Maze, state: MazeState, protocol: Protocol, *,
                  image: bool, text: bool) -> None:
     if image:
-        parts.image(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames))
+        parts.image(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames, protocol.render))
     if text:
         parts.text(texts(maze.skin)["current_text"] + "\n" + text_projection(maze, state))
 
@@ -157,14 +160,14 @@ def icl_episode() -> tuple[Maze, tuple[MazeState, ...], tuple[int, ...]]:
 
 @lru_cache(maxsize=16)
 def icl_parts(observation: Observation, tile_size: int, switch_frames: str = "distinct",
-              skin: str = CLASSIC) -> tuple[dict[str, Any], ...]:
+              skin: str = CLASSIC, render: RenderSettings = MINIGRID) -> tuple[dict[str, Any], ...]:
     """The worked example, drawn and named in ``skin``: the maze played learns one look and one
     set of words."""
     t = texts(skin)
     maze, states, plan = icl_episode()
     maze = with_skin(maze, skin)
     proto = Protocol(observation=observation, tile_size=tile_size,
-                     switch_frames="study" if switch_frames == "study" else "distinct")
+                     switch_frames="study" if switch_frames == "study" else "distinct", render=render)
     parts = _Parts()
     parts.text(t["icl_header"])
     for i, (state, action) in enumerate(zip(states, plan, strict=False), start=1):
@@ -250,12 +253,29 @@ def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
 def _preamble(parts: _Parts, turn: Turn) -> None:
     p: Protocol = turn.protocol
     parts.text(instructions(p.prompt, turn.maze.skin))
+    _view(parts, turn.maze, p)
     if p.icl_example:
-        parts.extend(icl_parts(p.observation, p.tile_size, p.switch_frames, turn.maze.skin))
+        parts.extend(icl_parts(p.observation, p.tile_size, p.switch_frames, turn.maze.skin, p.render))
     if p.start_info:
         parts.text(start_info(turn.maze))
     if p.mechanism_locations:
         parts.text(mechanism_locations(turn.maze))
+
+
+def _view(parts: _Parts, maze: Maze, p: Protocol) -> None:
+    """What the 3D pictures are (not at the minimal level, which names no view), and the start
+    map when the protocol shows one."""
+    if not (p.uses_image and p.render.is_3d):
+        return
+    t = texts(maze.skin)
+    if p.prompt != "minimal":
+        parts.text(t["view_3d"]["first_person" if CAMERAS[p.render.camera or ""].first_person else "top_down"])
+    if p.render.start_map:
+        from env.render3d import start_map
+
+        parts.text(t["start_map"])
+        parts.image("data:image/png;base64," + base64.b64encode(
+            png_bytes(start_map(maze, p.render.resolution or "grid", p.switch_frames))).decode("ascii"))
 
 
 def _current(parts: _Parts, turn: Turn) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from env.errors import BadInput, pydantic_field
+from env.render_settings import MINIGRID, RenderSettings, render_settings
 
 Observation = Literal["image", "text", "image+text"]
 # effort levels across providers (each provider takes some of them: agents/providers.py)
@@ -34,7 +35,10 @@ STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywher
               "hint": "none", "requery": "plain", "moves_remaining": False}
 # fields added after episode ids were first published: each is left out of a protocol's JSON (and
 # so of its hash and every episode id) while it holds this value, so older protocols keep their ids
-LATER_FIELDS: dict[str, Any] = {"hint": "none", "requery": "plain", "moves_remaining": False}
+LATER_FIELDS: dict[str, Any] = {"hint": "none", "requery": "plain", "moves_remaining": False,
+                                 # the 2D frames: 3D ones came later
+                                 "render": {"backend": "minigrid", "camera": None, "resolution": None,
+                                            "start_map": False}}
 STYLE_PROMPTS: dict[str, tuple[str, ...]] = {
     "gridbench": ("minimal", "standard", "detailed"), "study": ("minimal", "standard", "verbose"),
 }
@@ -93,6 +97,9 @@ class Protocol(BaseModel):
     hint: Literal["none", "switch", "state_change", "interaction_rules", "interaction_rules_stand"] = "none"
     requery: Literal["plain", "corrective"] = "plain"
     moves_remaining: bool = False
+    # which frames the model sees: the 2D grid (the default, a later field: left out of the
+    # canonical JSON so every protocol hash and episode id from before 3D frames stays), or 3D
+    render: RenderSettings = MINIGRID
 
     @model_validator(mode="after")
     def _style_fields(self) -> Protocol:
@@ -204,8 +211,10 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
     if unknown:
         raise BadInput(
             source, str(unknown[0]),
-            f"unknown protocol field (known: preset, {', '.join(base)})",
+            f"unknown protocol field (known: preset, {', '.join(Protocol.model_fields)})",
         )
+    if "render" in fields:
+        fields["render"] = render_settings(fields["render"], source, "render.")
     try:
         return Protocol(**{**base, **fields})
     except ValidationError as err:

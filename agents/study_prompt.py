@@ -285,7 +285,7 @@ def one_shot_parts(protocol: Protocol, skin: str = CLASSIC) -> list[dict[str, An
     solution = t["one_shot_actions"].format(actions=", ".join(actions))
     if not protocol.uses_image:
         return [text_part(f"{t['one_shot_intro']}\n{initial_maze_text(maze)}\n{solution}")]
-    return [text_part(t["one_shot_intro"]), image_part(frame_uri(maze, _start(maze), protocol.tile_size, protocol.switch_frames)),
+    return [text_part(t["one_shot_intro"]), image_part(frame_uri(maze, _start(maze), protocol.tile_size, protocol.switch_frames, protocol.render)),
             text_part(solution)]
 
 
@@ -306,7 +306,7 @@ def _recent_image_parts(maze: Maze, shown: Sequence[PastStep], protocol: Protoco
     t = texts(maze.skin)
     parts: list[dict[str, Any]] = [text_part(t["recent_header"])]
     for past in shown:
-        parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size, protocol.switch_frames)))
+        parts.append(image_part(frame_uri(maze, past.state_before, protocol.tile_size, protocol.switch_frames, protocol.render)))
         parts.append(text_part(t["recent_step"].format(inventory=inventory_word(maze, past.state_before),
                                                        sentinel=SENTINEL, token=_token(past))))
     return parts
@@ -331,7 +331,7 @@ def _query_parts(maze: Maze, state: MazeState, protocol: Protocol, moves_left: i
     t = texts(maze.skin)
     parts: list[dict[str, Any]] = []
     if protocol.uses_image:
-        parts.append(image_part(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames)))
+        parts.append(image_part(frame_uri(maze, state, protocol.tile_size, protocol.switch_frames, protocol.render)))
     described = current_text(maze, state) if protocol.uses_text else t["inventory"].format(
         inventory=inventory_word(maze, state))
     if protocol.moves_remaining:

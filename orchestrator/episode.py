@@ -29,6 +29,7 @@ from agents.types import Agent, Decision, InfraError, PastStep, ResumeMismatch, 
 from agents.usage import Usage
 from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
+from env.render import check_renderable
 from env.state import ACTIONS, initial_state
 from orchestrator.termination import TerminationRules, gridbench_signature, step_cap_for, study_signature
 from traces import (
@@ -110,6 +111,7 @@ class Playthrough:
     def __init__(self, maze: Maze, protocol: Protocol, identity: EpisodeIdentity, table: DistanceTable,
                  d_start: int):
         self.maze, self.protocol, self.identity, self.table = maze, protocol, identity, table
+        check_renderable(maze, protocol.render, maze.id)  # the sweep checked; a twin or a resumed run may not have
         self.env = MazeEnv(maze, tile_size=protocol.tile_size)
         self.env.reset(seed=protocol.seed)
         self.state = self.env.state

@@ -20,7 +20,7 @@ from env import Maze, maze_from_dict
 from env.errors import BadInput
 from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
-from env.render import render_state
+from env.render import MINIGRID, RenderSettings, frame
 from env.state import ACTIONS, MazeState, initial_state, step
 from orchestrator.termination import gridbench_signature, study_signature
 from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
@@ -53,13 +53,16 @@ class ReplayResult:
         return not self.mismatches
 
     def frames(self, tile_size: int = 32) -> list[np.ndarray]:
-        """The frame of every state, start first (what ``--gif`` animates), with switches drawn as
-        the episode's protocol drew them."""
+        """The frame of every state, start first (what ``--gif`` animates), drawn as the episode's
+        protocol drew them: its switches, and its own camera when it was shown 3D frames (then
+        ``tile_size`` is unused: the frames are the episode's size)."""
         try:
-            switch_frames = json.loads(self.episode.get("protocol") or "{}").get("switch_frames", "distinct")
-        except (ValueError, AttributeError):
-            switch_frames = "distinct"
-        return [render_state(self.maze, s, tile_size, switch_frames) for s in self.states]
+            recorded = json.loads(self.episode.get("protocol") or "{}")
+            switch_frames = recorded.get("switch_frames", "distinct")
+            render = RenderSettings(**recorded["render"]) if recorded.get("render") else MINIGRID
+        except (ValueError, AttributeError, TypeError):
+            switch_frames, render = "distinct", MINIGRID
+        return [frame(self.maze, s, tile_size, switch_frames, render) for s in self.states]
 
 
 def load_run_maze(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Maze:

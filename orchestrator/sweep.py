@@ -619,5 +619,17 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
                   variants=kinds)
     for i, m in enumerate(models):
         _check_serve_limits(source, i, m, conditions, sweep)
+    _check_renderable(source, sweep)
     return sweep
+
+
+def _check_renderable(source: str, sweep: Sweep) -> None:
+    """Refuse at load a maze a condition's frames cannot draw (the 3D frames draw fewer kinds)."""
+    from env.render import check_renderable
+
+    for m in sweep.models:
+        for c in model_conditions(m, sweep.conditions):
+            if c.protocol.uses_image and c.protocol.render.is_3d:
+                for maze in m.mazes if m.mazes is not None else sweep.sources:
+                    check_renderable(maze, c.protocol.render, source)
 

@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
 # Install gridbench into ./.venv on a fresh machine.
 #   scripts/install.sh          the package and everything the main job needs
+#   scripts/install.sh --3d     plus the 3D frames (MuJoCo, and Mesa's software GL from Debian)
 #   scripts/install.sh --test   plus the test tools (pytest, mypy, hypothesis, a headless browser)
+#                               and the 3D frames, which the tests draw
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="run"
-if [[ "${1:-}" == "--test" ]]; then
-  extras="run,test"
-  # the browser tests drive Debian's chromium (never Playwright's own download); apt's page of
-  # progress goes to a log, shown only when it fails
-  if [[ $(id -u) -eq 0 ]] && ! command -v chromium >/dev/null; then
+debian=()
+case "${1:-}" in
+  --test)
+    extras="run,test,3d"
+    # the browser tests drive Debian's chromium (never Playwright's own download)
+    debian=(chromium) ;;
+  --3d) extras="run,3d" ;;
+esac
+if [[ "$extras" == *3d* ]]; then
+  # MuJoCo draws headless with Mesa: OSMesa (the default, MUJOCO_GL=osmesa) or EGL (MUJOCO_GL=egl)
+  debian+=(libosmesa6 libegl1 libegl-mesa0 libgl1-mesa-dri)
+fi
+missing=()
+for pkg in "${debian[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if (( ${#missing[@]} )); then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    # apt's page of progress goes to a log, shown only when it fails
     log=$(mktemp)
-    echo "installing chromium (Debian) for the browser tests ..."
-    if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >"$log" 2>&1; then
-      tail -n 30 "$log"; echo "install: apt-get install chromium failed"; exit 1
+    echo "installing ${missing[*]} (Debian) ..."
+    if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } >"$log" 2>&1; then
+      tail -n 30 "$log"; echo "install: apt-get install ${missing[*]} failed"; exit 1
     fi
     rm -f "$log"
+  else
+    echo "install: needs the Debian packages ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})"
   fi
 fi
 python3 -m venv .venv

@@ -49,7 +49,9 @@ class Persona:
         return None
 
     def applied(self, body: dict) -> dict[str, Any]:
-        return {"thinking": None, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
+        # a reasoning effort is taken by OpenAI's reasoning models only, which always think
+        return {"thinking": True if body.get("reasoning_effort") else None,
+                "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
                 "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:

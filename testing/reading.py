@@ -14,8 +14,9 @@ import base64
 import io
 import re
 import threading
+from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used, so that a bare server starts without them
     import numpy as np
@@ -116,6 +117,8 @@ class MazeStates:
         self._texts: dict[str, MazeState] | None = None
         self._text_lines: set[int] = set()
         self._frames: dict[int, dict[bytes, MazeState]] = {}
+        self._frames3d: dict[tuple[str, int], dict[bytes, MazeState]] = {}
+        self._study_texts: dict[str, MazeState] | None = None
 
     def _states(self) -> list[tuple[MazeState, bool]]:
         from env.oracle import distance_table
@@ -123,18 +126,24 @@ class MazeStates:
         table = distance_table(self.maze)
         return [(table.space.decode(int(i)), bool(d >= 0)) for i, d in zip(table.sweep.ids, table.dist, strict=True)]
 
+    def _index(self, describe: Callable[[MazeState], Any]) -> dict[Any, MazeState]:
+        """Every reachable state by what ``describe`` makes of it; where two states look alike,
+        one from which the goal can still be reached."""
+        out: dict[Any, MazeState] = {}
+        for state, live in self._states():
+            seen = describe(state)
+            if live or seen not in out:
+                out[seen] = state
+        return out
+
     def from_text(self, body: dict) -> MazeState | None:
         """The state whose text projection ends at the request's last ``Inventory:`` line."""
         from env.text import text_projection
 
         with self._lock:
             if self._texts is None:
-                self._texts = {}
-                for state, live in self._states():
-                    text = text_projection(self.maze, state)
-                    if live or text not in self._texts:
-                        self._texts[text] = state
-                    self._text_lines.add(text.count("\n") + 1)
+                self._texts = self._index(lambda state: text_projection(self.maze, state))
+                self._text_lines = {text.count("\n") + 1 for text in self._texts}
         lines = request_text(body).splitlines()
         ends = [i for i, line in enumerate(lines) if line.startswith("Inventory: ")]
         if not ends:
@@ -145,19 +154,61 @@ class MazeStates:
                 return found
         return None
 
+    def from_study_text(self, body: dict) -> MazeState | None:
+        """The state whose study-style description (``agents.study_prompt.current_text``) the
+        request shows last, for the study's text-only observation."""
+        from agents.study_prompt import current_text
+
+        with self._lock:
+            if self._study_texts is None:
+                self._study_texts = self._index(lambda state: current_text(self.maze, state))
+        request = request_text(body)
+        best, where = None, -1
+        for text, state in self._study_texts.items():
+            at = request.rfind(text)
+            if at > where:
+                best, where = state, at
+        return best
+
     def from_image(self, body: dict) -> MazeState | None:
-        """The state whose frame is the request's last image, pixel for pixel."""
+        """The state whose frame is the request's last image, pixel for pixel: a 2D frame at any
+        tile size, or a 3D frame from any camera (env.render3d)."""
         from env.render import render_state
 
         pixels = last_image(body)
-        if pixels is None or not walls_match_image(self.maze.grid, pixels):
+        if pixels is None:
             return None
+        if not walls_match_image(self.maze.grid, pixels):
+            return self._from_3d(pixels)
         tile = pixels.shape[1] // self.maze.width
         with self._lock:
             index = self._frames.get(tile)
             if index is None:
                 index = self._frames[tile] = {render_state(self.maze, s, tile).tobytes(): s for s, _ in self._states()}
         return index.get(pixels.tobytes())
+
+    def _from_3d(self, pixels: np.ndarray) -> MazeState | None:
+        """A 3D frame's state; where two states look alike (a first-person eye facing a wall),
+        one from which the goal can still be reached."""
+        import importlib.util
+
+        if pixels.shape[0] != pixels.shape[1] or importlib.util.find_spec("mujoco") is None:
+            return None
+        from env.render3d import CAMERAS, frame3d
+
+        side = int(pixels.shape[0])
+        for camera in CAMERAS:
+            def drawn(state: MazeState, camera: str = camera) -> bytes:
+                return frame3d(self.maze, state, camera, side).tobytes()
+
+            with self._lock:
+                index = self._frames3d.get((camera, side))
+                if index is None:
+                    index = self._frames3d[(camera, side)] = self._index(drawn)
+            found = index.get(pixels.tobytes())
+            if found is not None:
+                return found
+        return None
 
 
 def study_tokens(maze: Maze, state: MazeState, cardinal: bool) -> list[str]:

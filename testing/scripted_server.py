@@ -14,8 +14,9 @@ Where the replies come from (``mode``):
 - ``oracle``: the optimal action for the state shown in the request. The maze is the one named
   by the ``X-Scripted-Maze`` header, else the server's ``maze``, else the maze among ``mazes``
   (a set, folder or list; default: every named set) whose walls match the request's last text
-  map or last image. The state is the one whose text projection, or frame, the request shows
-  last, among the states the oracle's sweep reaches (``testing.reading``).
+  map or last image. The state is the one whose text projection, frame (2D, or 3D from any
+  camera), or study-style description the request shows last, among the states the oracle's
+  sweep reaches (``testing.reading``).
 - ``never-toggle``, ``colour-blind``, ``mirror-blind``: as ``oracle``, the answer of an agent with
   that one defect (``testing.defects``): it never toggles a switch, it cannot tell colours apart,
   it cannot tell a maze from its mirror image (it needs its source among ``mazes``).
@@ -292,7 +293,7 @@ class ScriptedServer:
         for maze in candidates:
             with self._lock:
                 shown = self._states.setdefault(maze.checksum, MazeStates(maze))
-            state = shown.from_text(body) or shown.from_image(body)
+            state = shown.from_text(body) or shown.from_image(body) or shown.from_study_text(body)
             if state is not None:
                 break
         if state is None:

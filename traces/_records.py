@@ -241,7 +241,7 @@ class EpisodeRecord(TraceRecord):
     """One episode, finished or failed: the same record either way."""
 
     identity: EpisodeIdentity = nested()
-    protocol: str = col("string", "the resolved protocol as canonical JSON (every field of docs/protocol.md)")
+    protocol: str = col("string", "the resolved protocol as canonical JSON (every field of docs/protocol.md; `render` only when it is not the 2D default)")
     protocol_hash: str = col("string", "16 hex digits of sha256 over `protocol`")
     maze: MazeSummary = nested()
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from env import BadInput, initial_state, png_bytes, render_state, resolve_mazes, text_projection
+from env import BadInput, initial_state, png_bytes, resolve_mazes, text_projection
 from env.files import atomic_write
 from env.variants import record_of
 
@@ -19,10 +19,18 @@ def show(
     png: Path | None = typer.Option(None, "--png", help="write the start frame as PNG (a folder when several mazes)"),
     text: bool = typer.Option(False, "--text", help="print the text projection"),
     tile_size: int = typer.Option(32, "--tile-size", min=4, max=128),
+    backend: str = typer.Option("minigrid", "--backend", help="minigrid (2D) or mujoco3d"),
+    camera: str | None = typer.Option(None, "--camera", help="mujoco3d: top_down, first_person or first_person_narrow"),
+    resolution: str | None = typer.Option(None, "--resolution", help="mujoco3d: grid (32 px per cell) or pixels a side"),
 ) -> None:
     """Render mazes at their start state: PNG frames and/or the text projection (in the maze's
     skin; a variant's text starts with what it changed and the maze it is the twin of)."""
+    from env.render import check_renderable, frame, render_from_options
+
+    render = render_from_options(backend, camera, resolution)
     mazes = resolve_mazes(list(maze))
+    for m in mazes:
+        check_renderable(m, render, m.id)
     if png is None and not text:
         text = True
     for m in mazes:
@@ -37,7 +45,7 @@ def show(
             typer.echo(text_projection(m, s))
         if png is not None:
             out = png / f"{m.id}.png" if len(mazes) > 1 or png.is_dir() else png
-            atomic_write(out, png_bytes(render_state(m, s, tile_size)))
+            atomic_write(out, png_bytes(frame(m, s, tile_size, render=render)))
             typer.echo(f"wrote {out}")
 
 

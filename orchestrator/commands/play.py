@@ -27,6 +27,9 @@ def play(
     switch_frames: str = typer.Option("distinct", "--switch-frames",
                                       help="distinct, or study: switches drawn the same on and off, as the "
                                            "study's R1 frames showed them"),
+    backend: str = typer.Option("minigrid", "--backend", help="minigrid (2D frames) or mujoco3d"),
+    camera: str | None = typer.Option(None, "--camera", help="mujoco3d: top_down, first_person or first_person_narrow"),
+    resolution: str | None = typer.Option(None, "--resolution", help="mujoco3d: grid (32 px per cell) or pixels a side"),
     port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
     out: Path = typer.Option(Path("results"), "--out", help="folder that holds runs"),
     run: str | None = typer.Option(None, "--run", help="run name (default play-NAME-<time>); an existing run is extended"),
@@ -39,8 +42,13 @@ def play(
     from orchestrator.web.play import play as play_mazes
 
     player = check_name("--name", "", name if name is not None else _default_name(), "player name")
-    preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames}, "--protocol")
+    from env.render import check_renderable, render_from_options
+
+    render = render_from_options(backend, camera, resolution)
+    preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames, "render": render}, "--protocol")
     resolved = resolve_mazes(list(mazes))
+    for m in resolved:
+        check_renderable(m, render, m.id)
     # the default run name holds the player's: a name too long for it is refused as --name
     run_name = check_name("--run" if run else "--name", "", run or default_run_name(player), "run name")
     run_dir = out / run_name

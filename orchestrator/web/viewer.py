@@ -48,6 +48,7 @@ from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanis
 from env.discovery import STAGES
 from env.files import atomic_write
 from env.oracle import solve
+from env.render import RenderSettings, frame
 from env.tiles import AGENT_DIRS, tile_atlas
 from traces import (
     EPISODES_DIR,
@@ -246,8 +247,11 @@ def discovery(maze: Maze, steps: dict[str, list[Any]], mechanisms_text: list[str
 
 
 def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms_text: list[str],
-                   maze: Maze | None, with_summary: bool, codes: StepCodes) -> dict[str, Any]:
-    """What an opened episode shows, apart from its index row: facts, steps, states, summaries."""
+                   maze: Maze | None, with_summary: bool, codes: StepCodes,
+                   view3d: tuple[RenderSettings, str] | None = None) -> dict[str, Any]:
+    """What an opened episode shows, apart from its index row: facts, steps, states, summaries,
+    and for an episode the model saw in 3D, the 3D frame of every state (``view3d``: its render
+    block and switch frames), which tiles cannot draw in the page."""
     seen: dict[str, int] = {}
     mechanism_of_step = [seen.setdefault(t, len(seen)) for t in mechanisms_text]
     record: dict[str, Any] = {"episode": detail, "n": len(mechanisms_text), "steps": None, "mechanisms": None,
@@ -260,6 +264,8 @@ def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms
             record["summary_of_step"] = _same_or_list(shown)
         if maze is not None:
             record["discovery"] = discovery(maze, steps, mechanisms_text)
+        if maze is not None and view3d is not None:
+            record["frames3d"], record["frames3d_missing"] = frames_3d(maze, steps, mechanisms, mechanism_of_step, view3d)
     except (KeyError, ValueError, TypeError, IndexError) as err:
         mechanisms = []
         record["problem"] = (f"the recorded states do not fit maze {maze.id if maze else '?'} "
@@ -269,6 +275,32 @@ def episode_view(detail: dict[str, Any], steps: dict[str, list[Any]], mechanisms
     record["steps"] = {c: _same_or_list(codes.encode(c, v) if c in CODED_STEP_COLUMNS else v)
                        for c, v in steps.items()}
     return record
+
+
+def frames_3d(maze: Maze, steps: dict[str, list[Any]], mechanisms: list[dict[str, Any]], mechanism_of_step: list[int],
+              view3d: tuple[RenderSettings, str]) -> tuple[list[str] | None, str | None]:
+    """The 3D frame of the start and of the state after each step, as PNG data URIs; or None and
+    why, where this machine cannot draw them (no MuJoCo or Mesa)."""
+    render, switch_frames = view3d
+    states = [initial_state(maze)] + [
+        recorded_state(maze, steps["x"][k], steps["y"][k], steps["dir"][k], steps["carrying"][k],
+                       mechanisms[mechanism_of_step[k]]) for k in range(len(mechanism_of_step))]
+    try:
+        return ["data:image/png;base64," + base64.b64encode(png_bytes(frame(maze, s, 32, switch_frames, render))).decode("ascii")
+                for s in states], None
+    except (BadInput, RuntimeError) as err:
+        return None, str(err)
+
+
+def _view3d(protocol: dict[str, Any]) -> tuple[RenderSettings, str] | None:
+    """An episode's 3D view from its recorded protocol; None for 2D frames."""
+    block = protocol.get("render")
+    if not isinstance(block, dict) or block.get("backend") != "mujoco3d":
+        return None
+    try:
+        return RenderSettings(**block), str(protocol.get("switch_frames", "distinct"))
+    except ValueError:
+        return None
 
 
 # ---- data files ---------------------------------------------------------------------------------------
@@ -354,6 +386,8 @@ class BundleSource:
     mazes: list[Maze | None]  # by index position
     with_summary: list[bool]  # by index position: the protocol showed an activity summary
     codes: StepCodes = field(default_factory=StepCodes)
+    # by index position: the 3D view (render block and switch frames) of an episode shown 3D frames
+    views3d: list[tuple[RenderSettings, str] | None] = field(default_factory=list)
 
 
 def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, source: BundleSource,
@@ -379,7 +413,8 @@ def write_step_file(path: Path, name: str, spooled: Path, first: int, end: int, 
                 record = episode_view(
                     {c: source.details[c][o] for c in DETAIL_COLUMNS},
                     {c: lists[c][a:b] for c in STEP_COLUMNS}, lists["mechanisms"][a:b],
-                    source.mazes[o], source.with_summary[o], source.codes)
+                    source.mazes[o], source.with_summary[o], source.codes,
+                    source.views3d[o] if source.views3d else None)
                 f.write(("," if i else "") + js_string(json_text(record)))
             advance(g1 - g0)
         f.write("]);\n")
@@ -437,7 +472,8 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     source = BundleSource(
         details={c: _rounded(index.column(c)) for c in DETAIL_COLUMNS},
         mazes=[None if k is None else maze_of_code[k] for k in checksums["codes"]],
-        with_summary=[k is None or _summarised(protocols["values"][k]) for k in protocols["codes"]])
+        with_summary=[k is None or _summarised(protocols["values"][k]) for k in protocols["codes"]],
+        views3d=[None if k is None else _view3d(protocols["values"][k]) for k in protocols["codes"]])
     steps_per_episode = index.column("steps").fill_null(0).to_numpy()
     starts = step_file_starts(steps_per_episode)
     summary = ViewSummary(out_dir, n, int(steps_per_episode.sum()))

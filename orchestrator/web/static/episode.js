@@ -62,7 +62,8 @@ window.gridbench = window.gridbench || {};
       r.summary = shown && rec.summaries ? rec.summaries[shown[s]] : null;
       steps.push(r);
     }
-    return { episode: rec.episode, steps, problem: rec.problem, summaries: rec.summaries, discovery: rec.discovery || [] };
+    return { episode: rec.episode, steps, problem: rec.problem, summaries: rec.summaries, discovery: rec.discovery || [],
+      frames3d: rec.frames3d || null, frames3d_missing: rec.frames3d_missing || null };
   }
 
   let view = null;  // what is shown now: {i, ep, steps, go}
@@ -111,6 +112,13 @@ window.gridbench = window.gridbench || {};
       : !maze ? "Maze " + mazeId + " (with the recorded checksum) is not in the run's manifest, so no frames are shown."
         : "No tiles of size " + (protocol.tile_size || gb.index.ix.default_tile_size) + " in this bundle: write it again (gridbench view).";
     $("stage").hidden = !drawn;
+    // an episode the model saw in 3D: its own frames beside the map (the bundle drew them)
+    const frames3d = rec.frames3d || null;
+    const render = protocol.render || {};
+    $("view3d").hidden = !(frames3d || rec.frames3d_missing);
+    $("frame3d").hidden = !frames3d;
+    $("view3d-label").textContent = frames3d ? "What the model was shown: 3D, camera " + render.camera
+      : rec.frames3d_missing ? "Shown to the model in 3D (camera " + render.camera + "); not drawn here: " + rec.frames3d_missing : "";
     $("toggles").hidden = !drawn;
 
     // ---- overlays: heat map and optimal path --------------------------------------------------------
@@ -230,6 +238,7 @@ window.gridbench = window.gridbench || {};
       slider.value = String(s);
       $("step-label").textContent = "step " + s + " / " + n;
       if (drawn) gb.frames.draw(canvas, maze, stateAt(s), sheet, protocol.switch_frames);
+      if (frames3d) $("frame3d").src = frames3d[s];
       marker.setAttribute("x1", X(s)); marker.setAttribute("x2", X(s));
       if (s === 0) {
         $("step-title").textContent = "Start";
