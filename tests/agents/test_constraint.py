@@ -153,3 +153,18 @@ def test_an_unconstrained_request_carries_nothing_and_records_null():
         body, applied = srv.chat_requests[0].body, srv.chat_requests[0].applied
     assert not {"grammar", "structured_outputs"} & set(body)
     assert d.budget.constraint is None and applied["constraint"] is None
+
+
+def test_the_cli_refuses_it_in_one_line_before_anything_runs(tmp_path, capsys):
+    import yaml
+
+    from orchestrator.cli import main
+
+    path = tmp_path / "hosted.yaml"
+    path.write_text(yaml.safe_dump(sweep("anthropic/claude-opus-4-8", {"constrain": "reasoning+action"},
+                                         api_key_env="GRIDBENCH_NO_SUCH_KEY")))
+    with pytest.raises(SystemExit) as code:
+        main(["run", str(path), "--out", str(tmp_path / "out"), "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert code.value.code == 2 and not (tmp_path / "out").exists()
+    assert len(err.splitlines()) == 1 and "protocol.constrain" in err and "hosted.yaml" in err, err
