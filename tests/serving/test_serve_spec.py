@@ -20,19 +20,19 @@ def test_vllm_defaults_are_derived_from_the_sweep():
     assert (done.max_num_seqs, done.limit_mm_per_prompt, done.max_model_len) == (5, {"image": 9}, 4096)
 
 
-GEMMA = {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}
+GEMMA = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
 
 
 def test_llama_cpp_serves_the_bundled_model_only_when_asked_by_name_on_loopback():
     spec = parse_serve(GEMMA)
-    assert spec.model == "bundled:gemma-3-270m" and spec.host == "127.0.0.1" and spec.replicas == 1
+    assert spec.model == "bundled:smollm2-135m-instruct" and spec.host == "127.0.0.1" and spec.replicas == 1
     assert spec.resolved(images=4, max_concurrency=4) == spec
     # no weights named: refused, never the bundled model under the entry's name
     with pytest.raises(BadInput) as err:
         parse_serve({"engine": "llama_cpp"}, "s.yaml")
     assert str(err.value) == (
-        "s.yaml: serve.model: missing: the weights to serve, a GGUF file's path or bundled:gemma-3-270m for "
-        "the bundled Gemma 3 270M (llama.cpp serves any file under this entry's model name)")
+        "s.yaml: serve.model: missing: the weights to serve, a GGUF file's path or bundled:smollm2-135m-instruct for "
+        "the bundled SmolLM2-135M-Instruct (llama.cpp serves any file under this entry's model name)")
     with pytest.raises(ValidationError):
         ServeSpec(engine="llama_cpp")
     with pytest.raises(BadInput, match=r"^serve: serve\.model: no bundled model is named 'llama-3'"):
