@@ -159,7 +159,7 @@ class OpenAIReasoningPersona(Persona):
 
     def applied(self, body: dict) -> dict[str, Any]:
         return {"thinking": True, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
-                "max_output_tokens": body.get("max_completion_tokens")}
+                "max_output_tokens": body.get("max_completion_tokens"), "constraint": None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         message, usage = completion["choices"][0]["message"], completion["usage"]
