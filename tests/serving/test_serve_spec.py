@@ -20,11 +20,11 @@ def test_vllm_defaults_are_derived_from_the_sweep():
     assert (done.max_num_seqs, done.limit_mm_per_prompt, done.max_model_len) == (5, {"image": 9}, 4096)
 
 
-GEMMA = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
+BUNDLED = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
 
 
 def test_llama_cpp_serves_the_bundled_model_only_when_asked_by_name_on_loopback():
-    spec = parse_serve(GEMMA)
+    spec = parse_serve(BUNDLED)
     assert spec.model == "bundled:smollm2-135m-instruct" and spec.host == "127.0.0.1" and spec.replicas == 1
     assert spec.resolved(images=4, max_concurrency=4) == spec
     # no weights named: refused, never the bundled model under the entry's name
@@ -40,10 +40,10 @@ def test_llama_cpp_serves_the_bundled_model_only_when_asked_by_name_on_loopback(
 
 
 def test_spec_is_frozen_and_hashable():
-    spec = parse_serve({**GEMMA, "n_ctx": 4096})
+    spec = parse_serve({**BUNDLED, "n_ctx": 4096})
     with pytest.raises(ValidationError):
         spec.n_ctx = 1  # type: ignore[misc]
-    assert hash(spec) == hash(parse_serve({**GEMMA, "n_ctx": 4096}))
+    assert hash(spec) == hash(parse_serve({**BUNDLED, "n_ctx": 4096}))
     assert isinstance(parse_serve(spec), ServeSpec)
 
 
@@ -51,12 +51,12 @@ def test_spec_is_frozen_and_hashable():
     "mapping, field, words",
     [
         ({"engine": "vllm", "n_ctx": 4096}, "serve.n_ctx", "does not apply to engine vllm"),
-        ({**GEMMA, "tensor_parallel_size": 2}, "serve.tensor_parallel_size", "does not apply"),
+        ({**BUNDLED, "tensor_parallel_size": 2}, "serve.tensor_parallel_size", "does not apply"),
         ({"engine": "sglang"}, "serve.engine", "'vllm' or 'llama_cpp'"),
         ({}, "serve.engine", "missing"),
-        ({**GEMMA, "host": "0.0.0.0"}, "serve.host", "every interface"),
-        ({**GEMMA, "host": "::"}, "serve.host", "every interface"),
-        ({**GEMMA, "host": "localhost-ish"}, "serve.host", "IP address"),
+        ({**BUNDLED, "host": "0.0.0.0"}, "serve.host", "every interface"),
+        ({**BUNDLED, "host": "::"}, "serve.host", "every interface"),
+        ({**BUNDLED, "host": "localhost-ish"}, "serve.host", "IP address"),
         ({"engine": "vllm", "colour": 1}, "serve.colour", "unknown serve field"),
         ({"engine": "vllm", "replicas": "2"}, "serve.replicas", "integer"),
         ({"engine": "vllm", "replicas": 0}, "serve.replicas", "greater than or equal to 1"),
