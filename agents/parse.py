@@ -20,7 +20,8 @@ from env.state import ACTIONS
 if TYPE_CHECKING:
     from agents.types import ParseStatus
 
-EXACT = re.compile(r"ACTION: (" + "|".join(ACTIONS) + r")")
+ACTION_LABEL = "ACTION: "  # the exact answer line is this label and an action's name
+EXACT = re.compile(ACTION_LABEL + "(" + "|".join(ACTIONS) + ")")
 
 # Inline reasoning some servers leave in the content; an unterminated block is all reasoning.
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agents.constraint import Constrain
 from env.errors import BadInput, pydantic_field
 from env.render_settings import MINIGRID, RenderSettings, render_settings
 
@@ -38,7 +39,8 @@ STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywher
 LATER_FIELDS: dict[str, Any] = {"hint": "none", "requery": "plain", "moves_remaining": False,
                                  # the 2D frames: 3D ones came later
                                  "render": {"backend": "minigrid", "camera": None, "resolution": None,
-                                            "start_map": False}}
+                                            "start_map": False},
+                                 "constrain": "none"}
 STYLE_PROMPTS: dict[str, tuple[str, ...]] = {
     "gridbench": ("minimal", "standard", "detailed"), "study": ("minimal", "standard", "verbose"),
 }
@@ -100,6 +102,10 @@ class Protocol(BaseModel):
     # which frames the model sees: the 2D grid (the default, a later field: left out of the
     # canonical JSON so every protocol hash and episode id from before 3D frames stays), or 3D
     render: RenderSettings = MINIGRID
+    # constrained decoding (agents/constraint.py): no constraint, the answer line alone, or free
+    # text then the answer line; sent by the engine's own mechanism and refused at load where the
+    # model's provider has none (agents/providers.py)
+    constrain: Constrain = "none"
 
     @model_validator(mode="after")
     def _style_fields(self) -> Protocol:
@@ -118,6 +124,8 @@ class Protocol(BaseModel):
             raise _FieldConflict("requery", "says how a re-query is worded: it takes invalid_output: requery")
         if self.actions_anywhere and self.querying == "step":
             raise _FieldConflict("actions_anywhere", "the study's defect concerns subgoal and trajectory querying only")
+        if self.constrain != "none" and self.querying != "step":
+            raise _FieldConflict("constrain", "constrains a reply to one action: it takes querying: step only")
         return self
 
     # ---- identity ---------------------------------------------------------------------

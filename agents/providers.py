@@ -28,6 +28,9 @@ CONTROLLED_PARAMS = {
     "max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens",
     "temperature": "temperature", "thinking": "thinking", "reasoning_effort": "effort",
     "output_config": "effort", "thinking_token_budget": "thinking_budget", "seed": "seed",
+    # the engines' reply constraints (and vLLM's older names for them)
+    "grammar": "constrain", "structured_outputs": "constrain", "guided_choice": "constrain",
+    "guided_regex": "constrain", "guided_grammar": "constrain", "guided_json": "constrain",
 }
 # chat_template_kwargs may carry other switches of a template, but not the thinking switch
 CONTROLLED_TEMPLATE_KWARGS = {"enable_thinking": "thinking"}
@@ -104,6 +107,12 @@ class ProviderFamily:
     fixed_why: str = ""
     seed: bool = True  # the provider takes a sampling seed
     marks_cache: bool = False  # it caches only prompt prefixes the request marks (Anthropic's cache_control)
+    # how it constrains a reply (the protocol's ``constrain``): "grammar" (a GBNF grammar, llama.cpp),
+    # "structured_outputs" (vLLM), or None with ``unconstrained_why``, the end of the refusal's sentence
+    constrains_by: str | None = None
+    unconstrained_why: str = "is not known to take a constraint on a plain reply"
+    # thinking comes back inside the reply itself, where a constraint would leave it no room
+    inline_reasoning: bool = False
     # top-level request fields litellm refuses for this provider unless they travel in extra_body
     litellm_extra_body: tuple[str, ...] = ()
     # where the answer's parts come back (for docs/providers.md and the usage reader)
@@ -148,6 +157,12 @@ class ProviderFamily:
             if p.thinking and self.budget_below_cap and p.thinking_budget >= p.max_output_tokens:
                 return "thinking_budget", (f"{self.title} needs the budget ({p.thinking_budget}) below "
                                            f"max_output_tokens ({p.max_output_tokens})")
+        if p.constrain != "none":
+            if self.constrains_by is None:
+                return "constrain", f"{self.title} {self.unconstrained_why}: leave constrain at none"
+            if p.thinking and self.inline_reasoning:
+                return "constrain", (f"{self.title} leaves thinking inside the reply, where the constraint would "
+                                     "cut it: serve with a reasoning_parser, or set thinking: false")
         if p.temperature is not None and "temperature" in self.unsent(p.thinking):
             return "temperature", f"{self.title} takes no temperature{self._why()}: leave temperature unset"
         for key in sorted(set(params or {}) & self.unsent(p.thinking)):
@@ -197,8 +212,23 @@ class ProviderFamily:
             fields["temperature"] = p.temperature
         if self.seed:
             fields["seed"] = seed
+        constraint = self._constraint(p, fields)
         return fields, Budget(thinking=thinking, thinking_budget=budget, reasoning_effort=effort,
-                              max_output_tokens=p.max_output_tokens)
+                              max_output_tokens=p.max_output_tokens, constraint=constraint)
+
+    def _constraint(self, p: Protocol, fields: dict[str, Any]) -> str | None:
+        """Lay the protocol's reply constraint into ``fields``; what the step records of it."""
+        from agents.constraint import answer_lines, gbnf, regex
+
+        if p.constrain == "none" or self.constrains_by is None:
+            return None
+        if self.constrains_by == "grammar":
+            fields["grammar"] = gbnf(p)
+            return "grammar"
+        # vLLM: the answer lines as a choice when the reply is one of them, else a regular expression
+        kind, value = ("choice", list(answer_lines(p))) if p.constrain == "action" else ("regex", regex(p))
+        fields["structured_outputs"] = {kind: value}
+        return f"structured_outputs.{kind}"
 
 
 def _nested(path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -242,6 +272,8 @@ OPENAI_6_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 IMAGE_DETAILS = ("low", "high", "auto")
 TEMPLATE_ON = {"chat_template_kwargs": {"enable_thinking": True}}
 TEMPLATE_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
+# hosted providers constrain replies to JSON at most (structured outputs), not to the answer line
+CONSTRAINS_JSON_ONLY = "constrains replies to JSON at most, not to the protocol's answer line"
 VLLM_CACHED = "usage.prompt_tokens_details.cached_tokens, only when served with --enable-prompt-tokens-details"
 
 ANTHROPIC_ADAPTIVE_ON = {"thinking": {"type": "adaptive", "display": "summarized"}}
@@ -252,6 +284,7 @@ ANTHROPIC_ADAPTIVE = ProviderFamily(
     fixed_sampling=("temperature", "top_p", "top_k"),
     fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
     seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
+    unconstrained_why=CONSTRAINS_JSON_ONLY,
     reasoning_text="thinking blocks, with text only under display: summarized",
     reasoning_tokens="usage.output_tokens_details.thinking_tokens",
     cached_tokens="usage.cache_read_input_tokens",
@@ -264,6 +297,7 @@ OPENAI_REASONING = ProviderFamily(
     fixed_sampling=("temperature", "top_p"),
     fixed_why="OpenAI's reasoning models take only the default sampling",
     image_detail=True, tiers=OPENAI_TIERS, batch_api="openai",
+    unconstrained_why=CONSTRAINS_JSON_ONLY,
     reasoning_text="not returned by the Chat Completions API (counted, billed as output)",
     reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
     cached_tokens="usage.prompt_tokens_details.cached_tokens",
@@ -282,6 +316,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         unsampled_with_thinking=("temperature", "top_k"),
         fixed_why="Anthropic's extended thinking does not take sampling changes",
         seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
+        unconstrained_why=CONSTRAINS_JSON_ONLY,
         reasoning_text="thinking blocks",
         reasoning_tokens="usage.output_tokens_details.thinking_tokens where reported, else counted from the text",
         cached_tokens="usage.cache_read_input_tokens",
@@ -292,6 +327,7 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         fixed_sampling=("temperature", "top_p", "n", "presence_penalty", "frequency_penalty"),
         fixed_why="Moonshot fixes them for kimi-k2.6: temperature 1.0 with thinking, 0.6 without",
         seed=False, litellm_extra_body=("thinking",), tiers=MOONSHOT_TIERS, batch_api="openai",
+        unconstrained_why=CONSTRAINS_JSON_ONLY,
         reasoning_text="message.reasoning_content",
         reasoning_tokens="not reported: counted from the reasoning text",
         cached_tokens="usage.cached_tokens (top level), or usage.prompt_tokens_details.cached_tokens",
@@ -304,8 +340,8 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         name="vllm-reasoning", title="vLLM with a reasoning parser",
         switch=Switch(on=TEMPLATE_ON, off=TEMPLATE_OFF),
         budget=Control(("thinking_token_budget",), minimum=1, with_thinking=True),
-        output_cap="max_completion_tokens",
-        litellm_extra_body=("chat_template_kwargs", "thinking_token_budget"),
+        output_cap="max_completion_tokens", constrains_by="structured_outputs",
+        litellm_extra_body=("chat_template_kwargs", "thinking_token_budget", "structured_outputs"),
         reasoning_text="message.reasoning (message.reasoning_content before vLLM 0.16)",
         reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",
         cached_tokens=VLLM_CACHED,
@@ -313,15 +349,15 @@ FAMILIES: tuple[ProviderFamily, ...] = (
     ProviderFamily(
         name="vllm", title="vLLM without a reasoning parser",
         switch=Switch(on=TEMPLATE_ON, off=TEMPLATE_OFF),
-        output_cap="max_completion_tokens",
-        litellm_extra_body=("chat_template_kwargs",),
+        output_cap="max_completion_tokens", constrains_by="structured_outputs", inline_reasoning=True,
+        litellm_extra_body=("chat_template_kwargs", "structured_outputs"),
         reasoning_text="inline in message.content (<think> ... </think>); the reply parser skips it",
         reasoning_tokens="not reported: counted as output",
         cached_tokens=VLLM_CACHED,
     ),
     ProviderFamily(
         name="llama-cpp", title="llama.cpp (llama-cpp-python's server)",
-        switch=None,
+        switch=None, constrains_by="grammar", litellm_extra_body=("grammar",),
         reasoning_text="none",
         reasoning_tokens="not reported",
         cached_tokens="not reported",
@@ -329,6 +365,8 @@ FAMILIES: tuple[ProviderFamily, ...] = (
     ProviderFamily(
         name="generic", title="another provider (no thinking controls known)",
         switch=None, image_detail=True,
+        unconstrained_why=("is not known to take a constraint on a plain reply (name provider: "
+                           "llama-cpp or vllm when the endpoint is one of those servers)"),
         reasoning_text="message.reasoning_content or message.reasoning, where the provider sends one",
         reasoning_tokens="usage.completion_tokens_details.reasoning_tokens, where reported",
         cached_tokens="usage.prompt_tokens_details.cached_tokens, where reported",

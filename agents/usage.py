@@ -74,3 +74,6 @@ class Budget:
     max_output_tokens: int | None = field(default=None, metadata=doc(
         "output-token cap the request carried (`max_tokens` or `max_completion_tokens`, thinking included); "
         "null for built-in agents"))
+    constraint: str | None = field(default=None, metadata=doc(
+        "how the request constrained the reply (the protocol's `constrain`): `grammar` (llama.cpp's GBNF "
+        "grammar), `structured_outputs.choice` or `structured_outputs.regex` (vLLM); null when it carried none"))

@@ -1,7 +1,7 @@
 """The bundled local model on this CPU: server start time, speed, and what serving costs.
 
-The same K turns of the example maze (the quickstart's text protocol for the bundled Gemma 3
-270M) are answered three ways, one after the other so they never share the CPU:
+The same K turns of the example maze (the quickstart's text protocol for the bundled
+SmolLM2-135M-Instruct) are answered three ways, one after the other so they never share the CPU:
 
   in-process   llama_cpp.Llama in this process: no server, no HTTP (the floor)
   HTTP         a plain POST to the llama.cpp server started by the ModelServer actor
@@ -21,16 +21,18 @@ import asyncio
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import httpx
 import ray
 from bench_results import record
 
 from agents import ModelConfig, build_agent, build_messages, resolve_protocol
+from agents.model import request_name
 from agents.types import Turn
 from env import initial_state, resolve_maze, step
 from env.oracle import solve
-from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, bundled_model_path
+from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, BUNDLED_SPEC, bundled_model_path
 from orchestrator.serving.pool import ServerPool
 from orchestrator.serving.spec import parse_serve
 from orchestrator.sweep import ModelEntry
@@ -69,19 +71,19 @@ def main() -> None:
     model_path = str(bundled_model_path())
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, log_to_driver=False)
-    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": N_CTX})
-    served = ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
+    spec = parse_serve({"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": N_CTX})
+    served = ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="bundled"), serve=spec, max_concurrency=1)
     http_lat, http_out, agent_lat, agent_out = [], [], [], []
     with tempfile.TemporaryDirectory() as run_dir:
         t0 = time.perf_counter()
         pool = ServerPool(run_dir, [served])
         with pool:
             start_wall = time.perf_counter() - t0
-            status = pool.info["gemma"][0]
+            status = pool.info["bundled"][0]
             url = status["url"]
             prompt_tokens = []
             for messages in conversations:
-                body = {"model": "gemma-3-270m", "messages": messages, "temperature": 0.0, "seed": 0,
+                body = {"model": request_name(BUNDLED_MODEL), "messages": messages, "temperature": 0.0, "seed": 0,
                         "max_tokens": PROTOCOL["max_output_tokens"]}
                 t = time.perf_counter()
                 r = httpx.post(f"{url}/chat/completions", json=body, timeout=300).json()
@@ -97,7 +99,7 @@ def main() -> None:
 
     from llama_cpp import Llama
 
-    import orchestrator.serving.llama_server  # noqa: F401 - registers the gemma-text chat format
+    import orchestrator.serving.llama_server  # noqa: F401 - registers the text chat formats
 
     llm = Llama(model_path=model_path, n_ctx=N_CTX, chat_format=BUNDLED_CHAT_FORMAT, seed=0, verbose=False)
     local_lat, local_out = [], []
@@ -114,7 +116,7 @@ def main() -> None:
             row("HTTP", http_lat, http_out, base),
             row("agent (litellm)", agent_lat, agent_out, base)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    print(f"bundled Gemma 3 270M Q4_K_M, {args.turns} turns of the example maze per path, "
+    print(f"bundled {Path(model_path).name}, {args.turns} turns of the example maze per path, "
           f"{statistics.mean(prompt_tokens):.0f} prompt tokens per turn")
     print(f"server start through the ModelServer actor: {status['start_s'][0]:.1f} s to ready "
           f"({start_wall:.1f} s including the actor)")

@@ -52,7 +52,8 @@ class Persona:
         # a reasoning effort is taken by OpenAI's reasoning models only, which always think
         return {"thinking": True if body.get("reasoning_effort") else None,
                 "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
-                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
+                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
+                "constraint": None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         # OpenAI says which tier served the request
@@ -65,12 +66,14 @@ def _openai_error(status: int, message: str, kind: str = "invalid_request_error"
 
 
 class LlamaCppPersona(Persona):
-    """llama-cpp-python's server: no thinking switch, no reasoning, no token details; fields it
-    does not know are ignored (its request model does not forbid them)."""
+    """llama-cpp-python's server: no thinking switch, no reasoning, no token details; a GBNF
+    ``grammar`` constrains the reply; fields it does not know are ignored (its request model does
+    not forbid them)."""
 
     def applied(self, body: dict) -> dict[str, Any]:
         return {"thinking": None, "reasoning_effort": None, "thinking_budget": None,
-                "max_output_tokens": body.get("max_tokens")}
+                "max_output_tokens": body.get("max_tokens"),
+                "constraint": "grammar" if isinstance(body.get("grammar"), str) else None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         completion["choices"][0]["message"].pop("reasoning_content", None)
@@ -105,7 +108,7 @@ class MoonshotPersona(Persona):
 
     def applied(self, body: dict) -> dict[str, Any]:
         return {"thinking": self.thinks(body), "reasoning_effort": None, "thinking_budget": None,
-                "max_output_tokens": body.get("max_tokens")}
+                "max_output_tokens": body.get("max_tokens"), "constraint": None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         message, usage = completion["choices"][0]["message"], completion["usage"]
@@ -156,7 +159,7 @@ class OpenAIReasoningPersona(Persona):
 
     def applied(self, body: dict) -> dict[str, Any]:
         return {"thinking": True, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": None,
-                "max_output_tokens": body.get("max_completion_tokens")}
+                "max_output_tokens": body.get("max_completion_tokens"), "constraint": None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         message, usage = completion["choices"][0]["message"], completion["usage"]
@@ -176,7 +179,10 @@ class VLLMPersona(Persona):
     the chat template's ``enable_thinking`` (on by default, as Qwen3's template has it),
     ``thinking_token_budget`` only with a reasoning parser, reasoning in ``message.reasoning``
     with a parser and inline in ``<think>`` without, reasoning tokens only with a parser, cached
-    prompt tokens only under ``--enable-prompt-tokens-details``."""
+    prompt tokens only under ``--enable-prompt-tokens-details``, ``structured_outputs`` of one
+    kind (``choice``, ``regex``, ``json``, ``grammar``) constraining the reply."""
+
+    CONSTRAINTS = ("choice", "regex", "json", "grammar", "json_object", "structural_tag")
 
     def __init__(self, argv: Sequence[str]):
         args = list(argv)
@@ -206,6 +212,10 @@ class VLLMPersona(Persona):
         images = len(request_images(body))
         if images > self.images:
             return error(f"At most {self.images} image(s) may be provided in one prompt.")
+        outputs = body.get("structured_outputs")
+        if outputs is not None and (not isinstance(outputs, dict)
+                                    or len([k for k in self.CONSTRAINTS if outputs.get(k) is not None]) != 1):
+            return error("You can only use one kind of structured outputs constraint but multiple are specified")
         if body.get("thinking_token_budget") is not None and not self.parser:
             return error("thinking_token_budget is set but reasoning_config is not configured. Please set "
                          "--reasoning-parser and/or --reasoning-config to use thinking_token_budget.")
@@ -220,8 +230,11 @@ class VLLMPersona(Persona):
     def applied(self, body: dict) -> dict[str, Any]:
         thinks = self.thinks(body)
         budget = body.get("thinking_token_budget") if thinks else None
+        outputs = body.get("structured_outputs") or {}
+        kind = next((k for k in self.CONSTRAINTS if outputs.get(k) is not None), None)
         return {"thinking": thinks, "reasoning_effort": body.get("reasoning_effort"), "thinking_budget": budget,
-                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens")}
+                "max_output_tokens": body.get("max_completion_tokens") or body.get("max_tokens"),
+                "constraint": f"structured_outputs.{kind}" if kind else None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         message, usage = completion["choices"][0]["message"], completion["usage"]
@@ -303,7 +316,7 @@ class AnthropicPersona(Persona):
             effort = "medium"  # Claude 5's default effort
         return {"thinking": bool(thinking), "reasoning_effort": effort,
                 "thinking_budget": thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None,
-                "max_output_tokens": body.get("max_tokens")}
+                "max_output_tokens": body.get("max_tokens"), "constraint": None}
 
     def answer(self, server: ScriptedServer, body: dict, completion: dict[str, Any]) -> dict[str, Any]:
         message = completion["choices"][0]["message"]

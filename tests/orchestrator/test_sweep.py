@@ -106,7 +106,7 @@ def test_client_auto_is_the_lean_openai_client_for_self_hosted_models_only(maze_
         {"name": "hosted", "model": "anthropic/claude-opus-4-8"},
         {"name": "vllm", "model": "hosted_vllm/q", "api_base": url},
         {"name": "vllm-env", "model": "hosted_vllm/q2"},  # endpoint from litellm's environment variable
-        {"name": "served", "model": "openai/gemma", "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}},
+        {"name": "served", "model": "openai/gemma", "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}},
         {"name": "proxy", "model": "openai/gpt-4o", "api_base": url},
         {"name": "forced", "model": "openai/gpt-4o-mini", "api_base": url, "client": "openai"},
         {"name": "kept", "model": "hosted_vllm/q3", "api_base": url, "client": "litellm"},

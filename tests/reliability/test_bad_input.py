@@ -65,7 +65,7 @@ BAD_SWEEPS = [
     ("key-in-params", _sweep(models=[{"name": "x", "model": "openai/gpt-4o", "params": {"api_key": "sk-0123456789"}}]),
      "params.api_key: not allowed here"),
     ("negative-price", _sweep(models=[{"name": "x", "model": "openai/gpt-4o", "price": {"input": -1}}]), "price.input"),
-    ("served-builtin", _sweep(models=[{**ORACLE, "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}}]), "models[0]"),
+    ("served-builtin", _sweep(models=[{**ORACLE, "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}}]), "models[0]"),
     # issue 27: a served entry without weights would have served the bundled model under this name
     ("served-without-weights", _sweep(models=[{"name": "llama-3-8b", "model": "openai/llama-3-8b-instruct",
                                                "serve": {"engine": "llama_cpp"}}]),

@@ -19,6 +19,7 @@ from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, acto
 
 from orchestrator.actors import ENV_SLOT
 from orchestrator.driver import Driver
+from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SPEC
 from orchestrator.serving.pool import ServerPool
 from orchestrator.sweep import load_sweep
 from testing.scripted_server import ScriptedServer
@@ -67,8 +68,8 @@ def test_served_model_episodes_run_on_the_server_node(cluster, tmp_path):
     c, nodes = cluster
     path = sweep_file(tmp_path / "served.yaml", mazes=str(copy_mazes(tmp_path / "mazes", ["scale-8"])), repeats=3,
                       protocol={**FAST_PROTOCOL, "max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15},
-                      models=[{"name": "gemma", "model": "openai/gemma-3-270m", "max_concurrency": 3,
-                               "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300}}])
+                      models=[{"name": "gemma", "model": BUNDLED_MODEL, "max_concurrency": 3,
+                               "serve": {"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": 4096, "startup_timeout_s": 300}}])
     sweep = load_sweep(path)
     placed: list[tuple[str, str]] = []
     pool = ServerPool(tmp_path / "run", sweep.models)

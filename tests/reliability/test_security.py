@@ -31,6 +31,7 @@ import pytest
 import yaml
 from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, ROOT, copy_mazes, gridbench
 
+from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SPEC
 from testing.scripted_server import ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -97,8 +98,8 @@ def secured_run(tmp_path_factory):
     models = [{"name": name, "model": f"openai/{name}", "api_base": s.url, "api_key_env": KEY_ENV,
                "params": {"timeout": 5, "retries": 1}, "price": {"input": 1e-6, "output": 1e-6},
                "max_concurrency": 1} for name, s in servers.items()]
-    models.append({"name": "gemma", "model": "openai/gemma-3-270m", "api_key_env": KEY_ENV, "max_concurrency": 1,
-                   "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300},
+    models.append({"name": "gemma", "model": BUNDLED_MODEL, "api_key_env": KEY_ENV, "max_concurrency": 1,
+                   "serve": {"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": 4096, "startup_timeout_s": 300},
                    "protocol": {"max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15}})
     sweep = tmp / "secure.yaml"
     sweep.write_text(yaml.safe_dump({"name": "secure", "mazes": str(mazes), "protocol": FAST_PROTOCOL,

@@ -20,19 +20,19 @@ def test_vllm_defaults_are_derived_from_the_sweep():
     assert (done.max_num_seqs, done.limit_mm_per_prompt, done.max_model_len) == (5, {"image": 9}, 4096)
 
 
-GEMMA = {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}
+BUNDLED = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
 
 
 def test_llama_cpp_serves_the_bundled_model_only_when_asked_by_name_on_loopback():
-    spec = parse_serve(GEMMA)
-    assert spec.model == "bundled:gemma-3-270m" and spec.host == "127.0.0.1" and spec.replicas == 1
+    spec = parse_serve(BUNDLED)
+    assert spec.model == "bundled:smollm2-135m-instruct" and spec.host == "127.0.0.1" and spec.replicas == 1
     assert spec.resolved(images=4, max_concurrency=4) == spec
     # no weights named: refused, never the bundled model under the entry's name
     with pytest.raises(BadInput) as err:
         parse_serve({"engine": "llama_cpp"}, "s.yaml")
     assert str(err.value) == (
-        "s.yaml: serve.model: missing: the weights to serve, a GGUF file's path or bundled:gemma-3-270m for "
-        "the bundled Gemma 3 270M (llama.cpp serves any file under this entry's model name)")
+        "s.yaml: serve.model: missing: the weights to serve, a GGUF file's path or bundled:smollm2-135m-instruct for "
+        "the bundled SmolLM2-135M-Instruct (llama.cpp serves any file under this entry's model name)")
     with pytest.raises(ValidationError):
         ServeSpec(engine="llama_cpp")
     with pytest.raises(BadInput, match=r"^serve: serve\.model: no bundled model is named 'llama-3'"):
@@ -40,10 +40,10 @@ def test_llama_cpp_serves_the_bundled_model_only_when_asked_by_name_on_loopback(
 
 
 def test_spec_is_frozen_and_hashable():
-    spec = parse_serve({**GEMMA, "n_ctx": 4096})
+    spec = parse_serve({**BUNDLED, "n_ctx": 4096})
     with pytest.raises(ValidationError):
         spec.n_ctx = 1  # type: ignore[misc]
-    assert hash(spec) == hash(parse_serve({**GEMMA, "n_ctx": 4096}))
+    assert hash(spec) == hash(parse_serve({**BUNDLED, "n_ctx": 4096}))
     assert isinstance(parse_serve(spec), ServeSpec)
 
 
@@ -51,12 +51,12 @@ def test_spec_is_frozen_and_hashable():
     "mapping, field, words",
     [
         ({"engine": "vllm", "n_ctx": 4096}, "serve.n_ctx", "does not apply to engine vllm"),
-        ({**GEMMA, "tensor_parallel_size": 2}, "serve.tensor_parallel_size", "does not apply"),
+        ({**BUNDLED, "tensor_parallel_size": 2}, "serve.tensor_parallel_size", "does not apply"),
         ({"engine": "sglang"}, "serve.engine", "'vllm' or 'llama_cpp'"),
         ({}, "serve.engine", "missing"),
-        ({**GEMMA, "host": "0.0.0.0"}, "serve.host", "every interface"),
-        ({**GEMMA, "host": "::"}, "serve.host", "every interface"),
-        ({**GEMMA, "host": "localhost-ish"}, "serve.host", "IP address"),
+        ({**BUNDLED, "host": "0.0.0.0"}, "serve.host", "every interface"),
+        ({**BUNDLED, "host": "::"}, "serve.host", "every interface"),
+        ({**BUNDLED, "host": "localhost-ish"}, "serve.host", "IP address"),
         ({"engine": "vllm", "colour": 1}, "serve.colour", "unknown serve field"),
         ({"engine": "vllm", "replicas": "2"}, "serve.replicas", "integer"),
         ({"engine": "vllm", "replicas": 0}, "serve.replicas", "greater than or equal to 1"),

@@ -1,8 +1,9 @@
-"""The gemma-text chat format: gridbench's content-list prompts reach the bundled Gemma whole."""
+"""The text chat formats: gridbench's content-list prompts reach a text-only model whole
+(``chatml-text`` for the bundled SmolLM2, ``gemma-text`` for a Gemma)."""
 
 import pytest
 
-from orchestrator.serving.llama_server import flatten, format_gemma_text
+from orchestrator.serving.llama_server import flatten, format_chatml_text, format_gemma_text
 
 
 def test_text_parts_are_joined_and_the_system_text_leads_the_first_user_turn():
@@ -25,3 +26,11 @@ def test_multi_turn_keeps_string_contents():
 def test_an_image_part_is_refused_not_dropped():
     with pytest.raises(ValueError, match="text only"):
         flatten([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}]}])
+
+
+def test_chatml_text_joins_the_parts_into_chatml_turns():
+    prompt = format_chatml_text([
+        {"role": "user", "content": [{"type": "text", "text": "Map:\n#.#"}, {"type": "text", "text": "ACTION?"}]},
+    ]).prompt
+    assert "<|im_start|>user\nMap:\n#.#\n\nACTION?<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")

@@ -55,7 +55,7 @@ def test_vllm_command_needs_a_resolved_spec():
 
 
 def test_llama_cpp_command():
-    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "n_threads": 2})
+    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct", "n_ctx": 4096, "n_threads": 2})
     cmd = llama_cpp_command("openai/gemma-3-270m", spec, model_path="m.gguf", host="127.0.0.1", port=8400, python="py")
     assert cmd[:3] == ["py", "-m", "orchestrator.serving.llama_server"]
     assert flag(cmd, "--model") == "m.gguf" and flag(cmd, "--model_alias") == "gemma-3-270m"
@@ -101,12 +101,12 @@ def test_two_served_models_never_plan_on_the_same_gpus():
     with pytest.raises(BadInput, match="^models.small: serve.replicas"):
         plan_models({"big": big, "small": parse_serve({"engine": "vllm", "replicas": 3})}, nodes(3, 3))
     # llama.cpp replicas take no GPU from anyone
-    cpu = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m"})
+    cpu = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"})
     assert plan_models({"cpu": cpu, "big": big}, nodes(2, 2))["big"] == ["n0", "n1"]
 
 
 def test_llama_cpp_replicas_need_no_gpu():
-    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "replicas": 3})
+    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct", "replicas": 3})
     assert plan_replicas(spec, [NodeCapacity("a", 0, 2.0), NodeCapacity("b", 0, 8.0)]) == ["b", "a", "b"]
     with pytest.raises(BadInput, match="no alive Ray node"):
         plan_replicas(spec, [])

@@ -1,4 +1,4 @@
-"""The bundled Gemma 3 270M served by llama.cpp through the ModelServer actor, for real.
+"""The bundled model (SmolLM2-135M-Instruct) served by llama.cpp through the ModelServer actor, for real.
 
 Each test starts a real llama-cpp-python server on 127.0.0.1 through a Ray actor, and the
 episodes run in Ray tasks pinned to the server's node, talking to it through litellm.
@@ -23,13 +23,13 @@ from traces import EpisodeIdentity
 
 pytestmark = pytest.mark.slow
 
-# two short turns, text only, no thinking: what a 270M base model on two cores can do quickly
+# two short turns, text only, no thinking: what a 135M model on two cores can do quickly
 PROTOCOL = dict(observation="text", thinking=False, max_output_tokens=16, temperature=0.0,
                 step_cap_factor=0.1, history_frames=0, icl_example=False)
 
 
 def gemma(**serve) -> ModelEntry:
-    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
+    spec = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
     return ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
 
 
@@ -59,7 +59,7 @@ def play(ray, lease, *, kill_pid=None, retries=None, attempts=1):
     return ray.get(episode.options(scheduling_strategy=lease.scheduling_strategy()).remote(lease.url))
 
 
-def test_bundled_model_is_assembled_and_verified():
+def test_bundled_model_is_found_and_verified():
     path = bundled_model_path()
     assert path.name.endswith(".gguf")
     assert sha256_file(path) == BUNDLED_SHA256

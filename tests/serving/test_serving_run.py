@@ -24,7 +24,7 @@ def test_gridbench_run_serves_the_bundled_model_end_to_end(tmp_path, capfd):
         "models": [
             {"name": "oracle", "model": "builtin/oracle"},
             {"name": "gemma", "model": BUNDLED_MODEL, "max_concurrency": 1,
-             "serve": {"engine": "llama_cpp", "model": "bundled:gemma-3-270m", "n_ctx": 4096}},
+             "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct", "n_ctx": 4096}},
         ],
     }))
     out = tmp_path / "results"

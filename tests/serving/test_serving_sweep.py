@@ -4,10 +4,11 @@ import pytest
 import yaml
 
 from env.errors import BadInput
+from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SPEC
 from orchestrator.sweep import SWEEPS_DIR, parse_sweep
 
 QUICKSTART = SWEEPS_DIR / "quickstart.yaml"
-GEMMA = {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"}  # the bundled model, asked for by name
+BUNDLED = {"engine": "llama_cpp", "model": BUNDLED_SPEC}  # the bundled model, asked for by name
 
 
 def quickstart(mazes=("example",)):
@@ -16,17 +17,19 @@ def quickstart(mazes=("example",)):
     return parse_sweep(data, "sweeps/quickstart.yaml")
 
 
-def test_quickstart_serves_the_bundled_model_text_only_without_thinking():
+def test_quickstart_serves_the_bundled_model_text_only_without_thinking_with_constrained_replies():
     sweep = quickstart()
-    gemma = next(m for m in sweep.models if m.serve is not None)
-    assert gemma.model == "openai/gemma-3-270m" and gemma.serve.engine == "llama_cpp"
-    assert gemma.serve.model == "bundled:gemma-3-270m"  # the bundled GGUF, by name
-    assert gemma.mazes is not None and 1 <= len(gemma.mazes) <= 5
-    mine = [e for e in sweep.episodes() if e.model.name == gemma.name]
-    assert len(mine) == len(gemma.mazes)
+    served = next(m for m in sweep.models if m.serve is not None)
+    assert served.model == BUNDLED_MODEL and served.serve.engine == "llama_cpp"
+    assert served.serve.model == BUNDLED_SPEC  # the bundled GGUF, by name
+    assert served.mazes is not None and 1 <= len(served.mazes) <= 5
+    mine = [e for e in sweep.episodes() if e.model.name == served.name]
+    assert len(mine) == len(served.mazes)
     for e in mine:
         p = e.condition.protocol
         assert p.observation == "text" and not p.thinking and p.max_output_tokens <= 64
+        # every reply is an answer line (llama.cpp's grammar), and the cap holds the longest one
+        assert p.constrain == "action" and served.config.family.name == "llama-cpp"
     # the built-in agents keep the sweep's own protocol
     oracle = next(e for e in sweep.episodes() if e.model.name == "oracle")
     assert oracle.condition.protocol == sweep.protocol
@@ -53,7 +56,7 @@ def test_a_model_runs_only_its_own_mazes_and_the_cli_maze_override_wins():
         ({"protocol": {"observation": "smell"}}, "models[0].protocol.observation"),
         ({"protocol": {"preset": "gridbench-baseline"}}, "models[0].protocol"),
         ({"mazes": ["no-such-maze"]}, "models[0].mazes"),
-        ({"serve": {**GEMMA, "n_ctx": 1}}, "models[0].serve.n_ctx"),
+        ({"serve": {**BUNDLED, "n_ctx": 1}}, "models[0].serve.n_ctx"),
     ],
 )
 def test_bad_model_entry_names_the_field(entry, field):
@@ -69,13 +72,13 @@ def test_serving_settings_that_cannot_change_answers_keep_episode_ids():
                 "models": [{"name": "m", "model": "openai/x", "serve": serve}]}
         return [e.episode_id for e in parse_sweep(data, "t.yaml").episodes()]
 
-    assert ids(GEMMA) == ids({**GEMMA, "replicas": 2, "startup_timeout_s": 30})
-    assert ids(GEMMA) != ids({**GEMMA, "n_ctx": 4096})
+    assert ids(BUNDLED) == ids({**BUNDLED, "replicas": 2, "startup_timeout_s": 30})
+    assert ids(BUNDLED) != ids({**BUNDLED, "n_ctx": 4096})
 
 
 def test_a_llama_cpp_model_must_take_the_text_observation():
     data = {"name": "t", "mazes": ["example"], "protocol": {"observation": "image+text"},
-            "models": [{"name": "g", "model": "openai/g", "serve": GEMMA}]}
+            "models": [{"name": "g", "model": "openai/g", "serve": BUNDLED}]}
     with pytest.raises(BadInput, match="reads text only") as err:
         parse_sweep(data, "t.yaml")
     assert str(err.value).startswith("t.yaml: models[0].protocol.observation:")

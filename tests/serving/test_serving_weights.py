@@ -73,7 +73,7 @@ def test_dry_run_prints_the_llama_cpp_command_line_with_its_weights(tmp_path, gg
 
 
 def test_the_bundled_model_is_served_only_by_name_and_its_episodes_say_which_file(tmp_path):
-    sweep = load_sweep(sweep_with(tmp_path, {"engine": "llama_cpp", "model": "bundled:gemma-3-270m"},
+    sweep = load_sweep(sweep_with(tmp_path, {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"},
                                   model="openai/gemma-3-270m"))
     (entry,) = sweep.models
     assert entry.serving == "llama_cpp"  # before its servers report what they serve
