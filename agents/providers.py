@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from env.errors import BadInput
+from env.study_facts import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR, STUDY_USAGE
 
 if TYPE_CHECKING:
     from agents.protocol import Protocol
@@ -452,21 +453,23 @@ class StudyPrior:
         return self.queries / self.episodes
 
 
-# per family: the study's model of that family, its queries and output tokens per query (mean, median)
+# the study's realised usage (env.study_facts), by the study's short name for the model
+STUDY_PRIORS_BY_MODEL: dict[str, StudyPrior] = {
+    name: StudyPrior(model, name, *numbers) for name, (model, *numbers) in STUDY_USAGE.items()}
+# per family: the study's model of that family
 STUDY_PRIORS: dict[str, StudyPrior] = {
-    "anthropic-adaptive": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
+    "anthropic-adaptive": STUDY_PRIORS_BY_MODEL["claude"],
     # no study figure for Claude 5: the study's own cost stress case took Opus 4.8's
-    "anthropic-5": StudyPrior("Claude Opus 4.8", "claude", 1876, 50, 1097, 289),
-    "moonshot-kimi-k2": StudyPrior("Kimi K2.6", "kimi", 3207, 50, 20714, 20112),
-    "vllm-reasoning": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
-    "vllm": StudyPrior("Qwen 3.6 27B", "qwen", 3045, 50, 15769, 16444),
+    "anthropic-5": STUDY_PRIORS_BY_MODEL["claude"],
+    "moonshot-kimi-k2": STUDY_PRIORS_BY_MODEL["kimi"],
+    "vllm-reasoning": STUDY_PRIORS_BY_MODEL["qwen"],
+    "vllm": STUDY_PRIORS_BY_MODEL["qwen"],
 }
-# the study's Qwen run: 48.0M output tokens on ~165 A100-hours, all counted against its final phase
-STUDY_OUTPUT_TOKENS_PER_GPU_HOUR = 48.0e6 / 165
 
 
 __all__ = [
     "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS",
+    "STUDY_PRIORS_BY_MODEL",
     "TIERS", "Control", "ProviderFamily", "StudyPrior", "Switch", "Tier", "check_provider", "check_tier",
     "claude_version",
     "controlled_param", "family_for", "merge_fields",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.load import Traces
@@ -45,18 +46,21 @@ def episode_stages(traces: Traces) -> pd.DataFrame:
     """Per episode read and mechanism kind of its maze: the earliest step of each stage (NaN: never)."""
     eps = _eligible(traces)
     ids = eps["episode_id"].astype(str).unique().tolist()
-    found: dict[tuple[str, str], list[dict]] = {}
+    found: dict[tuple[str, str], list[pa.Table]] = {}
     for run in traces.steps:
         if not ids:
             break
-        # rows as Python values (a null stays None, as the timelines read it)
-        for row in run.dataset.to_table(columns=COLUMNS, filter=pc.field("episode_id").isin(ids)).to_pylist():
-            # the run folder's name stands in for a blank run column, as for the episodes
-            found.setdefault((row["run"] or run.name, row["episode_id"]), []).append(row)
+        # the steps stay in Arrow batches until their episode is read: as Python rows all at once
+        # they took several times the memory
+        for batch in run.dataset.to_batches(columns=COLUMNS, filter=pc.field("episode_id").isin(ids)):
+            for key, rows in _by_episode(pa.Table.from_batches([batch]), run.name).items():
+                found.setdefault(key, []).append(rows)
     rows = []
     for e in eps[["run", "episode_id", "arm", "maze_id"]].itertuples(index=False):
-        if (mine := found.get((e.run, e.episode_id))) is None:
+        if (parts := found.get((e.run, e.episode_id))) is None:
             continue
+        # rows as Python values (a null stays None, as the timelines read it)
+        mine = [row for part in parts for row in part.to_pylist()]
         for t in _timelines(traces, e.maze_id, mine):
             rows.append({"arm": e.arm, "run": e.run, "episode_id": e.episode_id, "kind": t.kind,
                          **{s: getattr(t, s) for s in STAGES}})
@@ -65,6 +69,27 @@ def episode_stages(traces: Traces) -> pd.DataFrame:
     for s in STAGES:
         per_object[s] = per_object[s].astype("float64")
     return per_object.groupby(["arm", "run", "episode_id", "kind"], sort=False)[list(STAGES)].min().reset_index()
+
+
+def _by_episode(table: pa.Table, run_name: str) -> dict[tuple[str, str], pa.Table]:
+    """(run, episode id) -> that episode's rows of ``table``, in table order. The run folder's name
+    stands in for a blank run column, as for the episodes."""
+    if table.num_rows == 0:
+        return {}
+    run = table.column("run")
+    blank = pc.fill_null(pc.equal(run, ""), True)
+    keys = pa.table({"run": pc.if_else(blank, run_name, run), "episode_id": table.column("episode_id")})
+    frame = keys.to_pandas(strings_to_categorical=True)
+    runs, episodes = frame["run"].cat.categories, frame["episode_id"].cat.categories
+    code = frame["run"].cat.codes.to_numpy(np.int64) * len(episodes) + frame["episode_id"].cat.codes.to_numpy()
+    if np.count_nonzero(np.diff(code)) + 1 != len(np.unique(code)):
+        # an episode's rows lie apart: bring them together, each episode's in table order
+        order = np.argsort(code, kind="stable")
+        table, code = table.take(pa.array(order)), code[order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    ends = np.append(starts[1:], len(code))
+    return {(str(runs[code[a] // len(episodes)]), str(episodes[code[a] % len(episodes)])): table.slice(a, b - a)
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
 
 
 def _timelines(traces: Traces, maze_id: str, steps: list[dict]):

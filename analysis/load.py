@@ -24,9 +24,9 @@ import pyarrow.dataset as ds
 from agents.model import is_builtin
 from agents.usage import Budget
 from env.errors import BadInput
-from env.generator.strata import ANALYSIS_BANDS
 from env.maze import Maze, maze_from_dict
 from env.sets import resolve_maze
+from env.study_facts import ANALYSIS_BANDS
 from traces import (
     EPISODES_DIR,
     ERROR,

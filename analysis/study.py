@@ -14,25 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from agents.providers import STUDY_PRIORS
+from agents.providers import STUDY_PRIORS_BY_MODEL
 from analysis.load import ALL, BANDS, Traces
 from analysis.metrics import NEAR, SHORT_PATH, solves_by_condition
 from analysis.sections import Built, Context, Section
+from env.study_facts import STUDY_ABLATION, STUDY_MODEL_NAMES
 
 Tables = dict[str, pd.DataFrame]
-
-# The study's models as its ablation and usage tables name them
-STUDY_MODELS = ("claude", "kimi", "qwen")
-# Its ablation's solve rates (%), per condition and model (Claude, Kimi, Qwen), 15 mazes each
-# (its findings' table A1, as gathered in the study's protocol fact sheet, §7)
-STUDY_ABLATION = {
-    "baseline_thinking": (60, 80, 64), "cond_prompt.minimal": (67, 60, 53), "cond_prompt.standard": (73, 47, 60),
-    "cond_prompt.verbose": (67, 33, 67), "qry_subgoal": (93, 20, 20), "icl_zero_shot": (80, 20, 67),
-    "ctx_text_summary": (60, 40, 13), "ctx_current": (53, 40, 0), "hist_multiturn": (53, 33, 13),
-    "act_cardinal": (40, 40, 0), "qry_full_trajectory": (47, 20, 7), "obs_image_only": (13, 13, 7),
-}
-# its final run's realised usage per model (queries, output tokens per query): agents.providers
-STUDY_USAGE = {prior.name: prior for prior in STUDY_PRIORS.values()}
 
 
 def ablation_table(solves: pd.DataFrame) -> pd.DataFrame:
@@ -43,7 +31,7 @@ def ablation_table(solves: pd.DataFrame) -> pd.DataFrame:
     run = solves.set_index(["condition", "model_name"])
     rows = []
     for condition, rates in STUDY_ABLATION.items():
-        for model, rate in zip(STUDY_MODELS, rates, strict=True):
+        for model, rate in zip(STUDY_MODEL_NAMES, rates, strict=True):
             if (condition, model) not in run.index:
                 continue
             r = run.loc[(condition, model)]
@@ -59,9 +47,9 @@ def usage_table(queries: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for _, r in queries.iterrows():
-        if r["arm"] not in STUDY_USAGE:
+        if r["arm"] not in STUDY_PRIORS_BY_MODEL:
             continue
-        prior = STUDY_USAGE[r["arm"]]
+        prior = STUDY_PRIORS_BY_MODEL[r["arm"]]
         rows.append({"model_name": r["arm"], "study_queries": prior.queries, "queries": int(r["queries"]),
                      "study_mean_tokens_out_per_query": prior.mean_output_tokens,
                      "mean_tokens_out_per_query": _num(r["mean_tokens_out_per_query"]),

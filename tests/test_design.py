@@ -144,6 +144,13 @@ def test_imports_follow_the_direction_of_design_section_1():
     assert not unused, f"allowed exceptions no module needs any more (remove them): {unused}"
 
 
+def test_the_study_facts_are_a_leaf():
+    """env.study_facts, the one home of the study's published numbers, imports nothing at all, so
+    every package may read it and it can never pull anything in."""
+    source = (ROOT / "env" / "study_facts.py").read_text(encoding="utf-8")
+    assert not [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
 def test_an_import_against_the_direction_is_found(tmp_path, monkeypatch):
     """The check itself: a module of env that imports agents, and one of agents that imports Ray."""
     for layer in LAYERS:

@@ -23,7 +23,6 @@ from typing import Any
 from env.files import atomic_folder, atomic_write
 from env.generator.generator import GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
-    STUDY_MODELS,
     Constraint,
     Witness,
     achieved,
@@ -31,6 +30,7 @@ from env.generator.strata import (
     largest_remainder,
 )
 from env.maze import MINIGRID, Maze, load_maze, maze_from_dict
+from env.study_facts import STUDY_MODEL_COUNT
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
 
@@ -307,11 +307,11 @@ def select_sets(entries: list[dict[str, Any]], n_eval: int, n_heldout: int, seed
         for r in readings:
             v, w = block[f"v {r}"] * n + j, block[f"w {r}"] * n + j
             add({v: 1, j: -1}, -1, 0)  # a solved maze is an eval maze
-            add({w: 1, v: -STUDY_MODELS}, -np.inf, 0)  # solves only on a solved maze, one per model
+            add({w: 1, v: -STUDY_MODEL_COUNT}, -np.inf, 0)  # solves only on a solved maze, one per model
             add({w: 1, v: -1}, 0, np.inf)  # and at least one there
     rng = np.random.default_rng(seed)
     cost = np.concatenate([rng.random(n), rng.random(n), np.zeros(nb - 2 * n), np.full(nv - nb, 1000.0)])
-    upper = np.concatenate([np.ones(2 * n)] + [np.ones(n) if b.startswith("v") else np.full(n, STUDY_MODELS)
+    upper = np.concatenate([np.ones(2 * n)] + [np.ones(n) if b.startswith("v") else np.full(n, STUDY_MODEL_COUNT)
                                                for b in list(block)[2:]] + [np.full(nv - nb, np.inf)])
     integrality = np.concatenate([np.ones(nb), np.zeros(nv - nb)])
     res = milp(cost, constraints=LinearConstraint(np.array(a), lo, hi), integrality=integrality,

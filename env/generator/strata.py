@@ -25,22 +25,11 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from env.study_facts import ANALYSIS_BANDS, SELECTION_BANDS, STUDY_EVAL_SIZE, STUDY_MODEL_COUNT, STUDY_SOLVES
+
 Entry = dict[str, Any]
 K = TypeVar("K", bound=Hashable)
 
-STUDY_EVAL_SIZE = 50
-STUDY_MODELS = 3  # each eval maze is one episode per model: episode counts are 3x maze counts
-STUDY_SOLVES = 6  # solved episodes, out of 150
-
-# the five path-length bands the eval set was drawn in (Task Pool and the Evaluation Set); "more
-# than 80" leaves 80 itself out of every band
-SELECTION_BANDS: tuple[tuple[str, int, int | None], ...] = (
-    ("20-25", 20, 25), ("26-39", 26, 39), ("40-59", 40, 59), ("60-79", 60, 79), ("81+", 81, None),
-)
-# the four bands the results are reported in (Difficulty Axes, Figure 6)
-ANALYSIS_BANDS: tuple[tuple[str, int | None, int | None], ...] = (
-    ("<=30", None, 30), ("31-45", 31, 45), ("46-60", 46, 60), (">=61", 61, None),
-)
 GRIDS = ("8x8", "10x10", "14x14")
 CATEGORIES = ("scale", "mechanism", "distractor")
 
@@ -128,11 +117,11 @@ STUDY_EVAL: tuple[Constraint, ...] = (
     *(Constraint(f"path {name}", _optimal(lo, hi), "==", n, f"{_POOL}: {n} mazes in this band", scale="share",
                  group="path band")
       for (name, lo, hi), n in zip(SELECTION_BANDS, (2, 12, 14, 8, 14), strict=True)),
-    *(Constraint(f"path {name}", _optimal(lo, hi), "==", n // STUDY_MODELS,
-                 f"{_FIG6}: {n} episodes / {STUDY_MODELS} models")
+    *(Constraint(f"path {name}", _optimal(lo, hi), "==", n // STUDY_MODEL_COUNT,
+                 f"{_FIG6}: {n} episodes / {STUDY_MODEL_COUNT} models")
       for (name, lo, hi), n in zip(ANALYSIS_BANDS, (39, 30, 15, 66), strict=True)),
     *(Constraint(f"grid {g}", _field("grid", g), "==", n,
-                 f"{_POOL}: {n} mazes; {_SOLVES}: {STUDY_MODELS * n} episodes", scale="share", group="grid")
+                 f"{_POOL}: {n} mazes; {_SOLVES}: {STUDY_MODEL_COUNT * n} episodes", scale="share", group="grid")
       for g, n in zip(GRIDS, (11, 19, 20), strict=True)),
     *(Constraint(f"category {c}", _field("category", c), "==", n, f"{_POOL}: {n} mazes", scale="share",
                  group="category")
@@ -259,7 +248,7 @@ def find_solve_witness(entries: Sequence[Entry], constraints: Sequence[Constrain
         candidates = [e for e in entries if could_be_solved(e)]
         found = None
         for combo in itertools.combinations(candidates, k):
-            for times in _compositions(STUDY_SOLVES, k, STUDY_MODELS):
+            for times in _compositions(STUDY_SOLVES, k, STUDY_MODEL_COUNT):
                 w = {reading: list(zip(combo, times, strict=True))}
                 if all(c.holds(achieved(c, (), w)) for c in rows):
                     found = w[reading]

@@ -143,3 +143,21 @@ def test_counted_median_is_the_median_of_the_expanded_sample():
         expanded = np.repeat(values, counts)
         assert counted_median(values, counts) == np.median(expanded)
     assert np.isnan(counted_median([3], [0]))
+
+
+def test_resampling_in_batches_gives_what_all_at_once_gives(monkeypatch):
+    """``BATCH`` bounds the memory of the resampling tests; every interval and p-value is the one
+    that resampling all 9,999 at once gives (the generator is consumed in the same order)."""
+    import analysis.stats as st
+
+    rng = np.random.default_rng(7)
+    values, clusters = rng.normal(size=600), rng.integers(0, 214, size=600)
+    differences = rng.normal(0.1, 1, size=40)
+
+    def everything():
+        return (st.mean_ci(values[:214]), st.cluster_ratio_ci(values, clusters), st.sign_flip_test(differences))
+
+    batched = everything()
+    monkeypatch.setattr(st, "BATCH", None)
+    assert everything() == batched
+    assert batched[0].low < batched[0].high and 0 < batched[2].p < 1  # real intervals and a sampled p-value

@@ -15,16 +15,13 @@ from env.generator.pool import (
     write_set,
 )
 from env.generator.strata import (
-    ANALYSIS_BANDS,
-    SELECTION_BANDS,
     STUDY_EVAL,
-    STUDY_EVAL_SIZE,
-    STUDY_MODELS,
     achieved,
     constraints_for,
     find_solve_witness,
 )
 from env.sets import MAZES_DIR
+from env.study_facts import ANALYSIS_BANDS, SELECTION_BANDS, STUDY_EVAL_SIZE, STUDY_MODEL_COUNT
 
 
 def test_recipe_is_deterministic_and_follows_the_quotas():
@@ -53,7 +50,7 @@ def test_the_study_table_is_consistent_with_itself():
     assert in_26_30 > 0 and by["path 26-39"] - in_26_30 > 0
     assert by["path >=61"] == by["path 60-79"] + by["path 81+"]  # so nothing at 60 or 80
     assert [lo for _, lo, _ in SELECTION_BANDS][-1] == 81
-    assert by["with a switch and a gate"] * STUDY_MODELS == 105
+    assert by["with a switch and a gate"] * STUDY_MODEL_COUNT == 105
 
 
 def test_scaled_constraints_keep_the_strata_of_the_held_out_set():

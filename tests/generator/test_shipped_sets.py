@@ -10,9 +10,6 @@ import pytest
 from env.checks import run_checks
 from env.generator.pool import content_key, manifest_entry, read_set
 from env.generator.strata import (
-    SELECTION_BANDS,
-    STUDY_EVAL_SIZE,
-    STUDY_SOLVES,
     achieved,
     band_of,
     constraints_for,
@@ -22,6 +19,7 @@ from env.generator.strata import (
 from env.maze import load_maze
 from env.oracle import solve
 from env.sets import MAZES_DIR, folder_files, resolve_maze, resolve_mazes
+from env.study_facts import SELECTION_BANDS, STUDY_EVAL_SIZE, STUDY_SOLVES
 
 SETS = ("pool", "eval", "heldout", "hand")
 STUDY_POOL_SIZE = 214
