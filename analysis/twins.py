@@ -108,6 +108,43 @@ def invariance(effects: pd.DataFrame) -> pd.DataFrame:
     return t[cols].reset_index(drop=True)
 
 
+# ---- by mechanism ---------------------------------------------------------------------------------
+
+# each removal twin and the mechanism it takes out (env.variants)
+REMOVED_MECHANISM = {"no-switches": "switch-gate", "no-keys": "key-door", "no-portals": "portal",
+                     "no-deaths": "death tile", "no-ice": "ice", "no-turntables": "turntable"}
+
+
+def by_mechanism(effects: pd.DataFrame) -> pd.DataFrame:
+    """Solve rate and progress per arm and mechanism kind on the mazes that have it (``with_``) and
+    on their removal twins (``without_``), and the mechanism's effect, with minus without: the rows
+    of ``paired_effects`` for the removal kinds, their difference and interval turned round (the
+    same maze-paired bootstrap)."""
+    if effects.empty:
+        return pd.DataFrame()
+    t = effects[effects["kind"].isin(list(REMOVED_MECHANISM))]
+    if t.empty:
+        return pd.DataFrame()
+    rows = []
+    for r in t.to_dict("records"):
+        row = {**{c: r[c] for c in GROUP if c in r}, "arm": r["arm"], "mechanism": REMOVED_MECHANISM[r["kind"]],
+               "twin": r["kind"], "mazes": r["mazes"]}
+        for name in OUTCOMES:
+            row[f"with_{name}"] = r[f"original_{name}"]
+            row[f"without_{name}"] = r[f"twin_{name}"]
+            # + 0.0: a difference of 0 turned round reads 0, not -0
+            row[f"{name}_effect"] = -r[f"{name}_diff"] + 0.0
+            row[f"{name}_effect_ci_low"] = -r[f"{name}_diff_ci_high"] + 0.0
+            row[f"{name}_effect_ci_high"] = -r[f"{name}_diff_ci_low"] + 0.0
+            row[f"{name}_effect_ci_note"] = r[f"{name}_diff_ci_note"]
+        rows.append(row)
+    order = {m: i for i, m in enumerate(REMOVED_MECHANISM.values())}
+    out = pd.DataFrame(rows)
+    arms = {a: i for i, a in enumerate(dict.fromkeys(out["arm"]))}
+    return out.sort_values(["arm", "mechanism"], key=lambda c: c.map(arms if c.name == "arm" else order),
+                           kind="stable").reset_index(drop=True)
+
+
 # ---- attribution -----------------------------------------------------------------------------------
 
 DISCOVERY_SWITCH = "discovery (switch-gate)"
@@ -211,6 +248,13 @@ def _invariance(ctx: Context) -> Built | None:
     return Built({"invariance": table})
 
 
+def _by_mechanism(ctx: Context) -> Built | None:
+    table = by_mechanism(_effects(ctx))
+    if table.empty:
+        return None
+    return Built({"mechanisms": table})
+
+
 def _attribution(ctx: Context) -> Built | None:
     summary, evidence = attribution(_effects(ctx), ctx.traces)
     if summary.empty:
@@ -241,6 +285,20 @@ INVARIANCE_SECTION = Section(
     "the model (or the benchmark) reads something other than the task; a flagged near-isomorphic kind may "
     "also be the extra turns. This is a check of the benchmark and the model, never a failure mode.",
     _invariance,
+)
+
+MECHANISM_SECTION = Section(
+    "mechanisms", "Solve and progress by mechanism kind",
+    "Per arm and mechanism kind (switch-gate, key-door, and the study's later portal, death tile, ice and "
+    "turntable), solve rate and action progress on the mazes that have it (`with_`) and on the same mazes' "
+    "removal twins (`without_`: `twin`, the mechanism taken out, docs/variants.md), and the mechanism's "
+    "effect, with minus without: the rows of *Paired effects* for the removal kinds with their difference "
+    "(twin minus original, paired by source maze, 95% bootstrap interval resampling source mazes) turned "
+    "round. An effect below 0 "
+    "is what the mechanism costs the arm; on the `discovery` set (one mechanism per maze, docs/generator.md) "
+    "it compares five mechanisms on one footing. Note that a removal also changes the optimal count "
+    "(a portal's twin is longer, the others' shorter), which action progress is measured against.",
+    _by_mechanism,
 )
 
 ATTRIBUTION_SECTION = Section(

@@ -9,6 +9,9 @@ the same maze without searching again.
 ``GenParams.ruleset`` ``multinet-r1`` lays out the same compositions under the MultiNet study's
 rules (keys walkable and picked up from underfoot, used up by their doors, the start facing east),
 so the study's composition can be drawn again under the rules its counts were made with.
+``multinet-pr57`` does the same under the study's later rules, and ``GenParams.tile`` then adds one
+of its later mechanisms (portal, death tile, ice, turntable) where it matters: the maze's optimal
+count must differ from that of its removal twin (the same maze with those tiles taken out).
 """
 
 from __future__ import annotations
@@ -39,13 +42,19 @@ from env.generator.topology import (
     neighbours,
     shortest_path,
 )
-from env.maze import COLORS, FORMAT, MINIGRID, MULTINET_R1, Maze, Meta, maze_from_dict
+from env.maze import COLORS, FORMAT, MINIGRID, MULTINET_PR57, MULTINET_R1, STUDY_RULESETS, Maze, Meta, maze_from_dict
 
 GENERATOR_VERSION = 1
-# the rulesets the generator lays mazes out for (multinet-pr57's tiles are not composed yet)
-GENERATOR_RULESETS = (MINIGRID, MULTINET_R1)
+# the rulesets the generator lays mazes out for
+GENERATOR_RULESETS = (MINIGRID, MULTINET_R1, MULTINET_PR57)
+# the later mechanisms a multinet-pr57 maze can be given (GenParams.tile), with the object kind
+# each becomes and the removal twin (env.variants) that takes it out again
+TILE_OBJECT = {"portal": "teleporter", "death": "kill", "ice": "frozen", "turntable": "turntable"}
+TILE_TWIN = {"portal": "no-portals", "death": "no-deaths", "ice": "no-ice", "turntable": "no-turntables"}
+TILES = ("none", *TILE_OBJECT)
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80
+PORTAL_MIN_GAP = 4  # a portal skips at least this many cells of the route
 
 
 class PlannedStep(TypedDict):
@@ -70,11 +79,16 @@ class GenParams:
     deadends: int = 0
     band: tuple[int, int] = (1, 1000)  # accepted optimal action counts, both ends included
     ruleset: str = MINIGRID
+    tile: str = "none"  # a later mechanism laid where it matters (multinet-pr57 only)
 
     def __post_init__(self) -> None:
         where = "generator parameters"
         if self.ruleset not in GENERATOR_RULESETS:
             raise BadInput(where, "ruleset", f"{self.ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
+        if self.tile not in TILES:
+            raise BadInput(where, "tile", f"{self.tile!r} is not one of {', '.join(TILES)}")
+        if self.tile != "none" and self.ruleset != MULTINET_PR57:
+            raise BadInput(where, "tile", f"{self.tile!r} exists only under ruleset {MULTINET_PR57!r}")
         if self.topology not in TOPOLOGIES:
             raise BadInput(where, "topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGIES)}")
         if self.chain not in PATTERNS:
@@ -99,7 +113,7 @@ class GenParams:
     @property
     def category(self) -> str:
         if self.chain == "none":
-            return "scale"
+            return "scale" if self.tile == "none" else "mechanism"
         return "distractor" if self.distractor_count else "mechanism"
 
     def to_json(self) -> dict[str, Any]:
@@ -109,6 +123,8 @@ class GenParams:
         d["band"] = list(self.band)
         if d["ruleset"] == MINIGRID:
             del d["ruleset"]
+        if d["tile"] == "none":
+            del d["tile"]
         return d
 
     @classmethod
@@ -196,7 +212,7 @@ def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, 
 
     The oracle has the last word; this only keeps candidates far outside the band from it.
     """
-    r1 = ruleset == MULTINET_R1
+    r1 = ruleset in STUDY_RULESETS
     barriers = {s["barrier"] for s in steps}
     passable = floor - barriers - (set() if r1 else key_cells)
     total, state = 0, start
@@ -242,6 +258,9 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     key_safe = {c for c in cells if connected(floor - {c})}
     # how hard to stretch the route: nudged up after a plan too short, down after one too long
     stretch = min(0.9, lo / (hi + 1) * 0.8)
+    if params.tile == "portal":
+        # the portal's shortcut comes off the intended route: aim that route a little longer
+        lo, hi = lo + PORTAL_MIN_GAP, hi + PORTAL_MIN_GAP
     for _ in range(PLACEMENT_TRIES):
         placed = _place(floor, cells, key_safe, kinds, params, rng, stretch)
         if placed is None:
@@ -255,6 +274,7 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
         elif est > hi:
             stretch = max(0.0, stretch - 0.1)
         else:
+            placed["max_saving"] = est - params.band[0]
             return _assemble(params, seed, attempt, maze_id, floor, kinds, placed, rng)
     return None
 
@@ -341,12 +361,53 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
     if key_cells and not key_cells_ok(floor, key_cells):
         return None
     start_dir = rng.randrange(4)
-    if params.ruleset == MULTINET_R1:
+    if params.ruleset in STUDY_RULESETS:
         start_dir = 0  # the study's agent always starts facing east
     return {
         "start": (start[0], start[1], start_dir), "goal": goal, "path": path, "steps": steps,
         "key_cells": key_cells, "decoy_keys": decoy_keys, "decoy_switches": decoy_switches, "used": used,
     }
+
+
+def _tiles(tile: str, floor: set[Cell], path: list[Cell], steps: list[PlannedStep], taken: set[Cell],
+           max_saving: int, rng: random.Random) -> list[dict[str, Any]] | None:
+    """The objects of one later mechanism, laid on the start-goal shortest path (the route a naive
+    walk takes) so that it is met: a portal joins two cells of one stretch between barriers (a
+    shortcut that skips no barrier and at most ``max_saving`` cells, so the plan stays in its
+    band), a death tile sits where a detour round it exists but is longer, ice and a turntable sit
+    where the route cannot go round them. Whether it matters is the oracle's to say (``verify``)."""
+    barrier_at = {s["barrier"] for s in steps}
+    stretches: list[list[Cell]] = [[]]
+    for c in path[1:-1]:
+        if c in barrier_at:
+            stretches.append([])
+        elif c not in taken:
+            stretches[-1].append(c)
+    free = [c for st in stretches for c in st]
+    if tile == "portal":
+        at = {c: i for i, c in enumerate(path)}
+        pairs = [(a, b) for st in stretches for a in st for b in st
+                 if PORTAL_MIN_GAP <= at[b] - at[a] <= max(PORTAL_MIN_GAP, max_saving)]
+        if not pairs:
+            return None
+        a, b = rng.choice(pairs)
+        return [{"id": "portal1", "kind": "teleporter", "color": "purple", "pos": list(a), "to": list(b),
+                 "bidirectional": True}]
+    if tile == "death":
+        far = len(path) - 1
+        around = [c for c in free if connected(floor - {c})
+                  and bfs_dist(path[0], floor - {c}).get(path[-1], far) > far]
+        if not around:
+            return None
+        return [{"id": "death1", "kind": "kill", "pos": list(rng.choice(around))}]
+    unavoidable = [c for c in free if not connected(floor - {c})] or free
+    if not unavoidable:
+        return None
+    cell = list(rng.choice(unavoidable))
+    if tile == "ice":
+        return [{"id": "ice1", "kind": "frozen", "pos": cell}]
+    return [{"id": "turntable1", "kind": "turntable", "pos": cell,
+             "dir": rng.choice(("east", "south", "west", "north"))}]
 
 
 def _doorlike(c: Cell, floor: set[Cell]) -> bool:
@@ -423,6 +484,12 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
         if o["kind"] == "switch":
             out["controls"] = [g["id"] for g in o["controls"]]
         objects.append(out)
+    if params.tile != "none":
+        taken = set(placed["used"]) | {c for d in deadends for c in d}
+        tiles = _tiles(params.tile, floor, placed["path"], placed["steps"], taken, placed["max_saving"], rng)
+        if tiles is None:
+            return None
+        objects += tiles
     start = placed["start"]
     doc = {
         "format": FORMAT,
@@ -455,9 +522,10 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
 # ---- checking and the retry loop ----------------------------------------------------------
 
 
-def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None, str | None]:
-    """(optimal actions, None) when the maze passes the oracle, the band and the four checks,
-    else (optimal actions or None, the first reason it fails)."""
+def verify(maze: Maze, band: tuple[int, int] | None = None, tile: str = "none") -> tuple[int | None, str | None]:
+    """(optimal actions, None) when the maze passes the oracle, the band, the four checks and,
+    for a ``tile``, the tile's test (``tile_matters``), else (optimal actions or None, the first
+    reason it fails)."""
     from env.oracle import solve
 
     sol = solve(maze)
@@ -466,16 +534,33 @@ def verify(maze: Maze, band: tuple[int, int] | None = None) -> tuple[int | None,
         return None, f"oracle: {sol.status}"
     if band is not None and not band[0] <= opt <= band[1]:
         return opt, "band"
+    if tile != "none" and not tile_matters(maze, tile, opt):
+        return opt, "tile_matters"
     for r in _run_checks(maze):
         if not r.passed and not trap_by_the_rulebook(maze, r):
             return opt, f"{r.check}"
     return opt, None
 
 
+def tile_matters(maze: Maze, tile: str, optimal: int) -> bool:
+    """A later mechanism matters when taking it out changes the optimal count: its removal twin
+    (``env.variants``: the tiles' cells left as floor) must be solvable, in fewer actions for a
+    portal (the plan takes the shortcut), in more for anything else (the plan pays for a death
+    tile's detour, for ice's frozen steps, for a turntable's waits and rides)."""
+    from env.oracle import solve
+    from env.variants import Variant, ablate
+
+    twin = ablate(maze, TILE_TWIN[tile])
+    twin_opt = solve(twin.maze).optimal_actions if isinstance(twin, Variant) else None
+    if twin_opt is None:
+        return False
+    return optimal < twin_opt if tile == "portal" else optimal > twin_opt
+
+
 def trap_by_the_rulebook(maze: Maze, failed) -> bool:
     """Under multinet-r1 picking up a decoy key is final (no swap, no drop), as with the study's own
     wrong-colour keys: the distractor check reports it, and the generator accepts it."""
-    return (maze.ruleset == MULTINET_R1 and failed.check == "distractor_safety"
+    return (maze.ruleset in STUDY_RULESETS and failed.check == "distractor_safety"
             and failed.object_id in {k.id for k in maze.keys})
 
 
@@ -497,7 +582,7 @@ def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attem
             stats.unplaced += 1
             continue
         stats.candidates += 1
-        opt, why = verify(maze, params.band)
+        opt, why = verify(maze, params.band, params.tile)
         if why is None:
             assert opt is not None  # verify passes solved mazes only
             stats.accepted += 1

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from env.files import atomic_folder, atomic_write
-from env.generator.generator import GenerationError, GenParams, GenStats, generate
+from env.errors import BadInput
+from env.generator.generator import TILES, GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
     Constraint,
     Witness,
@@ -29,7 +30,7 @@ from env.generator.strata import (
     constraints_for,
     largest_remainder,
 )
-from env.maze import MINIGRID, Maze, load_maze, maze_from_dict
+from env.maze import MINIGRID, MULTINET_PR57, Maze, load_maze, maze_from_dict
 from env.study_facts import STUDY_MODEL_COUNT
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
@@ -57,6 +58,8 @@ def manifest_entry(maze: Maze, optimal: int) -> dict[str, Any]:
         "chain_length": len(meta.chain) if meta else 0,
         "distractors": len(meta.distractors) if meta else 0,
         "checksum": maze.checksum,
+        **({"discovery": dict(meta.model_extra["discovery"])}
+           if meta and meta.model_extra and "discovery" in meta.model_extra else {}),
     }
 
 
@@ -145,13 +148,16 @@ FALLBACK_ORDER = ("perfect", "winding", "open", "rooms")
 
 @dataclass(frozen=True)
 class PoolSpec:
-    index: int  # 1-based; the maze id is p%04d
+    index: int  # 1-based; the maze id is the prefix and %04d
     seed: int
     params: GenParams
+    prefix: str = "p"
+    keep_chain: bool = False  # no fallback to another chain pattern (the discovery set's kinds)
+    discovery: tuple[str, str] | None = None  # (mechanism kind, band name) in the discovery set
 
     @property
     def maze_id(self) -> str:
-        return f"p{self.index:04d}"
+        return f"{self.prefix}{self.index:04d}"
 
 
 def pool_recipe(count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec]:
@@ -184,7 +190,38 @@ def pool_recipe(count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec
     rng.shuffle(drawn)
     out = []
     for k, p in enumerate(drawn, 1):
-        out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=replace(p, ruleset=ruleset)))
+        # under multinet-pr57 every maze also gets one of the later mechanisms, in turn
+        tile = TILES[1 + k % (len(TILES) - 1)] if ruleset == MULTINET_PR57 else "none"
+        out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=replace(p, ruleset=ruleset, tile=tile)))
+    return out
+
+
+# the discovery set: one mechanism per maze, each kind in each path band equally often
+DISCOVERY_KINDS = ("switch_gate", *TILES[1:])
+DISCOVERY_BANDS = {"short": (8, 15, 30), "medium": (12, 31, 50), "long": (16, 51, 80)}  # side, low, high
+# a death tile needs a way round it: layouts with loops
+DEATH_TOPOLOGIES = {"open": 1, "rooms": 1}
+
+
+def discovery_recipe(count: int, seed: int) -> list[PoolSpec]:
+    """``count`` (a multiple of kinds x bands) ``multinet-pr57`` specs, the same number in every
+    (mechanism kind, path band) cell: a switch and its gate (chain ``switch_gate``), or one portal,
+    death tile, ice tile or turntable on a walk (chain ``none``) laid where it matters."""
+    cells = [(k, b) for k in DISCOVERY_KINDS for b in DISCOVERY_BANDS]
+    if count % len(cells):
+        raise BadInput("--count", "", f"{count}: the discovery set needs a multiple of {len(cells)} "
+                                      f"({len(DISCOVERY_KINDS)} kinds x {len(DISCOVERY_BANDS)} bands)")
+    rng = random.Random(f"gridbench-discovery:{seed}:{count}")
+    out = []
+    for k in range(count):
+        kind, band = cells[k % len(cells)]
+        side, lo, hi = DISCOVERY_BANDS[band]
+        topology = _weighted(rng, DEATH_TOPOLOGIES if kind == "death" else TOPOLOGY_WEIGHTS)
+        chain, tile = ("switch_gate", "none") if kind == "switch_gate" else ("none", kind)
+        params = GenParams(width=side, height=side, topology=topology, chain=chain, band=(lo, hi),
+                           ruleset=MULTINET_PR57, tile=tile)
+        out.append(PoolSpec(index=k + 1, seed=rng.randrange(2**31), params=params, prefix="d",
+                            keep_chain=True, discovery=(kind, band)))
     return out
 
 
@@ -225,7 +262,7 @@ def build_one(spec: PoolSpec, first_attempt: int = 0, attempts: int = 40) -> dic
     base = spec.params.to_json()
     tries = [(dict(base), attempts)]
     tries += [({**base, "topology": t}, attempts // 3) for t in FALLBACK_ORDER if t != base["topology"]]
-    if spec.params.chain != "none":
+    if spec.params.chain != "none" and not spec.keep_chain:
         for t in ("open", "perfect"):
             tries.append(({**base, "topology": t, "chain": "mixed_sequence", "mechanisms": 3}, attempts // 2))
     last = ""
@@ -238,7 +275,10 @@ def build_one(spec: PoolSpec, first_attempt: int = 0, attempts: int = 40) -> dic
             stats.add(e.stats)
             continue
         stats.add(g.stats)
-        return {"index": spec.index, "maze": g.maze.to_dict(), "optimal": g.optimal_actions,
+        maze = g.maze.to_dict()
+        if spec.discovery:
+            maze["meta"]["discovery"] = {"kind": spec.discovery[0], "band": spec.discovery[1]}
+        return {"index": spec.index, "maze": maze, "optimal": g.optimal_actions,
                 "stats": stats.__dict__}
     return {"index": spec.index, "error": last, "stats": stats.__dict__}
 
@@ -382,14 +422,16 @@ class PoolBuild:
 
 
 def build_pool(count: int, seed: int, workers: int = 0,
-               on_done: Callable[[int], None] | None = None, ruleset: str = MINIGRID) -> PoolBuild:
-    """Generate every spec of ``pool_recipe(count, seed, ruleset)`` on ``workers`` processes (0:
-    all cores). A maze identical to one already built is drawn again from later sub-seeds, so the
-    pool is pairwise distinct; the result does not depend on the number of workers."""
+               on_done: Callable[[int], None] | None = None, ruleset: str = MINIGRID,
+               recipe: str = "pool") -> PoolBuild:
+    """Generate every spec of ``pool_recipe(count, seed, ruleset)`` (``recipe`` ``discovery``:
+    ``discovery_recipe(count, seed)``) on ``workers`` processes (0: all cores). A maze identical to
+    one already built is drawn again from later sub-seeds, so the set is pairwise distinct; the
+    result does not depend on the number of workers."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    specs = pool_recipe(count, seed, ruleset)
+    specs = discovery_recipe(count, seed) if recipe == "discovery" else pool_recipe(count, seed, ruleset)
     workers = workers or os.cpu_count() or 1
     results: dict[int, dict[str, Any]] = {}
     stats = GenStats()

@@ -15,13 +15,19 @@ pool_app = typer.Typer(help="Build the maze pool and draw the stratified eval an
 
 @pool_app.command("build")
 def build(
-    count: int = typer.Option(214, "--count", min=1, max=5000, help="mazes in the pool"),
+    count: int | None = typer.Option(None, "--count", min=1, max=5000,
+                                     help="mazes in the set (default: 214 for the pool, 30 for discovery)"),
     seed: int = typer.Option(..., "--seed", help="pool seed: the same seed gives the same pool"),
     out: Path = typer.Option(..., "--out", help="folder to write (replaced whole when done)"),
     workers: int = typer.Option(0, "--workers", min=0, help="processes (0: one per core)"),
     ruleset: str = typer.Option("minigrid", "--ruleset",
-                                help="the rules the mazes are made for: minigrid (gridbench's) or multinet-r1 "
-                                     "(the MultiNet study's)"),
+                                help="the rules the mazes are made for: minigrid (gridbench's), multinet-r1 "
+                                     "(the MultiNet study's) or multinet-pr57 (its later rules: every maze also "
+                                     "gets a portal, death tile, ice tile or turntable, in turn)"),
+    recipe: str = typer.Option("pool", "--recipe",
+                               help="pool (the study's composition) or discovery (one mechanism per maze, each "
+                                    "of switch-gate, portal, death, ice, turntable equally often in each path band; "
+                                    "multinet-pr57)"),
 ) -> None:
     """Generate COUNT checked, pairwise distinct mazes with a manifest."""
     from rich.console import Console
@@ -31,15 +37,29 @@ def build(
     from env.generator.pool import build_pool, write_set
     from env.maze import MINIGRID
 
+    from env.maze import MULTINET_PR57
+
     if ruleset not in GENERATOR_RULESETS:
         raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
+    if recipe not in ("pool", "discovery"):
+        raise BadInput("--recipe", "", f"{recipe!r} is not one of pool, discovery")
+    if recipe == "discovery" and ruleset not in (MINIGRID, MULTINET_PR57):
+        raise BadInput("--ruleset", "", f"the discovery set is made for {MULTINET_PR57} (its later mechanisms)")
+    if recipe == "discovery":
+        ruleset = MULTINET_PR57
+    count = count or (30 if recipe == "discovery" else 214)
+    if recipe == "discovery":
+        from env.generator.pool import discovery_recipe
+
+        discovery_recipe(count, seed)  # a count the kinds and bands do not divide is bad input, before any work
 
     console = Console(stderr=True)
     t0 = time.perf_counter()
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as bar:
         task = bar.add_task("pool", total=count)
-        built = build_pool(count, seed, workers, on_done=lambda n: bar.advance(task, n), ruleset=ruleset)
+        built = build_pool(count, seed, workers, on_done=lambda n: bar.advance(task, n), ruleset=ruleset,
+                           recipe=recipe)
     seconds = time.perf_counter() - t0
     st = built.stats
     if built.errors:
@@ -50,12 +70,18 @@ def build(
         raise typer.Exit(1)
     provenance = {
         "command": f"gridbench pool build --count {count} --seed {seed}"
-                   + ("" if ruleset == MINIGRID else f" --ruleset {ruleset}"),
+                   + (" --recipe discovery" if recipe == "discovery"
+                      else "" if ruleset == MINIGRID else f" --ruleset {ruleset}"),
         "generator_version": GENERATOR_VERSION,
         "candidates": st.candidates, "accepted": st.accepted, "unplaced": st.unplaced,
         "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,
     }
-    write_set(out, "pool", built.mazes, built.entries, provenance)
+    if recipe == "discovery":
+        from env.generator.pool import DISCOVERY_BANDS
+
+        provenance["bands"] = {name: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
+                               for name, (side, lo, hi) in DISCOVERY_BANDS.items()}
+    write_set(out, recipe, built.mazes, built.entries, provenance)
     opts = [e["optimal_actions"] for e in built.entries]
     typer.echo(
         f"wrote {len(built.mazes)} mazes to {out} in {seconds:.0f} s: optimal actions {min(opts)}..{max(opts)}; "

@@ -232,6 +232,34 @@ def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
     return {k: out[k] for k in sorted(out, key=lambda k: (k != ORIGINAL, KINDS.index(k) if k in KINDS else 99))}
 
 
+def _discovery_balance(s: Sweep) -> dict[str, dict[str, int]]:
+    """Mazes per mechanism kind and path band of a sweep on discovery-set mazes (their
+    ``meta.discovery``), twins not counted; empty when the sweep has none."""
+    from env.variants import record_of
+
+    balance: dict[str, dict[str, int]] = {}
+    for maze in s.all_mazes:
+        label = ((maze.meta.model_extra or {}) if maze.meta else {}).get("discovery")
+        if isinstance(label, dict) and record_of(maze) is None:
+            row = balance.setdefault(str(label.get("kind")), {})
+            row[str(label.get("band"))] = row.get(str(label.get("band")), 0) + 1
+    return balance
+
+
+def _discovery_table(balance: dict[str, dict[str, int]]) -> Table:
+    bands = list(dict.fromkeys(b for row in balance.values() for b in row))
+    table = Table(title="the set's balance: mazes per mechanism kind and path band")
+    table.add_column("kind")
+    for b in bands:
+        table.add_column(b, justify="right")
+    table.add_column("all", justify="right")
+    for kind, row in balance.items():
+        table.add_row(kind, *[str(row.get(b, 0)) for b in bands], str(sum(row.values())))
+    table.add_row("all", *[str(sum(row.get(b, 0) for row in balance.values())) for b in bands],
+                  str(sum(sum(row.values()) for row in balance.values())), style="bold")
+    return table
+
+
 def _variant_table(s: Sweep) -> Table:
     table = Table(title=f"each maze and its twins ({len(s.left_out)} left out: on stderr)")
     for col in ("kind", "mazes", "left out", "episodes"):
@@ -513,11 +541,13 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     servers = _server_commands(s)
     requests = _request_fields(s)
     assumptions = prior_notes(rows)
+    balance = _discovery_balance(s)
     if json_out:
         print(json.dumps({
             "sweep": s.name, "run": store.display(), "episodes": len(s.episodes()), "to_run": len(todo),
             "estimate": [e.to_dict() for e in rows], "assumptions": assumptions, "servers": servers,
             "requests": requests, "mazes": [m.id for m in s.mazes], "notes": notes,
+            **({"balance": balance} if balance else {}),
             **({"variants": {"kinds": _variant_counts(s), "left_out": [v.to_dict() for v in s.left_out]}}
                if s.variants else {}),
         }, indent=2))
@@ -530,6 +560,8 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
         stdout.print(f"{r['model']} ({r['model_string']}, family {r['family']}) in {r['condition']}: every request "
                      f"carries {json.dumps(r['fields'], sort_keys=True)}{detail}",
                      markup=False, highlight=False, soft_wrap=True)
+    if balance:
+        stdout.print(_discovery_table(balance))
     if s.variants:
         stdout.print(_variant_table(s))
     stdout.print(_estimate_table(rows, s.max_cost))

@@ -97,3 +97,29 @@ def test_the_twin_sections_render_in_markdown_and_html(tmp_path):
     table = pd.DataFrame(metrics["tables"]["attribution"])
     assert table["attributed"].tolist() == [twins.DISCOVERY_SWITCH]
     assert np.isfinite(pd.DataFrame(metrics["tables"]["paired_effects"])["progress_diff"]).all()
+
+
+def test_by_mechanism_turns_each_removal_twins_paired_effect_round(tmp_path):
+    # a portal that helps (without it: progress lower), ice that costs (without it: higher)
+    rows = []
+    for m in range(4):
+        for kind, with_p, without_p in (("no-portals", 0.8, 0.5), ("no-ice", 0.3, 0.6 + 0.05 * m)):
+            source = f"{kind}-m{m}"
+            rows.append(episode_row(maze_id=source, maze_checksum=f"c-{source}", progress_action=with_p))
+            rows.append(episode_row(maze_id=f"{source}.{kind}", progress_action=without_p, variant=kind,
+                                    variant_kind=kind, variant_family="ablation", twin_of=source,
+                                    twin_of_checksum=f"c-{source}"))
+    traces = load_runs([write_run(tmp_path / "run", rows, [])], resolve_mazes=False)
+    effects = twins.paired_effects(traces)
+    table = twins.by_mechanism(effects)
+    assert table["mechanism"].tolist() == ["portal", "ice"] and table["mazes"].tolist() == [4, 4]
+    portal, ice = table.to_dict("records")
+    assert portal["with_progress"] == pytest.approx(0.8) and portal["without_progress"] == pytest.approx(0.5)
+    assert portal["progress_effect"] == pytest.approx(0.3)
+    assert portal["progress_effect_ci_note"] == "no variation between mazes"
+    assert ice["progress_effect"] == pytest.approx(0.3 - (0.6 + 0.075)) and ice["progress_effect"] < 0
+    diff = effects.set_index("kind").loc["no-ice"]
+    assert (ice["progress_effect_ci_low"], ice["progress_effect_ci_high"]) == pytest.approx(
+        (-diff["progress_diff_ci_high"], -diff["progress_diff_ci_low"]))
+    assert ice["progress_effect_ci_low"] <= ice["progress_effect"] <= ice["progress_effect_ci_high"]
+    assert twins.by_mechanism(effects[effects["kind"] == "rotate"]).empty

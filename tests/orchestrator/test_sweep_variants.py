@@ -129,3 +129,19 @@ def test_twins_of_gridbench_s_own_mazes_run_under_their_ruleset_too():
 
     counts = {record_of(t)["name"]: len(solve(t).plan) for t in twins}
     assert counts["mirror-lr"] == counts["rotate-90"] == len(solve(source).plan) != counts["no-switches"]
+
+
+def test_the_discovery_sweep_shows_its_sets_balance_and_runs_each_maze_beside_its_removal_twin(tmp_path):
+    from env.generator.pool import DISCOVERY_BANDS, DISCOVERY_KINDS
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "discovery", "--dry-run", "--json",
+                        "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(r.stdout)
+    assert plan["balance"] == {k: dict.fromkeys(DISCOVERY_BANDS, 2) for k in DISCOVERY_KINDS}
+    twins = {k: v for k, v in plan["variants"]["kinds"].items() if k != "original"}
+    # every maze has exactly one mechanism, so exactly one of the five removals: 6 per kind
+    assert {k: v["mazes"] for k, v in twins.items()} == dict.fromkeys(
+        ("no-switches", "no-portals", "no-deaths", "no-ice", "no-turntables"), 6)
+    assert plan["episodes"] == 3 * (30 + 30)
