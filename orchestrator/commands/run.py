@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from orchestrator.driver import RunOutcome
     from orchestrator.estimate import ModelEstimate, Observed
     from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
+    from orchestrator.sweep_variants import LeftOut
     from traces import EpisodeRecord, RunStore
 
 
@@ -208,6 +209,23 @@ def _building_twins() -> Iterator[Callable[[int, int], None]]:
 
     with ProgressBar("building variants") as bar:
         yield bar.update
+
+
+def _left_out_lines(left_out: Sequence[LeftOut]) -> list[str]:
+    """One line per twin left out, or, for a kind and reason shared by several, one line that
+    counts them and names the first few (``--dry-run --json`` and the manifest list them all)."""
+    groups: dict[tuple[str, str], list[LeftOut]] = {}
+    for left in left_out:
+        groups.setdefault((left.name, left.reason), []).append(left)
+    lines = []
+    for (name, reason), group in groups.items():
+        if len(group) == 1:
+            lines.append(group[0].line())
+            continue
+        first = ", ".join(v.source for v in group[:3])
+        more = f" and {len(group) - 3} more" if len(group) > 3 else ""
+        lines.append(f"{len(group)} {name} twins left out: {reason} ({first}{more})")
+    return lines
 
 
 def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
@@ -495,8 +513,8 @@ def run_command(
     store.check_location()  # before any server or actor starts
     with _building_twins() as progress:
         s.build_twins(progress)
-    for left in s.left_out:  # a twin the sweep names and does not run is said, never dropped silently
-        Console(stderr=True).print(f"[yellow]note[/]: {left.line()}", highlight=False, soft_wrap=True)
+    for line in _left_out_lines(s.left_out):  # a twin the sweep names and does not run is said, never dropped silently
+        Console(stderr=True).print(f"[yellow]note[/]: {line}", highlight=False, soft_wrap=True)
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=140)
     if dry_run:

@@ -145,3 +145,17 @@ def test_the_discovery_sweep_shows_its_sets_balance_and_runs_each_maze_beside_it
     assert {k: v["mazes"] for k, v in twins.items()} == dict.fromkeys(
         ("no-switches", "no-portals", "no-deaths", "no-ice", "no-turntables"), 6)
     assert plan["episodes"] == 3 * (30 + 30)
+    # the 120 removals a maze cannot have are said once per kind and reason, each counted
+    notes = [line for line in r.stderr.splitlines() if "left out" in line]
+    assert notes == [f"note: 24 {k} twins left out: it has no {k.removeprefix('no-')} "
+                     f"({', '.join(ids[:3])} and 21 more)"
+                     for k, ids in _missing_removals(plan).items()]
+    assert sum(1 for v in plan["variants"]["left_out"]) == 120  # --json still lists every one
+
+
+def _missing_removals(plan: dict) -> dict[str, list[str]]:
+    """Per removal kind, in the order first met, the source mazes whose twin of that kind was left out."""
+    out: dict[str, list[str]] = {}
+    for v in plan["variants"]["left_out"]:
+        out.setdefault(v["name"], []).append(v["source"])
+    return out
