@@ -185,10 +185,11 @@ def budgets(traces: Traces, st: StepTable) -> pd.DataFrame:
     Per arm (no pooled row: the point is to compare arms) the steps, and for each budget column
     the steps where it is known and its distinct known values.
     """
-    known = ", ".join(f"count({col}) AS {col}_steps" for col in BUDGET_COLUMNS)
+    # quoted: a budget column may be a word SQL keeps for itself (constraint)
+    known = ", ".join(f'count("{col}") AS "{col}_steps"' for col in BUDGET_COLUMNS)
     t = st.query(f"SELECT arm, count(*) AS steps, {known} FROM steps GROUP BY arm ORDER BY arm")
     for col in BUDGET_COLUMNS:
-        seen = st.query(f"SELECT DISTINCT arm, {col} AS value FROM steps WHERE {col} IS NOT NULL")
+        seen = st.query(f'SELECT DISTINCT arm, "{col}" AS value FROM steps WHERE "{col}" IS NOT NULL')
         values = seen.groupby("arm")["value"].agg(_values)
         t.insert(t.columns.get_loc(f"{col}_steps") + 1, col, [values.get(a, "") for a in t["arm"]])
     return order_arms(t, traces)

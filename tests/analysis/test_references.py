@@ -119,6 +119,9 @@ def test_a_model_that_acts_is_not_flagged(tmp_path):
     plans = sum(len(optimal_actions(m).plan_names) - 3 for m in resolve_mazes(["example", "h14-small-walk"]))
     assert v.loc[MODEL, "valid_steps"] == plans and v.loc[MODEL, "decision_failures"] == 0
     assert "Warning: no valid action" not in (run / "report" / "report.md").read_text()
+    # each step's constraint (a word SQL keeps for itself) reaches the budgets table
+    budgets = _table(metrics, "budgets").set_index("arm")
+    assert budgets.loc[MODEL, "constraint"] == "grammar" and budgets.loc[MODEL, "constraint_steps"] == plans
 
 
 def test_several_models_pool_without_the_references(tmp_path):

@@ -190,7 +190,7 @@ def quickstart_run(run_dir: Path, model_acts: bool = False) -> Path:
     and a small language model (``openai/gemma-3-270m``, its protocol) on two hand-made mazes.
     As first reported, every reply of that model is invalid (played as a no-op, one step per
     optimal action); ``model_acts`` makes it walk its mazes' shortest plans instead, stopping
-    three actions short of the goal."""
+    three actions short of the goal, its replies constrained by llama.cpp's grammar."""
     import asyncio
 
     from agents import Protocol, build_agent, resolve_protocol
@@ -209,7 +209,9 @@ def quickstart_run(run_dir: Path, model_acts: bool = False) -> Path:
                                        condition="baseline", repeat=0, maze_id=m.id)
             write_episode(run_dir, asyncio.run(run_episode(m, build_agent(f"builtin/{name}", protocol), protocol,
                                                            identity)))
-    model_protocol = resolve_protocol(QUICKSTART_MODEL_PROTOCOL)
+    # the acting model's replies are constrained to the answer line, as the shipped quickstart's are
+    model_protocol = resolve_protocol({**QUICKSTART_MODEL_PROTOCOL, **({"constrain": "action"} if model_acts else {})})
+    budget: dict = {"max_output_tokens": 32, "thinking": False, **({"constraint": "grammar"} if model_acts else {})}
     rows, steps = [], []
     model_mazes = resolve_mazes(list(QUICKSTART_MODEL_MAZES))
     for m in model_mazes:
@@ -218,7 +220,7 @@ def quickstart_run(run_dir: Path, model_acts: bool = False) -> Path:
         row, st = play(m, acts, run=run, model_name="gemma-270m", model="openai/gemma-3-270m",
                        protocol=model_protocol.to_json(), protocol_hash=model_protocol.hash,
                        tokens_out=[32] * len(acts), termination="step_cap",
-                       budget={"max_output_tokens": 32, "thinking": False})
+                       budget=budget)
         rows.append(row)
         steps += st
     write_run(run_dir, rows, steps)
