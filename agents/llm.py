@@ -151,8 +151,7 @@ class LLMAgent:
             where, why = refused
             raise BadInput(config.name, where if where.startswith("params.") else f"protocol.{where}", why)
         self._fields, self.budget = config.family.request_fields(protocol, seed)
-        if config.tier == "flex":
-            self._fields["service_tier"] = "flex"
+        self._fields.update(config.tier_facts.request_fields)
         if config.tier == "batch" and batch is None and not offline:
             raise BadInput(config.name, "tier", "a batch model's requests go through the sweep driver's batches: "
                                               "run it with `gridbench run`")

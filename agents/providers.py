@@ -74,12 +74,14 @@ class Tier:
     max_requests: int | None = None  # requests in one batch
     max_bytes: int | None = None  # size of one batch (its JSONL file, or its request body)
     window: str = ""  # how long the provider may take, as it documents it
+    # what every request of the tier carries (flex is asked for per request, batch by its endpoint)
+    request_fields: tuple[tuple[str, str], ...] = ()
 
 
 STANDARD = Tier("standard")
 ANTHROPIC_TIERS = (STANDARD, Tier("batch", 0.5, max_requests=100_000, max_bytes=256 * 2**20,
                                    window="24 hours; results kept 29 days"))
-OPENAI_TIERS = (STANDARD, Tier("flex", 0.5),
+OPENAI_TIERS = (STANDARD, Tier("flex", 0.5, request_fields=(("service_tier", "flex"),)),
                 Tier("batch", 0.5, max_requests=50_000, max_bytes=200 * 2**20, window="24h"))
 # (Moonshot's batch bodies must not carry temperature, top_p, n or the penalties: the family never sends them)
 MOONSHOT_TIERS = (STANDARD, Tier("batch", 0.6, max_bytes=100 * 2**20, window="12 hours to 7 days"))

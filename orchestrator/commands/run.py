@@ -435,6 +435,7 @@ def _request_fields(sweep: Sweep) -> list[dict[str, object]]:
             continue
         for c in model_conditions(m, sweep.conditions):
             fields, _ = m.config.family.request_fields(c.protocol, c.protocol.seed)
+            fields.update(m.config.tier_facts.request_fields)
             merge_fields(fields, m.config.request_params)
             out.append({"model": m.name, "model_string": m.model, "family": m.config.family.name,
                         "condition": c.name, "fields": fields, "image_detail": m.config.image_detail})

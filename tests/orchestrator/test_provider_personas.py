@@ -62,6 +62,8 @@ def test_every_condition_of_a_shipped_entry_runs_against_its_provider(sweep_name
         for cond in model_conditions(model, sweep.conditions):
             srv.requests.clear()
             config = model.config if model.serve is not None else replace(model.config, api_base=url)
+            if config.tier == "batch":  # a batch's bodies are these requests; here they go one by one
+                config = replace(config, tier="standard")
             agent = build_agent(config, cond.protocol, endpoint=url if model.serve is not None else None)
             identity = EpisodeIdentity(run="personas", episode_id=f"{entry}-{cond.name}", model_name=entry,
                                        model=model.model, condition=cond.name, repeat=0, maze_id=maze.id)
