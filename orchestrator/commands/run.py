@@ -357,8 +357,8 @@ def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
         ("prompt tokens (1st turn)", "right"), ("output cap", "right"), ("output ~/call", "right"),
         ("upper bound", "right"), ("typical", "right"), ("tier", "left"), ("typical at standard", "right"),
         ("typical from", "left"), ("price", "left"))
-    for col, justify in columns:
-        table.add_column(col, justify=justify)
+    for col, justify in columns:  # folded, never cut short: a figure or a source must be read whole
+        table.add_column(col, justify=justify, overflow="fold")
 
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"${v:,.2f}"
@@ -517,7 +517,7 @@ def run_command(
     for line in _left_out_lines(s.left_out):  # a twin the sweep names and does not run is said, never dropped silently
         Console(stderr=True).print(f"[yellow]note[/]: {line}", highlight=False, soft_wrap=True)
     # piped output keeps whole rows instead of rich's 80-column fallback
-    stdout = Console() if sys.stdout.isatty() else Console(width=140)
+    stdout = Console() if sys.stdout.isatty() else Console(width=200)
     if dry_run:
         _dry_run(s, store, retry_errors, json_out, stdout)
         return
