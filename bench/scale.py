@@ -111,7 +111,7 @@ def child_load(run: str, reader: str, table: str, repeats: int) -> None:
 
 def child_cli(result: str, argv: list[str]) -> None:
     """Run ``gridbench ARGV`` in this process and write its exit code and peak RSS to ``result``."""
-    from orchestrator.cli import main
+    from app.cli import main
 
     code = 0
     try:

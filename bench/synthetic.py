@@ -49,7 +49,7 @@ def play_base(out: Path, mazes: Iterable, repeats: int, *, condition: str = "bas
     repeat), played with ``run_episode`` and written as the driver writes them, with a manifest
     holding the mazes (the report and the viewer draw from them)."""
     from agents import Protocol, build_agent
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode
 
     mazes = list(mazes)

@@ -79,7 +79,7 @@ def old_viewer(folder: Path) -> Path | None:
     """The page-per-episode viewer from git history, as a package ``gridbench_old_viewer`` in ``folder``."""
     package = folder / "gridbench_old_viewer"
     for name in OLD_VIEWER_FILES:
-        got = subprocess.run(["git", "-C", str(ROOT), "show", f"{OLD_VIEWER_COMMIT}:orchestrator/web/{name}"],
+        got = subprocess.run(["git", "-C", str(ROOT), "show", f"{OLD_VIEWER_COMMIT}:app/web/{name}"],
                              capture_output=True)
         if got.returncode != 0:
             return None
@@ -89,7 +89,7 @@ def old_viewer(folder: Path) -> Path | None:
     viewer = package / "viewer.py"
     # the run format it read has since moved to traces/: the same names, from there
     viewer.write_text(viewer.read_text()
-                      .replace('resources.files("orchestrator.web")', 'resources.files("gridbench_old_viewer")')
+                      .replace('resources.files("app.web")', 'resources.files("gridbench_old_viewer")')
                       .replace("from orchestrator.schema import", "from traces._schema import")
                       .replace("from orchestrator.traces import", "from traces import"))
     (package / "__init__.py").write_text("")
@@ -103,7 +103,7 @@ def child_build(run: str, out: str, old: str | None) -> None:
         sys.path.insert(0, old)
         from gridbench_old_viewer.viewer import build_view
     else:
-        from orchestrator.web.viewer import build_view
+        from app.web.viewer import build_view
     t = time.perf_counter()
     build_view(run, out, progress=False)
     seconds = time.perf_counter() - t

@@ -1,6 +1,6 @@
 """The episode actors and their side of the journal (docs/design.md §9).
 
-Two kinds of actors, both running ``orchestrator.episode.run_episode`` with one env per episode:
+Two kinds of actors, both running ``episodes.episode.run_episode`` with one env per episode:
 
 - *CPU actors* (one CPU each) run built-in agents, whose episodes are pure computation. Each
   runs one episode at a time with the next one queued behind it (``CPU_QUEUE``), so it never
@@ -24,7 +24,7 @@ import ray
 from ray import exceptions as rex
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from orchestrator.episode import EpisodeResult, Suspended, failed_episode
+from episodes.episode import EpisodeResult, Suspended, failed_episode
 from orchestrator.journal_actor import JournalAnswer
 from orchestrator.sweep import EpisodeSpec, ModelEntry
 from traces import EncodedEpisode, Journals, StepRecord, encode_episode
@@ -84,7 +84,7 @@ class EpisodeActor:
         attempt's journal lines from a lost attempt's late ones. ``broker``: a batch arm's lockstep
         rounds (``orchestrator.batching.BatchBroker``), through which its requests go."""
         from agents import build_agent
-        from orchestrator.episode import run_episode
+        from episodes.episode import run_episode
 
         protocol, identity = spec.condition.protocol, spec.identity(run)
         resume = resume or Resume()

@@ -53,3 +53,8 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> bool:
         ray.init(address="local", num_cpus=num_cpus, object_store_memory=EMBEDDED_OBJECT_STORE,
                  _system_config={"worker_niceness": 0}, **quiet)
     return True
+
+
+def disconnect() -> None:
+    """Leave the cluster joined, or stop the embedded Ray, that ``connect`` returned True for."""
+    ray.shutdown()

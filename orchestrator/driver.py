@@ -38,7 +38,7 @@ import ray
 from ray import exceptions as rex
 
 from orchestrator.actors import ACTOR_LOST, Actors, Resume, Worker
-from orchestrator.episode import Suspended, failed_episode
+from episodes.episode import Suspended, failed_episode
 from orchestrator.journal_actor import POLL_S, Spending
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError

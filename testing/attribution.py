@@ -66,7 +66,7 @@ def attribution_run(out: Path, repeats: int = 1, timeout: float = 600) -> Path:
         servers = {m: stack.enter_context(ScriptedServer(mode=m, mazes=planned.all_mazes, model=m)) for m in MODELS}
         path = out / f"{RUN}.yaml"
         path.write_text(yaml.safe_dump(_sweep({m: s.url for m, s in servers.items()}, repeats), sort_keys=False))
-        r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out)],
+        r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out)],
                            cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
     if r.returncode != 0:

@@ -11,15 +11,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN = ROOT / "docs" / "design.md"
 
-# docs/design.md §1: each package may import itself and the packages before it, never one after it
-LAYERS = ("env", "agents", "traces", "orchestrator", "analysis")
+# docs/design.md §1: the packages each package may import besides itself; nothing else, no exception
+IMPORTS = {
+    "env": set(),
+    "agents": {"env"},
+    "traces": {"agents", "env"},
+    "episodes": {"traces", "agents", "env"},
+    "orchestrator": {"episodes", "traces", "agents", "env"},
+    "analysis": {"traces", "agents", "env"},
+    "app": {"analysis", "orchestrator", "episodes", "traces", "agents", "env"},
+}
+LAYERS = tuple(IMPORTS)
 RAY_HOME = "orchestrator"  # the one package that may import Ray
 FAKES = "testing"  # the test fakes, which no shipped package imports
-CLI = ("orchestrator/cli.py", "orchestrator/commands/")
-# (where the importing modules are, the package they import) -> why the direction may be broken there
-ALLOWED = {
-    (CLI, "analysis"): "the command line is the one face over every package: `gridbench report` runs the analyses",
-}
 # a dotted name of a project module written as a string: importlib tables, entry points, `python -m`
 MODULE_STRING = re.compile(rf"(?:{'|'.join((*LAYERS, FAKES))})(?:\.\w+)+(?::\w+)?")
 
@@ -60,10 +64,9 @@ def package_modules() -> list[tuple[str, str, str]]:
     return out
 
 
-def direction_breaks() -> tuple[list[str], set[tuple[tuple[str, ...], str]], int]:
-    """(imports that break docs/design.md §1, the allowed exceptions that were needed, imports seen)."""
+def direction_breaks() -> tuple[list[str], int]:
+    """(imports that break docs/design.md §1, imports seen)."""
     breaks: list[str] = []
-    used: set[tuple[tuple[str, ...], str]] = set()
     seen = 0
     for rel, package, source in package_modules():
         layer = rel.split("/")[0]
@@ -74,13 +77,9 @@ def direction_breaks() -> tuple[list[str], set[tuple[tuple[str, ...], str]], int
                 breaks.append(f"{rel}:{line} imports {name}: only {RAY_HOME} imports Ray")
             elif top == FAKES:
                 breaks.append(f"{rel}:{line} imports {name}: shipped code never imports the test fakes")
-            elif top in LAYERS and LAYERS.index(top) > LAYERS.index(layer):
-                exception = next((k for k in ALLOWED if k[1] == top and rel.startswith(k[0])), None)
-                if exception is None:
-                    breaks.append(f"{rel}:{line} imports {name}: {layer} may not import {top}")
-                else:
-                    used.add(exception)
-    return breaks, used, seen
+            elif top in LAYERS and top != layer and top not in IMPORTS[layer]:
+                breaks.append(f"{rel}:{line} imports {name}: {layer} may not import {top}")
+    return breaks, seen
 
 
 def project_files() -> list[Path]:
@@ -127,21 +126,19 @@ def test_the_import_reader_sees_every_kind_of_import():
         "    from analysis.load import Traces\n"
         "def later():\n"
         "    import ray.util\n"
-        "    return importlib.import_module('orchestrator.commands.run')\n"
+        "    return importlib.import_module('app.commands.run')\n"
         "TABLE = {'x': 'env.minigrid_env:MazeEnv', 'prose': 'env is the maze substrate', 'bare': 'env'}\n"
     )
-    found = sorted(imported_modules(source, "orchestrator.commands"))
-    assert found == [(1, "env.maze"), (1, "os"), (2, "agents.protocol"), (3, "orchestrator.commands"),
-                     (4, "orchestrator.env"), (5, "typing"), (7, "analysis.load"), (9, "ray.util"),
-                     (10, "orchestrator.commands.run"), (11, "env.minigrid_env")]
+    found = sorted(imported_modules(source, "app.commands"))
+    assert found == [(1, "env.maze"), (1, "os"), (2, "agents.protocol"), (3, "app.commands"),
+                     (4, "app.env"), (5, "typing"), (7, "analysis.load"), (9, "ray.util"),
+                     (10, "app.commands.run"), (11, "env.minigrid_env")]
 
 
 def test_imports_follow_the_direction_of_design_section_1():
-    breaks, used, seen = direction_breaks()
+    breaks, seen = direction_breaks()
     assert seen > 300, "the import reader found almost nothing: is it reading the packages?"
     assert not breaks, "imports against docs/design.md §1:\n" + "\n".join(breaks)
-    unused = [f"{where} -> {what}" for where, what in ALLOWED if (where, what) not in used]
-    assert not unused, f"allowed exceptions no module needs any more (remove them): {unused}"
 
 
 def test_the_study_facts_are_a_leaf():
@@ -152,18 +149,22 @@ def test_the_study_facts_are_a_leaf():
 
 
 def test_an_import_against_the_direction_is_found(tmp_path, monkeypatch):
-    """The check itself: a module of env that imports agents, and one of agents that imports Ray."""
+    """The check itself: a module of env that imports agents, one of agents that imports Ray, and
+    the two layers side by side (the runtime and the analyses) importing each other."""
     for layer in LAYERS:
         (tmp_path / layer).mkdir()
     (tmp_path / "env" / "bad.py").write_text("def f():\n    from agents import build_agent\n")
     (tmp_path / "agents" / "bad.py").write_text("import ray\nfrom testing.scripted_server import ScriptedServer\n")
-    (tmp_path / "orchestrator" / "cli.py").write_text("import importlib\nimportlib.import_module('analysis.report')\n")
+    (tmp_path / "app" / "cli.py").write_text("import importlib\nimportlib.import_module('analysis.report')\n")
+    (tmp_path / "orchestrator" / "bad.py").write_text("import importlib\nimportlib.import_module('analysis.report')\n")
+    (tmp_path / "analysis" / "bad.py").write_text("from orchestrator.sweep import load_sweep\n")
     monkeypatch.setitem(globals(), "ROOT", tmp_path)
-    breaks, used, _ = direction_breaks()
+    breaks, _ = direction_breaks()
     assert breaks == ["env/bad.py:2 imports agents: env may not import agents",
                       "agents/bad.py:1 imports ray: only orchestrator imports Ray",
-                      "agents/bad.py:2 imports testing.scripted_server: shipped code never imports the test fakes"]
-    assert used == {(CLI, "analysis")}
+                      "agents/bad.py:2 imports testing.scripted_server: shipped code never imports the test fakes",
+                      "orchestrator/bad.py:2 imports analysis.report: orchestrator may not import analysis",
+                      "analysis/bad.py:1 imports orchestrator.sweep: analysis may not import orchestrator"]
 
 
 def test_no_file_cites_the_contract_design_md_replaced():

@@ -22,7 +22,7 @@ def test_design_example_needs_19_actions_and_the_env_agrees():
 
 
 def test_cli_bad_maze_is_one_line_exit_2():
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "maze", "show", "no-such-maze"],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "maze", "show", "no-such-maze"],
                        capture_output=True, text=True)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "no-such-maze" in r.stderr

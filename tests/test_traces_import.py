@@ -32,7 +32,7 @@ def test_reading_a_run_loads_no_runtime_no_env_machinery(tmp_path):
 
     from agents import Protocol, build_agent
     from env import resolve_maze
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode, write_manifest
 
     maze = resolve_maze("example")

@@ -2,7 +2,7 @@
 
 A step reaches its episode's journal before the episode asks its model for the next turn, so an
 actor, node or driver that dies mid-episode costs at most the call that was in flight: the rerun
-continues from the last journaled step (``orchestrator.episode.run_episode(recorded=...)``) and
+continues from the last journaled step (``episodes.episode.run_episode(recorded=...)``) and
 never pays for a recorded call again. When the episode's Parquet files are written, its journal
 is removed.
 

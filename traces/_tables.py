@@ -59,7 +59,7 @@ def steps_table(steps: Iterable[StepRecord]) -> pa.Table:
 
 
 class HasRecords(Protocol):
-    """A finished episode's records (``orchestrator.episode.EpisodeResult``)."""
+    """A finished episode's records (``episodes.episode.EpisodeResult``)."""
 
     episode: EpisodeRecord
     steps: list[StepRecord]

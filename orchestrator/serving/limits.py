@@ -127,7 +127,7 @@ def max_model_len(prompt_tokens: int, output_cap: int) -> int:
 def step_cap_of(maze: Maze, factor: float) -> int:
     """The step cap of an episode on ``maze`` (the oracle's optimum times ``factor``)."""
     from env.oracle import solve
-    from orchestrator.termination import step_cap_for
+    from episodes.termination import step_cap_for
 
     return step_cap_for(solve(maze).optimal_actions or 0, factor)
 

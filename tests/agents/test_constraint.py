@@ -158,7 +158,7 @@ def test_an_unconstrained_request_carries_nothing_and_records_null():
 def test_the_cli_refuses_it_in_one_line_before_anything_runs(tmp_path, capsys):
     import yaml
 
-    from orchestrator.cli import main
+    from app.cli import main
 
     path = tmp_path / "hosted.yaml"
     path.write_text(yaml.safe_dump(sweep("anthropic/claude-opus-4-8", {"constrain": "reasoning+action"},

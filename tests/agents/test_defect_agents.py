@@ -10,7 +10,7 @@ import pytest
 from agents import ModelConfig, build_agent, resolve_protocol
 from env import resolve_maze
 from env.variants import build_variants
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from testing.scripted_server import ScriptedServer
 from traces import EpisodeIdentity
 

@@ -36,7 +36,7 @@ def builtin_runs(root: Path) -> list[Path]:
     """Built-in agents on the test mazes under two conditions (the random agent's seed differs)."""
     from agents import Protocol, build_agent
     from env import resolve_mazes
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode, write_manifest
 
     out = root / "builtin"

@@ -20,7 +20,7 @@ TITLES = ("Paired effects of the twins", "Invariance", "Attribution to the study
 @pytest.fixture(scope="module")
 def report(attribution_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("attribution-report")
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "report", str(attribution_run), "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "report", str(attribution_run), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return out

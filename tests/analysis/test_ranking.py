@@ -136,7 +136,7 @@ def test_gridbench_plan_prints_the_plan_and_refuses_a_bad_delta_with_exit_2(thre
     import sys
 
     run = str(three.run_dirs[0])
-    ok = subprocess.run([sys.executable, "-m", "orchestrator.cli", "plan", run, "--delta", "0.1"],
+    ok = subprocess.run([sys.executable, "-m", "app.cli", "plan", run, "--delta", "0.1"],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     table, var = ranking.plan(three, delta=0.1)
@@ -144,7 +144,7 @@ def test_gridbench_plan_prints_the_plan_and_refuses_a_bad_delta_with_exit_2(thre
     assert f"pooled over {var['pairs']} pair(s)" in lines[0]
     for row in table.itertuples():
         assert f"{row.repeats:>7}  {row.mazes:>5}  {row.episodes_per_arm:>16}" in lines
-    bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "plan", run, "--delta", "-1"],
+    bad = subprocess.run([sys.executable, "-m", "app.cli", "plan", run, "--delta", "-1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "--delta" in bad.stderr

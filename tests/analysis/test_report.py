@@ -1,6 +1,6 @@
 """`gridbench report` end to end on real runs of the built-in agents.
 
-The fast run plays episodes with ``orchestrator.episode.run_episode`` and writes them with
+The fast run plays episodes with ``episodes.episode.run_episode`` and writes them with
 ``traces.write_episode`` (no Ray); the slow test runs a sweep through
 ``gridbench run`` on a real local Ray and reports it.
 """
@@ -22,12 +22,12 @@ from PIL import Image
 from tracefab import episode_row, write_run
 
 from agents import build_agent
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from traces import write_episode, write_manifest
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True)
 
 
 @pytest.fixture(scope="module")

@@ -196,7 +196,7 @@ def quickstart_run(run_dir: Path, model_acts: bool = False) -> Path:
     from agents import Protocol, build_agent, resolve_protocol
     from env import resolve_maze
     from env.sets import resolve_mazes
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode, write_manifest
 
     run_dir = Path(run_dir)

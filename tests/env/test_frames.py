@@ -21,7 +21,7 @@ import env
 from env import MazeEnv, drawing, initial_state, png_bytes, render_state, step, text_projection, tiles
 from env.maze import SKIN_NAMES
 from env.objects import Gate, Switch
-from orchestrator.cli import main as cli_main
+from app.cli import main as cli_main
 
 ALL = make(["#########",
             "#A.k.s..#",

@@ -14,7 +14,7 @@ import pytest
 import env
 from env import BadInput, load_maze, resolve_maze, resolve_mazes, save_maze
 from env import sets as maze_sets
-from orchestrator.cli import main as cli_main
+from app.cli import main as cli_main
 
 EXAMPLE = json.loads((Path(env.__file__).parent / "mazes" / "hand" / "example.json").read_text())
 
@@ -185,7 +185,7 @@ def test_cli_one_bad_file_among_good_ones_writes_no_frame(tmp_path, capsys):
 
 def test_console_script_bad_file_exit_2_one_line(tmp_path):
     bad = write(tmp_path, "bad", edited(_set("objects.0.color", "pink")))
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "maze", "show", str(bad)],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "maze", "show", str(bad)],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"gridbench: {bad}: objects[0].color: \"pink\" is not one of "

@@ -208,7 +208,7 @@ def test_a_forked_child_refuses_to_draw_instead_of_hanging():
 def test_maze_show_writes_the_3d_frame_and_refuses_bad_options_in_one_line(tmp_path, capsys):
     from PIL import Image
 
-    from orchestrator.cli import main as cli_main
+    from app.cli import main as cli_main
 
     def run(*args):
         code = 0

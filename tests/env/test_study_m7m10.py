@@ -55,7 +55,7 @@ def test_the_manifest_is_what_the_files_say(manifest):
 
 
 def test_maze_solve_agrees_with_a_search_written_from_the_rules(manifest):
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "maze", "solve", SET, "--json"],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "maze", "solve", SET, "--json"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     solved = {d["id"]: d["optimal_actions"] for d in map(json.loads, r.stdout.splitlines())}

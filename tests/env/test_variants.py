@@ -36,7 +36,7 @@ from env.variants import (
     variant_id,
     variant_set,
 )
-from orchestrator.cli import main as cli_main
+from app.cli import main as cli_main
 
 GEOMETRIC = ("rotate-90", "rotate-180", "rotate-270", "mirror-lr", "mirror-tb")
 

@@ -136,7 +136,7 @@ def test_tiles_exist_only_under_multinet_pr57_and_the_pr57_pool_takes_them_in_tu
 
 
 def test_pool_build_refuses_a_discovery_count_in_one_line(tmp_path, capsys):
-    from orchestrator.cli import main
+    from app.cli import main
 
     with pytest.raises(SystemExit) as e:
         main(["pool", "build", "--recipe", "discovery", "--count", "7", "--seed", "1", "--out", str(tmp_path / "d")])

@@ -111,7 +111,7 @@ def test_the_solve_search_fails_when_the_eval_set_lacks_what_the_solves_need():
 
 
 def _gridbench(*args):
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_select_exits_1_and_writes_nothing_when_the_pool_falls_short(tmp_path):
@@ -140,7 +140,7 @@ def test_cli_select_writes_both_sets_with_manifests(tmp_path):
 @pytest.mark.parametrize("args", [["pool", "select", "no-such-folder", "--seed", "1", "--out", "x"],
                                   ["pool", "build", "--count", "0", "--seed", "1", "--out", "x"]])
 def test_cli_bad_input_is_one_line_exit_2(args, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
 
 

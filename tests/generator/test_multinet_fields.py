@@ -189,7 +189,7 @@ def test_the_command_line_refuses_in_one_line_with_exit_code_2(tmp_path: Path):
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(doc), encoding="utf-8")
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "maze", "import", f"multinet:{f}", "--out", str(out)],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "maze", "import", f"multinet:{f}", "--out", str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and not out.exists()
     lines = [line for line in r.stderr.splitlines() if line.strip()]

@@ -94,7 +94,7 @@ def test_a_folder_imports_with_family_ids_and_provenance(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", "maze", "import", *args],
+    return subprocess.run([sys.executable, "-m", "app.cli", "maze", "import", *args],
                           capture_output=True, text=True)
 
 

@@ -12,7 +12,7 @@ import env
 
 
 def gridbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True,
                           env={"COLUMNS": "200", "PATH": ""})
 
 

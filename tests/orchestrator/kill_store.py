@@ -31,7 +31,7 @@ def main() -> None:
                 return _real(self, *args, **kwargs)
 
             setattr(cls, op, wrapped)
-    from orchestrator.cli import main as cli_main
+    from app.cli import main as cli_main
 
     cli_main(argv)
 

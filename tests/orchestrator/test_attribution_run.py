@@ -36,6 +36,6 @@ def test_twins_are_in_the_manifest_and_a_variant_episode_replays(attribution_run
     assert set(episodes["maze_checksum"]) <= set(manifest["mazes"])
     assert manifest["sweep"]["variants"]["left_out"], "twins a maze cannot have are recorded"
     mirror = episodes[(episodes["variant_kind"] == "mirror") & episodes["solved"]].iloc[0]
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "replay", str(attribution_run), mirror["episode_id"],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "replay", str(attribution_run), mirror["episode_id"],
                         "--verify"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -21,8 +21,8 @@ import pytest
 
 from agents import Protocol, build_agent
 from env import resolve_mazes
-from orchestrator.episode import failed_episode, run_episode
-from orchestrator.replay import replay
+from episodes.episode import failed_episode, run_episode
+from episodes.replay import replay
 from traces import (
     EpisodeIdentity,
     clean_partial,
@@ -325,7 +325,7 @@ def test_gridbench_compact_sigkilled_at_each_kind_of_step_then_rerun(uncompacted
         assert_same_tables(run, expected, raw=False)
         for eid in ("oracle-keydoor-10-0", "random-switch-8-0"):
             assert replay(run, eid).ok
-        again = subprocess.run([sys.executable, "-m", "orchestrator.cli", "compact", str(run)], cwd=ROOT,
+        again = subprocess.run([sys.executable, "-m", "app.cli", "compact", str(run)], cwd=ROOT,
                                capture_output=True, text=True, timeout=300)
         assert again.returncode == 0, again.stderr[-2000:]
         assert_same_tables(run, expected)
@@ -355,7 +355,7 @@ def test_table_files_names_each_episode_once(uncompacted_run, tmp_path):
 
 def test_compact_command_bad_input_and_summary(uncompacted_run, tmp_path):
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "orchestrator.cli", "compact", *args], cwd=ROOT,
+        return subprocess.run([sys.executable, "-m", "app.cli", "compact", *args], cwd=ROOT,
                               capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"})
 
     missing = cli(str(tmp_path / "nope"))

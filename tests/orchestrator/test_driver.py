@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from orchestrator.cli import main as cli_main
+from app.cli import main as cli_main
 from orchestrator.driver import Driver
-from orchestrator.replay import replay
+from episodes.replay import replay
 from orchestrator.sweep import parse_sweep
 from traces import Journals, read_manifest
 
@@ -50,7 +50,7 @@ def test_killed_driver_then_rerun_completes_exactly_the_missing_episodes(ray_clu
     episodes_dir = out / "resume" / "episodes"
     # a second driver process joins this module's cluster and is SIGKILLed mid-run
     proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+        [sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
          "--address", ray_cluster.get_runtime_context().gcs_address],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
@@ -140,7 +140,7 @@ def test_a_killed_actor_costs_only_its_episode_which_is_rescheduled(ray_cluster,
 def test_a_compacted_run_resumes_and_retries_its_errors(ray_cluster, maze_dir, sweep_dict, tmp_path):
     """Resuming a compacted run runs exactly the missing episodes; --retry-errors reruns an error
     episode that compaction had packed, which then appears once, finished."""
-    from orchestrator.episode import failed_episode
+    from episodes.episode import failed_episode
     from traces import compact, read_run, write_episode
     from traces._commit import table_files
 

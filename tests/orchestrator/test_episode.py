@@ -15,8 +15,8 @@ from agents.types import Decision, InfraError
 from agents.usage import Budget, Usage
 from env import initial_state, resolve_maze, step
 from env.oracle import distance_table
-from orchestrator.episode import Suspended, episode_record, failed_episode, progress, run_episode
-from orchestrator.termination import TerminationRules, step_cap_for
+from episodes.episode import Suspended, episode_record, failed_episode, progress, run_episode
+from episodes.termination import TerminationRules, step_cap_for
 from traces import EpisodeIdentity, EpisodeRecord, StepRecord
 from traces._schema import EPISODES, STEPS
 

@@ -35,7 +35,7 @@ def test_probes_change_only_the_hint():
 
 
 def test_the_frontier_dry_run_shows_the_mazes_and_each_arms_request_fields(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "frontier", "--dry-run", "--json",
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "frontier", "--dry-run", "--json",
                         "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)

@@ -113,7 +113,7 @@ def test_a_provider_refusal_names_the_field_where_the_setting_comes_from():
 def test_a_missing_key_stops_the_run_before_ray_starts(monkeypatch, tmp_path):
     import yaml
 
-    from orchestrator.cli import main
+    from app.cli import main
 
     monkeypatch.delenv("GRIDBENCH_NO_SUCH_KEY", raising=False)
     path = tmp_path / "keys.yaml"

@@ -68,7 +68,7 @@ def test_a_node_lost_mid_episode_costs_no_model_call_twice(two_node_cluster, tmp
     import ray
 
     from env.sets import set_entries
-    from orchestrator.replay import replay
+    from episodes.replay import replay
     from testing.scripted_server import ScriptedServer
 
     cluster, nodes = two_node_cluster

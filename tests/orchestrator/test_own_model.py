@@ -1,7 +1,7 @@
 """docs/own-model.md, run as written: every sweep file and every command of the page.
 
 The page's YAML blocks are written to a fresh folder under the name their first line gives, its
-bash blocks run line by line there (``gridbench`` as ``python -m orchestrator.cli``, ``export``
+bash blocks run line by line there (``gridbench`` as ``python -m app.cli``, ``export``
 as the environment of the commands that follow, with a made-up key). What a test cannot reach is
 pointed at a scripted server on 127.0.0.1, one per sweep file, which lists that file's model as
 a real endpoint does (the run's preflight asks): a hosted model gets its ``api_base`` (the model
@@ -93,7 +93,7 @@ def test_every_example_of_the_page_runs_and_prints_what_the_page_says(tmp_path):
             args = line[1:]
             if args[0] == "run" and "--dry-run" not in args and "--mazes" not in args:
                 args += ["--mazes", one_maze]
-            done = subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=tmp_path, env=env,
+            done = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=tmp_path, env=env,
                                   capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, (line, done.stderr[-3000:])
             printed.append((line, done))

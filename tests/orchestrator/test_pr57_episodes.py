@@ -15,8 +15,8 @@ from agents.actions import token_of
 from env import initial_state, maze_from_dict, step
 from env.oracle import solve
 from env.state import FORWARD, LEFT, RIGHT
-from orchestrator.episode import run_episode
-from orchestrator.replay import replay
+from episodes.episode import run_episode
+from episodes.replay import replay
 from testing.scripted_server import ScriptedServer
 from traces import EpisodeIdentity, write_episode, write_manifest
 

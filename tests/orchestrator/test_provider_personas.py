@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agents import build_agent
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from orchestrator.serving.commands import vllm_command
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
 from testing.scripted_server import ScriptedServer

@@ -12,8 +12,8 @@ import pytest
 
 from agents import Protocol, build_agent
 from env import maze_from_dict, resolve_mazes
-from orchestrator.episode import run_episode
-from orchestrator.replay import replay
+from episodes.episode import run_episode
+from episodes.replay import replay
 from traces import EpisodeIdentity, recorded_state, write_episode, write_manifest
 
 # every mechanism the study's mazes lack: a teleporter, a hold switch and its gate, ice, a kill cell

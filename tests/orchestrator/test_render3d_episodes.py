@@ -19,8 +19,8 @@ from env import initial_state, resolve_maze, step  # noqa: E402
 from env.oracle import solve  # noqa: E402
 from env.render3d import frame3d  # noqa: E402
 from env.state import ACTIONS  # noqa: E402
-from orchestrator.episode import run_episode  # noqa: E402
-from orchestrator.replay import replay, write_gif  # noqa: E402
+from episodes.episode import run_episode  # noqa: E402
+from episodes.replay import replay, write_gif  # noqa: E402
 from testing.reading import last_image  # noqa: E402
 from testing.scripted_server import ScriptedServer  # noqa: E402
 from traces import EpisodeIdentity, write_episode, write_manifest  # noqa: E402

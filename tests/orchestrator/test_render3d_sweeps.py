@@ -79,7 +79,7 @@ def test_a_maze_the_3d_frames_cannot_draw_is_refused_at_load(tmp_path):
 
 
 def test_the_camera_ablation_dry_run_lists_six_mazes_by_three_arms(capsys, monkeypatch, tmp_path):
-    from orchestrator.cli import main as cli_main
+    from app.cli import main as cli_main
 
     monkeypatch.chdir(tmp_path)  # a dry run writes nothing; results/ would be here if it did
     monkeypatch.setenv("COLUMNS", "200")  # the table's rows on one line each

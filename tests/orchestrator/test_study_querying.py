@@ -11,7 +11,7 @@ from agents import ModelConfig, build_agent, resolve_protocol
 from agents.actions import token_of
 from env import initial_state, resolve_maze, step
 from env.oracle import solve
-from orchestrator.episode import decision_of, run_episode
+from episodes.episode import decision_of, run_episode
 from testing.scripted_server import ScriptedServer
 from traces import EpisodeIdentity
 

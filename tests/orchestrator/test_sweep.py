@@ -62,12 +62,12 @@ def test_bad_sweeps_fail_with_one_line_naming_file_and_field(tmp_path, maze_dir,
 def test_cli_bad_sweep_is_exit_2_one_line_and_writes_nothing(tmp_path, maze_dir, sweep_dict):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(sweep_dict(maze_dir, conditions=[{"name": "x", "thinking": False, "seed": 3}])))
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(tmp_path / "res")],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--out", str(tmp_path / "res")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "conditions[0]" in r.stderr
     assert not (tmp_path / "res").exists()
     path.write_text("name: x\nmodels: [builtin/oracle\n")
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--dry-run"],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--dry-run"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "not valid YAML" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
@@ -75,7 +75,7 @@ def test_cli_bad_sweep_is_exit_2_one_line_and_writes_nothing(tmp_path, maze_dir,
 def test_dry_run_prints_the_matrix(tmp_path, maze_dir, sweep_dict):
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(sweep_dict(maze_dir, conditions=[{"name": "baseline"}, {"name": "hot", "temperature": 2.0}])))
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--dry-run", "--model", "oracle",
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--dry-run", "--model", "oracle",
                         "--model", "random", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "6 mazes, 2 models, 2 conditions" in r.stdout and "explorer" not in r.stdout

@@ -91,12 +91,12 @@ def test_cli_bad_variants_exit_2_and_dry_run_lists_twins_and_those_left_out(tmp_
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(_main_with(variants=["mirror-sideways"])))
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(bad), "--dry-run"],
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(bad), "--dry-run"],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "variants[0]" in r.stderr
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump(_main_with(variants=KINDS, models=[{"name": "oracle", "model": "builtin/oracle"}])))
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(good), "--dry-run", "--json",
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(good), "--dry-run", "--json",
                         "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert "variant r1_M1_8x8_corridor_kr_0.no-switches left out: it has no switches\n" in r.stderr
@@ -135,7 +135,7 @@ def test_the_discovery_sweep_shows_its_sets_balance_and_runs_each_maze_beside_it
     from env.generator.pool import DISCOVERY_BANDS, DISCOVERY_KINDS
 
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "discovery", "--dry-run", "--json",
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", "discovery", "--dry-run", "--json",
                         "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
     plan = json.loads(r.stdout)

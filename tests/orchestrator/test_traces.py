@@ -15,8 +15,8 @@ import pytest
 from agents import Protocol, build_agent
 from env import resolve_mazes
 from env.errors import BadInput
-from orchestrator.episode import run_episode
-from orchestrator.replay import replay, write_gif
+from episodes.episode import run_episode
+from episodes.replay import replay, write_gif
 from traces import (
     EpisodeIdentity,
     EpisodeRecord,
@@ -103,7 +103,7 @@ def test_rewriting_an_episode_replaces_it_and_partial_files_are_cleaned(run_dir,
 def test_write_episode_with_a_bad_row_writes_nothing(tmp_path, run_dir):
     from dataclasses import replace
 
-    from orchestrator.episode import EpisodeResult
+    from episodes.episode import EpisodeResult
 
     good = EpisodeRecord.from_row(pq.read_table(run_dir / "episodes").to_pylist()[0])
     with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError, TypeError)):

@@ -22,7 +22,7 @@ def finished_run(tmp_path_factory) -> Path:
     from agents import Protocol
     from agents.builtin import make_builtin
     from env import load_maze
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode, write_manifest
 
     run_dir = tmp_path_factory.mktemp("runs") / "done"

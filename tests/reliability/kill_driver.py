@@ -54,7 +54,7 @@ def main() -> None:
         return result
 
     os.replace = replace
-    from orchestrator.cli import main as cli_main
+    from app.cli import main as cli_main
 
     cli_main(argv)
 

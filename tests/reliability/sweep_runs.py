@@ -51,14 +51,14 @@ def sweep_file(path: Path, **fields) -> Path:
 def gridbench(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300,
               **popen) -> subprocess.CompletedProcess:
     """The real ``gridbench`` command in a fresh process."""
-    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=cwd or ROOT,
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=cwd or ROOT,
                           env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
                           **popen)
 
 
 def run_cli(argv: list[str], capfd) -> tuple[int, str, str]:
     """``gridbench`` in this process (fast: no new interpreter): exit code, stdout, stderr."""
-    from orchestrator.cli import main as cli_main
+    from app.cli import main as cli_main
 
     code = 0
     try:

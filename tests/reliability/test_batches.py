@@ -109,7 +109,7 @@ def test_a_driver_killed_mid_batch_repays_nothing(ray_with_key, tmp_path):
     out = tmp_path / "results"
     with ScriptedServer(mode="oracle", mazes=MAZES, persona="moonshot") as srv:
         path = write_sweep(tmp_path / "killed.yaml", [entry("kimi-batch", "moonshot/kimi-k2.6", srv.url, "batch")])
-        command = [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+        command = [sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
                    "--address", ray_with_key.get_runtime_context().gcs_address]
         env = {**os.environ, KEY_ENV: FAKE_KEY}
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

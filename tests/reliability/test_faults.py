@@ -40,7 +40,7 @@ from sweep_runs import (
     sweep_file,
 )
 
-from orchestrator.cli import main as cli_main
+from app.cli import main as cli_main
 from orchestrator.driver import Driver
 from orchestrator.sweep import load_sweep
 from testing.scripted_server import ScriptedServer
@@ -127,7 +127,7 @@ def test_driver_sigkilled_at_each_point_then_rerun_finishes(ray_with_key, tmp_pa
     assert len(episode_ids) == 3 and steps_ids - episode_ids, "a steps file without its episode"
 
     # 4. the same command, not killed, finishes exactly the missing episodes
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
                         "--address", address], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert_each_episode_once(run, expected)
@@ -255,7 +255,7 @@ def test_output_becoming_unwritable_mid_run_is_one_line_and_keeps_what_finished(
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
     else:
         (small_disk / "filler").unlink()
-    r = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+    r = subprocess.run([sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
                         "--address", address], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert_each_episode_once(run, expected)

@@ -38,7 +38,7 @@ def test_ctrl_c_stops_gracefully_says_how_to_resume_and_the_rerun_repays_nothing
     interrupted = threading.Event()
     with ScriptedServer(mode="oracle", mazes=mazes, latency=LATENCY_S) as srv:
         path = sweep_file(tmp_path / "ctrlc.yaml", srv.url, mazes, max_concurrency=2)
-        command = [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out)]
+        command = [sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out)]
         env = {**os.environ, KEY_ENV: FAKE_KEY}
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)

@@ -70,7 +70,7 @@ def objects(client, prefix: str = "") -> dict[str, bytes]:
 
 
 def gridbench(*args: str, kill_at: int | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    prefix = [str(KILL_STORE), str(kill_at)] if kill_at is not None else ["-m", "orchestrator.cli"]
+    prefix = [str(KILL_STORE), str(kill_at)] if kill_at is not None else ["-m", "app.cli"]
     return subprocess.run([sys.executable, *prefix, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
@@ -85,7 +85,7 @@ def write_episodes(uri: str, n_mazes: int = 3) -> None:
     from agents import Protocol
     from agents.builtin import make_builtin
     from env import resolve_mazes
-    from orchestrator.episode import run_episode
+    from episodes.episode import run_episode
     from traces import EpisodeIdentity, write_episode, write_manifest
 
     mazes = resolve_mazes(str(MAZES))[:n_mazes]

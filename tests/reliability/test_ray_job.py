@@ -139,7 +139,7 @@ def test_a_sweep_submitted_as_a_job_is_stopped_and_resumed(cluster, tmp_path):
     assert [i["git"]["commit"] for i in manifest["invocations"]] == [head_commit, head_commit], \
         [i["git"] for i in manifest["invocations"]]
     # one episode of each job through `gridbench replay --verify`, both at once
-    replays = [subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "replay", str(run_dir), eid, "--verify"],
+    replays = [subprocess.Popen([sys.executable, "-m", "app.cli", "replay", str(run_dir), eid, "--verify"],
                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                for eid in (min(kept), min(set(after.index) - set(kept)))]
     for replay in replays:

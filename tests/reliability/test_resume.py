@@ -28,7 +28,7 @@ from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
 from env.sets import set_entries
 from orchestrator.driver import Driver
-from orchestrator.replay import replay
+from episodes.replay import replay
 from orchestrator.sweep import load_sweep
 from testing.reading import walls_from_text
 from testing.scripted_server import ScriptedServer
@@ -113,7 +113,7 @@ def test_killed_driver_is_continued_by_the_rerun_without_a_repeated_call(ray_wit
 
     with ScriptedServer(mode="oracle", mazes=[m for m in mazes], on_request=kill_the_driver) as srv:
         path = sweep_file(tmp_path / "driver.yaml", srv.url, mazes)
-        command = [sys.executable, "-m", "orchestrator.cli", "run", str(path), "--out", str(out),
+        command = [sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
                    "--address", ray_with_key.get_runtime_context().gcs_address]
         env = {**os.environ, KEY_ENV: FAKE_KEY}
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -108,7 +108,7 @@ def secured_run(tmp_path_factory):
     env = {**os.environ, KEY_ENV: FAKE_KEY, "RAY_TMPDIR": str(ray_tmp)}
     sockets: set = set()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", str(sweep), "--out", str(out)],
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "run", str(sweep), "--out", str(out)],
                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 600
         while proc.poll() is None and time.monotonic() < deadline:
@@ -223,7 +223,7 @@ def test_servers_listen_on_loopback_only(secured_run):
     # gRPC endpoint of each worker, the driver's included): Ray binds those to every interface
     # and guards them with its token authentication. Nothing else may listen on a wildcard.
     def rays_own(cmd: str) -> bool:  # a program of the ray package, a Ray worker, or the driver's core worker
-        return "/site-packages/ray/" in cmd or cmd.startswith("ray::") or "orchestrator.cli" in cmd
+        return "/site-packages/ray/" in cmd or cmd.startswith("ray::") or "app.cli" in cmd
 
     assert not [s for s in sockets if ("llama" in s[0]) and wildcard(s[1])]
     others = [s for s in sockets if wildcard(s[1]) and not rays_own(s[0])]
@@ -231,7 +231,7 @@ def test_servers_listen_on_loopback_only(secured_run):
 
 
 def test_the_play_page_listens_on_loopback_only(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "play", str(MAZES / "scale-8.json"),
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "play", str(MAZES / "scale-8.json"),
                              "--name", "tester", "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:

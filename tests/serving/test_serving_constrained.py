@@ -15,7 +15,7 @@ import pytest
 
 from agents import build_agent, resolve_protocol
 from env.oracle import solve
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from orchestrator.serving.bundled import BUNDLED_SPEC
 from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights
 from orchestrator.sweep import load_sweep

@@ -13,7 +13,7 @@ import pytest
 
 from agents import ModelConfig, build_agent, resolve_protocol
 from env import resolve_maze
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SHA256, bundled_model_path, sha256_file
 from orchestrator.serving.pool import ServerPool

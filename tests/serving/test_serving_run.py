@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from orchestrator.cli import main
+from app.cli import main
 from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SHA256, bundled_target
 
 pytestmark = pytest.mark.slow

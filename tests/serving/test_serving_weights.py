@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from orchestrator.cli import main
+from app.cli import main
 from orchestrator.serving import bundled
 from orchestrator.serving.bundled import BUNDLED_SHA256, weights_sha256
 from orchestrator.serving.spec import Weights

@@ -21,7 +21,7 @@ from agents import Protocol, Turn, build_messages
 from env import initial_state, load_maze, resolve_maze, save_maze
 from env.maze import maze_from_dict
 from env.oracle import solve
-from orchestrator.web.play import KEYS, play
+from app.web.play import KEYS, play
 from traces import read_manifest, read_run
 
 CORRIDOR = {
@@ -123,7 +123,7 @@ def test_the_game_over_http_writes_a_human_trace_with_the_oracle_metrics(tmp_pat
 
 
 def test_a_bad_name_or_a_busy_port_is_bad_input_and_writes_nothing(tmp_path):
-    bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "play", "example", "--name", "../x",
+    bad = subprocess.run([sys.executable, "-m", "app.cli", "play", "example", "--name", "../x",
                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--name" in bad.stderr
     assert list(tmp_path.iterdir()) == []
@@ -131,7 +131,7 @@ def test_a_bad_name_or_a_busy_port_is_bad_input_and_writes_nothing(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = str(taken.getsockname()[1])
-        busy = subprocess.run([sys.executable, "-m", "orchestrator.cli", "play", "example", "--port", port,
+        busy = subprocess.run([sys.executable, "-m", "app.cli", "play", "example", "--port", port,
                                "--out", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert busy.returncode == 2 and len(busy.stderr.strip().splitlines()) == 1 and "--port" in busy.stderr
     assert list(tmp_path.iterdir()) == []
@@ -146,7 +146,7 @@ class Game:
 
     def __init__(self, page, args: list[str]):
         self.page = page
-        self.proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "play", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "play", *args],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         match = re.search(r"http://127\.0\.0\.1:\d+/", line)
@@ -198,7 +198,7 @@ def test_play_two_mazes_from_the_keyboard_then_view_the_human_run(page, tmp_path
     assert set(episodes.model) == {"human/tester"} and episodes.solved.all()
     assert page.errors == []
     # and the human run is viewable like any other
-    view = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(tmp_path / "h1")],
+    view = subprocess.run([sys.executable, "-m", "app.cli", "view", str(tmp_path / "h1")],
                           capture_output=True, text=True, timeout=120)
     assert view.returncode == 0, view.stderr
     page.goto((tmp_path / "h1" / "view" / "index.html").as_uri())

@@ -25,9 +25,9 @@ from agents.types import PastStep
 from env import ACTIONS, maze_from_dict, png_bytes, render_state
 from env.errors import BadInput
 from env.skins import with_skin
-from orchestrator.replay import replay
-from orchestrator.web import viewer
-from orchestrator.web.viewer import MAX_STEP_FILES, build_view
+from episodes.replay import replay
+from app.web import viewer
+from app.web.viewer import MAX_STEP_FILES, build_view
 from traces import read_episode, read_run
 
 EVERY_KIND = {
@@ -155,7 +155,7 @@ def every_kind_run(folder: Path, example_maze) -> Path:
 
 def run_with_a_crash_and_no_mazes(folder: Path, example_maze) -> Path:
     """The oracle's episode and one that crashed (no steps), with the mazes left out of the manifest."""
-    from orchestrator.episode import failed_episode
+    from episodes.episode import failed_episode
     from traces import EpisodeIdentity, write_episode
 
     run = make_run(folder, [(example_maze, "builtin/oracle", "baseline", 0)])
@@ -293,13 +293,13 @@ def test_cli_view_writes_the_bundle_and_bad_input_is_one_line(small_run, tmp_pat
     (out / "episodes").mkdir(parents=True)  # what the viewer of old left behind
     (out / "data").mkdir()
     (out / "data" / "steps-07.js").write_text("stale")
-    ok = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(small_run), "--out", str(out)],
+    ok = subprocess.run([sys.executable, "-m", "app.cli", "view", str(small_run), "--out", str(out)],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert (out / "index.html").is_file() and "viewer of 3 episodes (95 steps) in 9 files" in ok.stdout
     assert not (out / "data" / "steps-07.js").exists()  # a steps file of an earlier bundle
     assert "older viewer" in ok.stderr and str(out / "episodes") in ok.stderr
-    bad = subprocess.run([sys.executable, "-m", "orchestrator.cli", "view", str(tmp_path / "nope")],
+    bad = subprocess.run([sys.executable, "-m", "app.cli", "view", str(tmp_path / "nope")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "nope" in bad.stderr
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from agents import Decision, Protocol, Turn, Usage
 from agents.builtin import OracleAgent, make_builtin
 from env import ACTIONS, Maze
-from orchestrator.episode import run_episode
+from episodes.episode import run_episode
 from traces import EpisodeIdentity, write_episode, write_manifest
 from traces._schema import EPISODES, STEPS
 

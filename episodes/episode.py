@@ -31,7 +31,7 @@ from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.render import check_renderable
 from env.state import ACTIONS, initial_state
-from orchestrator.termination import TerminationRules, gridbench_signature, step_cap_for, study_signature
+from episodes.termination import TerminationRules, gridbench_signature, step_cap_for, study_signature
 from traces import (
     ERROR,
     EpisodeIdentity,

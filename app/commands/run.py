@@ -205,7 +205,7 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
 @contextmanager
 def _building_twins() -> Iterator[Callable[[int, int], None]]:
     """Progress on stderr while a sweep's twins are built (shown once building starts)."""
-    from orchestrator.progress import ProgressBar
+    from app.progress import ProgressBar
 
     with ProgressBar("building variants") as bar:
         yield bar.update
@@ -553,7 +553,7 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
         Console(stderr=True).print(f"[yellow]note[/]: {note}")
     done = completed_ids(store, include_errors=not retry_errors)
     todo = {e.episode_id for e in s.episodes() if e.episode_id not in done}
-    from orchestrator.progress import ProgressBar
+    from app.progress import ProgressBar
 
     with ProgressBar("estimating the cost") as bar:
         rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update)
@@ -601,7 +601,7 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
              command: list[str], preflight: bool = True) -> tuple[RunOutcome, float]:
     """Ray (joined or embedded), the sweep's model servers, then the driver; all shut down after.
     Returns the outcome and when Ray was up (``time.monotonic``)."""
-    from orchestrator.connect import connect
+    from orchestrator.connect import connect, disconnect
     from orchestrator.driver import Driver
     from orchestrator.serving.actor import ServerStartError
     from orchestrator.serving.pool import ServerPool
@@ -640,9 +640,7 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
             if not store.local:
                 store.child("servers").put_folder(store.local_dir() / "servers")
         if started:
-            import ray
-
-            ray.shutdown()
+            disconnect()
 
 
 @contextmanager
@@ -688,7 +686,7 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
     """Compact the run (its per-episode files, needed while it ran, packed into a few large
     ones), then print its summary, its spending and what a budget left unfinished. An interrupted
     run is not compacted (its rerun will be): it says what is left and how to resume."""
-    from orchestrator.commands.compact import compact_with_progress, summary_line
+    from app.commands.compact import compact_with_progress, summary_line
 
     stderr = Console(stderr=True)
     if outcome.stop is None:

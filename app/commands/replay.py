@@ -15,7 +15,7 @@ def replay_command(
     tile_size: int = typer.Option(16, "--tile-size", min=4, max=128, help="pixels per cell in the GIF"),
 ) -> None:
     """Replay an episode's recorded actions; exit 1 when the trace does not reproduce."""
-    from orchestrator.replay import replay, write_gif
+    from episodes.replay import replay, write_gif
 
     result = replay(run_dir, episode_id, verify=verify)
     ep = result.episode

@@ -34,7 +34,7 @@ def variants(
     from env.generator.pool import write_set
     from env.sets import resolve_mazes
     from env.variants import CONTROL_ATTEMPTS, CONTROL_TOLERANCE, ORIGINAL, kinds_from, variant_set
-    from orchestrator.progress import ProgressBar
+    from app.progress import ProgressBar
 
     names = kinds_from(kinds)
     out = out or DEFAULT_OUT / f"{Path(mazes.rstrip('/')).name.removesuffix('.json')}-twins"

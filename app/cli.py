@@ -21,16 +21,16 @@ CLICK_ERRORS = (click.exceptions.ClickException, _typer_click.ClickException)
 ABORTS = (click.exceptions.Abort, typer.Abort, getattr(_typer_click, "Abort", click.exceptions.Abort))
 
 COMMAND_MODULES = (
-    "orchestrator.commands.maze",
-    "orchestrator.commands.pool",
-    "orchestrator.commands.variants",
-    "orchestrator.commands.run",
-    "orchestrator.commands.compact",
-    "orchestrator.commands.replay",
-    "orchestrator.commands.report",
-    "orchestrator.commands.plan",
-    "orchestrator.commands.view",
-    "orchestrator.commands.play",
+    "app.commands.maze",
+    "app.commands.pool",
+    "app.commands.variants",
+    "app.commands.run",
+    "app.commands.compact",
+    "app.commands.replay",
+    "app.commands.report",
+    "app.commands.plan",
+    "app.commands.view",
+    "app.commands.play",
 )
 
 app = typer.Typer(

@@ -40,9 +40,9 @@ from agents.types import Decision, Turn
 from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
 from env.names import check_name
-from orchestrator.episode import EpisodeResult, run_episode
+from episodes.episode import EpisodeResult, run_episode
 from orchestrator.sweep import ModelEntry, episode_id
-from orchestrator.web.viewer import script_json, template
+from app.web.viewer import script_json, template
 from traces import EpisodeIdentity, completed_ids, read_manifest, write_episode, write_manifest
 
 HOST = "127.0.0.1"
@@ -168,7 +168,7 @@ class HumanAgent:
 def _static_files() -> dict[str, tuple[bytes, str]]:
     types = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
     out = {}
-    for entry in resources.files("orchestrator.web").joinpath("static").iterdir():
+    for entry in resources.files("app.web").joinpath("static").iterdir():
         suffix = Path(entry.name).suffix
         if entry.is_file() and suffix in types:
             out[f"/static/{entry.name}"] = (entry.read_bytes(), types[suffix])

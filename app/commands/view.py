@@ -11,7 +11,7 @@ def view(
                                                        "(default RUN_DIR/view)"),
 ) -> None:
     """Write a static HTML viewer of a run: an episode index, and every episode drawn in the browser."""
-    from orchestrator.web.viewer import build_view, older_layout
+    from app.web.viewer import build_view, older_layout
     from traces import open_store
 
     target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")

@@ -38,8 +38,8 @@ def play(
     from agents.protocol import resolve_protocol
     from env import resolve_mazes
     from env.names import check_name
-    from orchestrator.web.play import default_run_name
-    from orchestrator.web.play import play as play_mazes
+    from app.web.play import default_run_name
+    from app.web.play import play as play_mazes
 
     player = check_name("--name", "", name if name is not None else _default_name(), "player name")
     from env.render import check_renderable, render_from_options

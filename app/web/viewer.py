@@ -117,7 +117,7 @@ def script_json(obj: Any) -> str:
 
 
 def template(name: str) -> Template:
-    return Template(resources.files("orchestrator.web").joinpath("templates", name).read_text())
+    return Template(resources.files("app.web").joinpath("templates", name).read_text())
 
 
 # ---- reading a run --------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def copy_static(out_dir: Path) -> list[Path]:
     static.mkdir(parents=True, exist_ok=True)
     written = []
     for name in STATIC_FILES:
-        data = resources.files("orchestrator.web").joinpath("static", name).read_text(encoding="utf-8")
+        data = resources.files("app.web").joinpath("static", name).read_text(encoding="utf-8")
         atomic_write(static / name, data)
         written.append(static / name)
     return written

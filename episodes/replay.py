@@ -22,7 +22,7 @@ from env.files import atomic_path
 from env.oracle import distance_table, tile_distance
 from env.render import MINIGRID, RenderSettings, frame
 from env.state import ACTIONS, MazeState, initial_state, step
-from orchestrator.termination import gridbench_signature, study_signature
+from episodes.termination import gridbench_signature, study_signature
 from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
 
 # Checked per step, in this order; the first mismatch of each step is reported.
