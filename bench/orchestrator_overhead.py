@@ -117,12 +117,10 @@ def cores_available(seconds: float = 1.0) -> float:
 
 def cold_caches() -> None:
     """Forget every per-process maze table, so each plain round pays what a fresh actor pays."""
-    from env import oracle
+    from env.oracle import distances, space
 
-    for name in ("distance_table", "state_space", "_tile_field"):
-        fn = getattr(oracle, name, None)
-        if fn is not None and hasattr(fn, "cache_clear"):
-            fn.cache_clear()
+    for fn in (distances.distance_table, space.state_space, distances._tile_field):
+        fn.cache_clear()
 
 
 def play_and_write(specs, out: Path, run: str) -> float:

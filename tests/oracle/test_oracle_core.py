@@ -183,10 +183,10 @@ def test_swap_puts_the_carried_key_where_the_front_key_was():
 @pytest.mark.parametrize("scalar_layer", [0, 3, 10**9])
 def test_every_search_path_gives_the_same_answers(monkeypatch, mazes_random, scalar_layer, dense_limit):
     """State-by-state layers, numpy layers, mixes of both, dense and sparse seen-indexes."""
-    import env.oracle as oracle
+    from env.oracle import bfs
 
-    monkeypatch.setattr(oracle, "_SCALAR_LAYER", scalar_layer)
-    monkeypatch.setattr(oracle._SeenIndex, "DENSE_LIMIT", dense_limit)
+    monkeypatch.setattr(bfs, "_SCALAR_LAYER", scalar_layer)
+    monkeypatch.setattr(bfs._SeenIndex, "DENSE_LIMIT", dense_limit)
     rng = random.Random(scalar_layer + dense_limit)
     for m in mazes_random[:40]:
         sol, ref = solve(m), reference_solve(m)

@@ -1,0 +1,173 @@
+"""Distances to the goal: in actions, for every state the start reaches (``DistanceTable``, one
+full sweep and one backward BFS over its edges), and in tiles (``tile_distance``)."""
+
+from __future__ import annotations
+
+from collections import deque
+from functools import lru_cache
+
+import numpy as np
+
+from env.maze import DIR_VECTORS, Maze
+from env.oracle.bfs import search
+from env.oracle.plans import solve
+from env.oracle.solution import STATE_CAP
+from env.oracle.space import Unencodable, state_space
+from env.state import MazeState, r1_landing
+
+
+class EdgeIndex:
+    """Edges ``src -> dst`` grouped by source, for repeated BFS with some edges left out."""
+
+    def __init__(self, n: int, src: np.ndarray, dst: np.ndarray):
+        self.n = n
+        self.order = np.argsort(src, kind="stable")
+        self.succ = dst[self.order]
+        self.indptr = np.searchsorted(src[self.order], np.arange(n + 1))
+
+    def hops(self, sources: np.ndarray, edge_ok: np.ndarray | None = None) -> np.ndarray:
+        """Fewest edges from any of ``sources`` to each node (-1: unreachable).
+
+        ``edge_ok`` (one flag per edge, in the order the edges were given) leaves edges out.
+        """
+        ok = None if edge_ok is None else edge_ok[self.order]
+        dist = np.full(self.n, -1, dtype=np.int32)
+        frontier = np.unique(np.asarray(sources, dtype=np.int64))
+        dist[frontier] = 0
+        level = 0
+        while frontier.size:
+            level += 1
+            starts = self.indptr[frontier]
+            lens = self.indptr[frontier + 1] - starts
+            total = int(lens.sum())
+            if not total:
+                break
+            offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+            if ok is not None:
+                offsets = offsets[ok[offsets]]
+            nb = self.succ[offsets]
+            nb = np.unique(nb[dist[nb] < 0])
+            dist[nb] = level
+            frontier = nb
+        return dist
+
+
+def hops(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
+    """Fewest edges from any of ``sources`` to each of ``n`` nodes along ``src -> dst`` (-1: none)."""
+    return EdgeIndex(n, src, dst).hops(sources)
+
+
+class DistanceTable:
+    """Action distance to the goal for every state reachable from the start, computed once.
+
+    A forward sweep finds the reachable graph (goal states are terminal); a backward BFS from
+    all goal states over its edges gives each state's distance. ``action_distance`` is then
+    one dictionary and one array look-up.
+    """
+
+    def __init__(self, maze: Maze, cap: int = STATE_CAP):
+        self.maze = maze
+        self.space = space = state_space(maze)
+        sweep = search(space, [space.start_id()], cap + 1, stop_at_goal=False, edges=True)
+        if sweep.status == "undecided":
+            raise OverflowError(f"{maze.id}: more than {cap} reachable states")
+        self.sweep = sweep
+        self.edge_src, self.edge_dst, self.edge_act = sweep.edges()
+        n = int(sweep.ids.size)
+        goals = np.flatnonzero(space.is_goal(sweep.ids))
+        self.dist = hops(n, self.edge_dst, self.edge_src, goals)  # backwards from the goals
+        self.states = n
+        self._forward: EdgeIndex | None = None
+
+    @property
+    def forward_edges(self) -> EdgeIndex:
+        """The sweep's edges grouped by source (built on first use; the checks reuse it)."""
+        if self._forward is None:
+            self._forward = EdgeIndex(self.states, self.edge_src, self.edge_dst)
+        return self._forward
+
+    def index_of(self, state: MazeState) -> int:
+        """The state's position in the sweep, or -1 if the sweep never reached it."""
+        try:
+            sid = self.space.encode(state)
+        except Unencodable:
+            return -1
+        rows = self.sweep.seen.rows
+        if rows is not None:  # the common, dense case without building an array
+            return int(rows[sid]) if sid < rows.size else -1
+        return int(self.sweep.seen.get(np.array([sid], dtype=np.int64))[0])
+
+    def action_distance(self, state: MazeState) -> int | None:
+        """Actions still needed from ``state``; None when the goal can no longer be reached."""
+        if state.pos == self.maze.goal:
+            return 0
+        i = self.index_of(state)
+        if i < 0:
+            # not reachable from the start: answer exactly, just not from the table
+            return solve(self.maze, state).optimal_actions
+        d = int(self.dist[i])
+        return None if d < 0 else d
+
+
+@lru_cache(maxsize=64)
+def distance_table(maze: Maze) -> DistanceTable:
+    return DistanceTable(maze)
+
+
+def action_distance(maze: Maze, state: MazeState) -> int | None:
+    return distance_table(maze).action_distance(state)
+
+
+@lru_cache(maxsize=256)
+def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
+    if maze.study_rules:
+        return _tile_field_r1(maze)
+    goal = maze.goal
+    dist = {goal: 0}
+    q = deque([goal])
+    walls = maze.walls
+    while q:
+        x, y = q.popleft()
+        for dx, dy in DIR_VECTORS:
+            n = (x + dx, y + dy)
+            if n not in dist and 0 <= n[0] < maze.width and 0 <= n[1] < maze.height and not walls[n]:
+                dist[n] = dist[(x, y)] + 1
+                q.append(n)
+    return dist
+
+
+def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
+    """Moves to the goal under multinet-r1, with every door and gate open and turns ignored:
+    hazards and blocks are never entered, a move into a teleporter ends on its other end and one
+    into a kill cell at the start (a move is then not reversible, so the search runs backwards
+    over the moves out of each cell); under multinet-pr57 a move from a turntable may go any way
+    (its arrow turns through all four), and with ``rules.death: fail`` a kill cell leads nowhere."""
+    walls, solid, kills = maze.walls, maze.cells_of("hazard") | maze.cells_of("block"), maze.cells_of("kill")
+    into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
+    for x in range(maze.width):
+        for y in range(maze.height):
+            if walls[x, y] or (x, y) in solid or (x, y) in kills:
+                continue
+            for dx, dy in DIR_VECTORS:
+                n = (x + dx, y + dy)
+                if walls[n] or n in solid:
+                    continue
+                if n in kills and maze.rulebook.death == "fail":
+                    continue
+                land = maze.start.pos if n in kills else r1_landing(maze, n)
+                into.setdefault(land, []).append((x, y))
+    dist = {maze.goal: 0}
+    q = deque([maze.goal])
+    while q:
+        c = q.popleft()
+        for p in into.get(c, ()):
+            if p not in dist:
+                dist[p] = dist[c] + 1
+                q.append(p)
+    return dist
+
+
+def tile_distance(maze: Maze, pos: tuple[int, int]) -> int | None:
+    """Moves from ``pos`` to the goal over non-wall cells; doors, gates and keys count as open
+    (under multinet-r1 also: hazards and blocks closed, teleporters and kill cells followed)."""
+    return _tile_field(maze).get(pos)
