@@ -1,6 +1,8 @@
 """One episode, without Ray: the loop that plays it (``episode``), the rules that end it
-(``termination``) and its replay from a stored run (``replay``). The orchestrator hosts these
-loops in Ray actors; a plain Python script, a test or ``gridbench replay`` calls them directly.
+(``termination``), the one builder and checker of its step rows (``step_row``, shared by the loop,
+a resumed episode and replay) and its replay from a stored run (``replay``). The orchestrator
+hosts these loops in Ray actors; a plain Python script, a test or ``gridbench replay`` calls them
+directly.
 
 Public API::
 

@@ -3,13 +3,14 @@
 ``run_episode`` is plain asyncio with no Ray in sight, so an episode can be run, tested and
 debugged in a loop; the Ray actors in ``orchestrator.driver`` call exactly this function. The
 parts are small and separate: ``Playthrough`` applies decisions to the env and builds each
-``StepRecord`` (and replays recorded steps when an episode resumes), ``TerminationRules`` decide when
-it ends, ``Usage`` sums itself, and ``episode_record`` builds the one ``EpisodeRecord`` of a
-finished or failed episode alike.
+``StepRecord`` (and replays recorded steps when an episode resumes) around the outcome columns
+that ``episodes.step_row`` builds and checks (the code ``gridbench replay`` checks a stored run
+with), ``TerminationRules`` decide when it ends, ``Usage`` sums itself, and ``episode_record``
+builds the one ``EpisodeRecord`` of a finished or failed episode alike.
 
 An interrupted episode resumes from its durable steps (``recorded``): the env is rebuilt by
-replaying the recorded actions and checked against the recorded state of every step (a
-mismatch is an error naming the step, never a silent restart), the agent is given each recorded
+replaying the recorded actions and checked against the recorded outcome of every step (a
+mismatch is an error naming the step and column, never a silent restart), the agent is given each recorded
 turn to rebuild what it remembers (``Agent.resume``), and play goes on with the next turn.
 """
 
@@ -30,8 +31,9 @@ from agents.usage import Usage
 from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.render import check_renderable
-from env.state import ACTIONS, initial_state
-from episodes.termination import TerminationRules, gridbench_signature, step_cap_for, study_signature
+from env.state import ACTIONS, MazeState, initial_state
+from episodes.step_row import StepOutcome, StepRows
+from episodes.termination import TerminationRules
 from traces import (
     ERROR,
     EpisodeIdentity,
@@ -40,7 +42,6 @@ from traces import (
     MazeSummary,
     StepRecord,
     Termination,
-    mechanisms_json,
 )
 
 # Error messages travel into traces and onto the terminal; cap them so a provider's HTML error
@@ -114,17 +115,20 @@ class Playthrough:
         check_renderable(maze, protocol.render, maze.id)  # the sweep checked; a twin or a resumed run may not have
         self.env = MazeEnv(maze, tile_size=protocol.tile_size)
         self.env.reset(seed=protocol.seed)
-        self.state = self.env.state
+        self.rows = StepRows(maze, protocol, table, self.env.state, d_start)
         self.d_start = d_start
         self.d_start_tile = tile_distance(maze, self.state.pos)
         self.closest = d_start
-        study = protocol.style == "study"
-        self.termination = TerminationRules.start(self.state, step_cap_for(d_start, protocol.step_cap_factor),
-                                             protocol.stall_window,
-                                             signature=study_signature(maze) if study else gridbench_signature,
-                                             stall_first=study)
         self.history: list[PastStep] = []
         self.steps: list[StepRecord] = []
+
+    @property
+    def state(self) -> MazeState:
+        return self.rows.state
+
+    @property
+    def termination(self) -> TerminationRules:
+        return self.rows.termination
 
     @property
     def next_step(self) -> int:
@@ -134,46 +138,40 @@ class Playthrough:
         return Turn(maze=self.maze, protocol=self.protocol, step=self.next_step, state=self.state,
                     history=tuple(self.history), step_cap=self.termination.step_cap)
 
+    def _move(self, action: int) -> tuple[MazeState, str]:
+        _, _, _, _, info = self.env.step(action)
+        return self.env.state, info["event"]
+
     def apply(self, decision: Decision) -> StepRecord:
         """Take one step with ``decision`` and return its record (an invalid reply is a no-op step)."""
+        return self._take(decision)[0]
+
+    def _take(self, decision: Decision) -> tuple[StepRecord, StepOutcome]:
         before, step_no = self.state, self.next_step
-        if decision.action is None:
-            event = "noop"
-        else:
-            _, _, _, _, info = self.env.step(decision.action)
-            event = info["event"]
-            self.state = self.env.state
-        state = self.state
-        novel = self.termination.observe(step_no, state, event)
-        d_action = self.table.action_distance(state)
-        if d_action is not None:
-            self.closest = min(self.closest, d_action)
+        outcome = self.rows.take(decision.action, self._move)
+        if outcome.action_distance is not None:
+            self.closest = min(self.closest, outcome.action_distance)
         record = StepRecord(
             identity=self.identity, step=step_no,
             action=ACTIONS[decision.action] if decision.action is not None else None,
-            parse=decision.parse, reply=decision.reply, reasoning=decision.reasoning, event=event,
-            x=state.pos[0], y=state.pos[1], dir=state.dir,
-            carrying=self.maze.keys[state.carrying].id if state.carrying >= 0 else None,
-            mechanisms=mechanisms_json(self.maze, state), novel=novel, action_distance=d_action,
-            tile_distance=tile_distance(self.maze, state.pos), usage=decision.usage,
-            finish_reason=decision.finish_reason, budget=decision.budget, prompt_hash=decision.prompt_hash,
-            image_hashes=tuple(decision.image_hashes), token=decision.token, plan=decision.plan,
-            subgoal=decision.subgoal or None, tier=decision.tier, batch_id=decision.batch_id,
+            parse=decision.parse, reply=decision.reply, reasoning=decision.reasoning, **outcome.columns(),
+            usage=decision.usage, finish_reason=decision.finish_reason, budget=decision.budget,
+            prompt_hash=decision.prompt_hash, image_hashes=tuple(decision.image_hashes), token=decision.token,
+            plan=decision.plan, subgoal=decision.subgoal or None, tier=decision.tier, batch_id=decision.batch_id,
         )
         self.steps.append(record)
-        self.history.append(PastStep(step=step_no, action=decision.action, event=event,
-                                     state_before=before, state_after=state, token=decision.token))
-        return record
+        self.history.append(PastStep(step=step_no, action=decision.action, event=outcome.event,
+                                     state_before=before, state_after=self.state, token=decision.token))
+        return record, outcome
 
     def replay(self, recorded: StepRecord) -> None:
-        """Re-take a recorded step; ``ResumeMismatch`` when the env does not reproduce it."""
+        """Re-take a recorded step; ``ResumeMismatch`` when the env does not reproduce its row."""
         if recorded.step != self.next_step:
             raise ResumeMismatch(f"step {self.next_step}: the durable log has step {recorded.step} here")
-        replayed = self.apply(decision_of(recorded))
-        for column in ("event", "x", "y", "dir", "carrying", "mechanisms"):
-            if getattr(replayed, column) != getattr(recorded, column):
-                raise ResumeMismatch(f"step {recorded.step}: {column} recorded {getattr(recorded, column)!r}, "
-                                     f"replayed {getattr(replayed, column)!r}")
+        _, outcome = self._take(decision_of(recorded))
+        mismatch = outcome.check(recorded.step, recorded)
+        if mismatch is not None:
+            raise ResumeMismatch(str(mismatch))
         self.steps[-1] = recorded  # keep what was recorded: its usage, hashes and texts
 
     def close(self) -> None:

@@ -1,14 +1,16 @@
 """Re-execute a recorded episode and check that the trace reproduces (``gridbench replay``).
 
 Replay steps the reference dynamics (``env.state.step``), not ``MazeEnv`` that recorded the
-episode, so a passing replay also holds the two implementations to each other. The maze comes
-from the run's manifest (mazes are stored there by checksum), so a replay needs no maze files.
+episode, so a passing replay also holds the two implementations to each other. Every step's
+outcome columns are built and checked by ``episodes.step_row``, the code the loop built them
+with, under the termination rules of the episode's own recorded protocol; the ending is checked
+against those rules too. The maze comes from the run's manifest (mazes are stored there by
+checksum), so a replay needs no maze files.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,34 +18,23 @@ from typing import Any
 
 import numpy as np
 
+from agents.protocol import Protocol, resolve_protocol
 from env import Maze, maze_from_dict
 from env.errors import BadInput
 from env.files import atomic_path
-from env.oracle import distance_table, tile_distance
-from env.render import MINIGRID, RenderSettings, frame
+from env.oracle import distance_table
+from env.render import frame
 from env.state import ACTIONS, MazeState, initial_state, step
-from episodes.termination import gridbench_signature, study_signature
-from traces import MANIFEST, mechanisms_json, open_store, read_episode, read_manifest
-
-# Checked per step, in this order; the first mismatch of each step is reported.
-CHECKED = ("event", "x", "y", "dir", "carrying", "mechanisms", "novel", "action_distance", "tile_distance")
-
-
-@dataclass
-class Mismatch:
-    step: int
-    column: str
-    recorded: Any
-    replayed: Any
-
-    def __str__(self) -> str:
-        return f"step {self.step}: {self.column} recorded {self.recorded!r}, replayed {self.replayed!r}"
+from episodes.step_row import Mismatch, StepRows, plain
+from episodes.termination import RULE_ENDINGS
+from traces import EPISODES_DIR, MANIFEST, open_store, read_episode, read_manifest
 
 
 @dataclass
 class ReplayResult:
     episode: dict[str, Any]
     maze: Maze
+    protocol: Protocol  # the episode's own, from its protocol column
     states: list[MazeState]  # the start state, then the state after each step
     actions: list[str | None]
     mismatches: list[Mismatch] = field(default_factory=list)
@@ -56,13 +47,7 @@ class ReplayResult:
         """The frame of every state, start first (what ``--gif`` animates), drawn as the episode's
         protocol drew them: its switches, and its own camera when it was shown 3D frames (then
         ``tile_size`` is unused: the frames are the episode's size)."""
-        try:
-            recorded = json.loads(self.episode.get("protocol") or "{}")
-            switch_frames = recorded.get("switch_frames", "distinct")
-            render = RenderSettings(**recorded["render"]) if recorded.get("render") else MINIGRID
-        except (ValueError, AttributeError, TypeError):
-            switch_frames, render = "distinct", MINIGRID
-        return [frame(self.maze, s, tile_size, switch_frames, render) for s in self.states]
+        return [frame(self.maze, s, tile_size, self.protocol.switch_frames, self.protocol.render) for s in self.states]
 
 
 def load_run_maze(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Maze:
@@ -76,76 +61,52 @@ def load_run_maze(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Maze:
     return maze_from_dict(data, source)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and math.isnan(a):
-        a = None
-    return a == b
+def recorded_protocol(run_dir: str | os.PathLike, episode: dict[str, Any]) -> Protocol:
+    """The protocol ``episode`` was played under, rebuilt from its ``protocol`` column."""
+    source = f"{open_store(run_dir, 'RUN_DIR').display(EPISODES_DIR)} (episode {episode['episode_id']}) protocol"
+    try:
+        fields = json.loads(episode.get("protocol") or "")
+    except ValueError:
+        raise BadInput(source, "", "is not JSON") from None
+    return resolve_protocol(fields, source)
 
 
 def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> ReplayResult:
-    """Re-execute ``episode_id``'s recorded actions; with ``verify`` compare every step."""
+    """Re-execute ``episode_id``'s recorded actions; with ``verify`` compare every step and the ending."""
     try:
         episode, steps = read_episode(run_dir, episode_id)
     except FileNotFoundError:
         raise BadInput(str(run_dir), "episode", f"no episode {episode_id!r} in this run") from None
     maze = load_run_maze(run_dir, episode)
     table = distance_table(maze)
-    state = initial_state(maze)
-    # novelty as the episode's style judged it: the study's watchdog signature, or the whole state
-    signature = study_signature(maze) if _style(episode) == "study" else gridbench_signature
-    seen = {signature(state)}
-    states, actions, mismatches = [state], [], []
+    start = initial_state(maze)
+    # the episode's own rules (an unsolvable maze's episode ended before a step: nothing to judge)
+    protocol = recorded_protocol(run_dir, episode)
+    rows = StepRows(maze, protocol, table, start, table.action_distance(start) or 0)
+    states, actions, mismatches = [start], [], []
+    ended_early = None  # the step at which the rules ended the episode before its last step
     for rec in steps.to_dict("records"):
-        action = rec["action"]
-        if action is None or (isinstance(action, float) and math.isnan(action)):
-            action, event = None, "noop"
-        else:
-            state, event = step(maze, state, ACTIONS.index(action))
-        key = signature(state)
-        novel = key not in seen
-        seen.add(key)
-        states.append(state)
+        action = plain(rec["action"])
+        outcome = rows.take(None if action is None else ACTIONS.index(action),
+                            lambda a: step(maze, rows.state, a))
+        states.append(rows.state)
         actions.append(action)
         if not verify:
             continue
-        replayed = {
-            "event": event, "x": state.pos[0], "y": state.pos[1], "dir": state.dir,
-            "carrying": maze.keys[state.carrying].id if state.carrying >= 0 else None,
-            "mechanisms": mechanisms_json(maze, state), "novel": novel,
-            "action_distance": table.action_distance(state), "tile_distance": tile_distance(maze, state.pos),
-        }
-        for column in CHECKED:
-            if not _same(_plain(rec[column]), replayed[column]):
-                mismatches.append(Mismatch(int(rec["step"]), column, _plain(rec[column]), replayed[column]))
-                break
-    if verify and episode["termination"] == "solved" and (not states or states[-1].pos != tuple(maze.goal)):
-        mismatches.append(Mismatch(len(steps), "termination", "solved", "not at the goal"))
-    return ReplayResult(episode=episode, maze=maze, states=states, actions=actions, mismatches=mismatches)
-
-
-def _style(episode: dict[str, Any]) -> str:
-    try:
-        return str(json.loads(episode.get("protocol") or "{}").get("style", "gridbench"))
-    except (ValueError, AttributeError):
-        return "gridbench"
-
-
-def _plain(v: Any) -> Any:
-    """numpy/pandas scalars from a DataFrame row as plain Python values (NA as None)."""
-    if v is None:
-        return None
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if hasattr(v, "item"):
-        return v.item()
-    try:
-        import pandas as pd
-
-        if v is pd.NA:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
-    return v
+        mismatch = outcome.check(int(rec["step"]), rec)
+        if mismatch is not None:
+            mismatches.append(mismatch)
+        if rows.termination.reason is not None and ended_early is None and rows.taken < len(steps):
+            ended_early = Mismatch(rows.taken, "termination", "went on", rows.termination.reason)
+    if verify:
+        recorded, replayed = episode["termination"], rows.termination.reason
+        if ended_early is not None:
+            mismatches.append(ended_early)
+        elif (recorded in RULE_ENDINGS or replayed is not None) and recorded != replayed:
+            mismatches.append(Mismatch(len(steps), "termination", recorded,
+                                       replayed or "no ending by the termination rules"))
+    return ReplayResult(episode=episode, maze=maze, protocol=protocol, states=states, actions=actions,
+                        mismatches=mismatches)
 
 
 def write_gif(result: ReplayResult, out: str | os.PathLike, tile_size: int = 32, fps: float = 4.0) -> Path:

@@ -16,9 +16,13 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from agents.protocol import Protocol
 from env.maze import Maze
 from env.state import MazeState
 from traces import Ending
+
+# the endings these rules decide (the agent's own endings and ``error`` are decided elsewhere)
+RULE_ENDINGS: tuple[Ending, ...] = ("solved", "stall", "step_cap")
 
 
 def step_cap_for(optimal: int, factor: float) -> int:
@@ -56,6 +60,15 @@ class TerminationRules:
               signature: Callable[[MazeState], Hashable] = gridbench_signature,
               stall_first: bool = False) -> TerminationRules:
         return cls(step_cap, stall_window, signature, stall_first, seen={signature(state)})
+
+    @classmethod
+    def for_episode(cls, maze: Maze, protocol: Protocol, start: MazeState, optimal: int) -> TerminationRules:
+        """The rules of an episode of ``protocol`` on ``maze`` from ``start``, ``optimal`` actions
+        from the goal: the one place a protocol's style chooses its signature and order, so that
+        the loop, a resumed episode and its replay judge every step alike."""
+        study = protocol.style == "study"
+        return cls.start(start, step_cap_for(optimal, protocol.step_cap_factor), protocol.stall_window,
+                         signature=study_signature(maze) if study else gridbench_signature, stall_first=study)
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:
         """Record the state after step ``step`` (1-based); returns whether it was novel and sets

@@ -215,8 +215,10 @@ class StepRecord(TraceRecord):
                                     'mazes with frozen tiles, `"arrows": {id: direction}` in mazes with turntables '
                                     'and `"latched": bool` (on the end a portal sent the agent to) in multinet-pr57 '
                                     'mazes with portals')
-    novel: bool = col("bool", "this step reached a never-seen (position, carried key, mechanism state); the start "
-                              "counts as seen; `stall_window` steps in a row without novelty end the episode")
+    novel: bool = col("bool", "this step reached a never-seen signature under the episode's termination rules "
+                              "(gridbench style: position, carried key, mechanism state; study style: the study's "
+                              "watchdog signature); the start counts as seen; `stall_window` steps in a row "
+                              "without novelty end the episode")
     action_distance: int | None = col("int32", "oracle action distance to the goal; null when the goal can no "
                                                "longer be reached")
     tile_distance: int | None = col("int32", "tile distance to the goal (walls only; doors, gates and keys passable)")

@@ -10,7 +10,7 @@ import typer
 def replay_command(
     run_dir: str = typer.Argument(..., help="a run: its folder (results/<run>) or its s3:// or gs:// URI"),
     episode_id: str = typer.Argument(..., help="the episode's id (the episode_id column)"),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="check every recorded step against the replay"),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="check every recorded step and the ending against the replay"),
     gif: Path | None = typer.Option(None, "--gif", help="write the episode as an animated GIF"),
     tile_size: int = typer.Option(16, "--tile-size", min=4, max=128, help="pixels per cell in the GIF"),
 ) -> None:
@@ -25,7 +25,8 @@ def replay_command(
         typer.echo(f"wrote {write_gif(result, gif, tile_size=tile_size)} ({len(result.states)} frames)")
     if verify:
         if result.ok:
-            typer.echo(f"verified: all {len(result.actions)} steps reproduce (positions, events, mechanisms, distances)")
+            typer.echo(f"verified: all {len(result.actions)} steps reproduce (positions, events, mechanisms, novelty, distances) "
+                       f"and so does the ending ({ep['termination']})")
         else:
             for m in result.mismatches[:20]:
                 typer.echo(f"mismatch: {m}", err=True)

@@ -12,35 +12,19 @@ import pytest
 
 from agents import ModelConfig, Protocol, build_agent, resolve_protocol
 from agents.actions import token_of
-from env import initial_state, maze_from_dict, step
-from env.oracle import solve
-from env.state import FORWARD, LEFT, RIGHT
 from episodes.episode import run_episode
 from episodes.replay import replay
+from testing.mazes import TOURS, tour_actions, tour_maze
 from testing.scripted_server import ScriptedServer
 from traces import EpisodeIdentity, write_episode, write_manifest
 
-TOUR = maze_from_dict({
-    "format": "gridbench.maze/1", "id": "pr57-tour", "ruleset": "multinet-pr57", "rules": {"freeze_steps": 2},
-    "grid": ["#########", "#.......#", "#.......#", "#.#######", "#.......#", "#########"],
-    "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 4],
-    "objects": [
-        {"id": "f", "kind": "frozen", "pos": [2, 1]},
-        {"id": "p", "kind": "teleporter", "color": "cyan", "pos": [4, 1], "to": [6, 2]},
-        {"id": "x", "kind": "kill", "pos": [7, 2]},
-        {"id": "t", "kind": "turntable", "pos": [1, 4], "dir": "north"},
-    ],
-})
-# onto the ice (two actions swallowed), through the portal, into the death tile; then the
-# oracle's way from the start, which rides the turntable
-PREFIX = [FORWARD, LEFT, RIGHT, FORWARD, FORWARD, FORWARD]
+TOUR = tour_maze("multinet-pr57")
 
 
-def tour_actions() -> list[int]:
-    s = initial_state(TOUR)
-    for a in PREFIX:
-        s, _ = step(TOUR, s, a)
-    return PREFIX + solve(TOUR, s).plan
+def scripted_actions() -> list[int]:
+    """The tour, every step of which is a reply the model gives."""
+    actions = tour_actions(TOUR, TOURS["multinet-pr57"].prefix)
+    return [a for a in actions if a is not None]
 
 
 STYLES = {
@@ -58,7 +42,7 @@ def reply(style: str, action: int) -> str:
 @pytest.fixture(scope="module")
 def tour_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("pr57run")
-    actions = tour_actions()
+    actions = scripted_actions()
     requests = {}
     for style, protocol in STYLES.items():
         with ScriptedServer(mode="script", script=[reply(style, a) for a in actions]) as srv:

@@ -14,30 +14,15 @@ from agents import Protocol, build_agent
 from env import maze_from_dict, resolve_mazes
 from episodes.episode import run_episode
 from episodes.replay import replay
+from testing.mazes import R1_TOUR
 from traces import EpisodeIdentity, recorded_state, write_episode, write_manifest
-
-# every mechanism the study's mazes lack: a teleporter, a hold switch and its gate, ice, a kill cell
-EVERYTHING = {
-    "format": "gridbench.maze/1", "id": "r1-everything", "ruleset": "multinet-r1", "rules": {"freeze_steps": 2},
-    "grid": ["#########", "#.....#.#", "#.....#.#", "#.......#", "#########"],
-    "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 1],
-    "objects": [
-        {"id": "t", "kind": "teleporter", "color": "purple", "pos": [2, 1], "to": [5, 3]},
-        {"id": "k", "kind": "key", "color": "red", "pos": [5, 2]},
-        {"id": "d", "kind": "door", "color": "red", "pos": [6, 3], "state": "locked"},
-        {"id": "h", "kind": "switch", "color": "blue", "pos": [7, 3], "controls": ["g"], "switch_type": "hold"},
-        {"id": "g", "kind": "gate", "color": "grey", "pos": [7, 2]},
-        {"id": "f", "kind": "frozen", "pos": [3, 3]},
-        {"id": "x", "kind": "kill", "pos": [1, 3]},
-    ],
-}
 
 
 @pytest.fixture(scope="module")
 def r1_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("r1run")
     mazes = resolve_mazes(["study/r1_M1_8x8_corridor_kr_0", "study/r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1",
-                           "study/r1_M6_8x8_corridor_kr_sg_kb_0"]) + [maze_from_dict(EVERYTHING, "everything")]
+                           "study/r1_M6_8x8_corridor_kr_sg_kb_0"]) + [maze_from_dict(R1_TOUR, "everything")]
     for m in mazes:
         for name, protocol in (("oracle", Protocol()), ("explorer", Protocol(switch_frames="study")),
                                ("random", Protocol())):

@@ -22,12 +22,13 @@ from web_runs import HOSTILE_REPLIES, compacted_copies, make_run
 from agents import Protocol
 from agents.prompt import activity_summary
 from agents.types import PastStep
+from app.web import viewer
+from app.web.viewer import MAX_STEP_FILES, build_view
 from env import ACTIONS, maze_from_dict, png_bytes, render_state
 from env.errors import BadInput
 from env.skins import with_skin
 from episodes.replay import replay
-from app.web import viewer
-from app.web.viewer import MAX_STEP_FILES, build_view
+from testing.mazes import PR57_TOUR
 from traces import read_episode, read_run
 
 EVERY_KIND = {
@@ -111,21 +112,6 @@ R1_EVERY_KIND = {
 }
 
 
-# what only multinet-pr57 adds: turntables (their arrows turn every step), a cyan portal, a death tile
-PR57_EVERY_KIND = {
-    "format": "gridbench.maze/1", "id": "pr57-every-kind", "ruleset": "multinet-pr57", "rules": {"freeze_steps": 2},
-    "grid": ["#########", "#.......#", "#.......#", "#.#######", "#.......#", "#########"],
-    "start": {"pos": [1, 1], "dir": "east"}, "goal": [7, 4],
-    "objects": [
-        {"id": "f", "kind": "frozen", "pos": [2, 1]},
-        {"id": "p", "kind": "teleporter", "color": "cyan", "pos": [4, 1], "to": [6, 2]},
-        {"id": "x", "kind": "kill", "pos": [7, 2]},
-        {"id": "t", "kind": "turntable", "pos": [1, 4], "dir": "north"},
-        {"id": "u", "kind": "turntable", "pos": [3, 2], "dir": "west"},
-    ],
-}
-
-
 def every_kind_run(folder: Path, example_maze) -> Path:
     """The every-kind maze played through every state at tile sizes 32 and 16, the example maze by
     the oracle (32) and a random walk (20), a multinet-r1 maze with every kind by the oracle with
@@ -146,7 +132,7 @@ def every_kind_run(folder: Path, example_maze) -> Path:
              prefix="g", scripts={0: EVERY_STATE})
     make_run(folder, [(with_skin(r1, "neutral"), "builtin/random", "neutral-study", 1)],
              Protocol(tile_size=16, step_cap_factor=1.0, switch_frames="study"), prefix="h")
-    pr57 = maze_from_dict(PR57_EVERY_KIND)
+    pr57 = maze_from_dict(PR57_TOUR)
     make_run(folder, [(pr57, "builtin/random", "pr57", 4)], Protocol(tile_size=16, step_cap_factor=3.0), prefix="i")
     make_run(folder, [(with_skin(pr57, "neutral"), "builtin/oracle", "pr57-neutral", 0)], Protocol(tile_size=16),
              prefix="j")

@@ -70,6 +70,19 @@ def test_termination_rules_in_order():
     assert step_cap_for(19, 3) == 57 and step_cap_for(19, 0.5) == 10 and step_cap_for(1, 0.1) == 1
 
 
+def test_an_episodes_rules_follow_its_protocols_style():
+    maze = resolve_maze("example")
+    s0 = initial_state(maze)
+    for preset, first in (("gridbench-final", "step_cap"), ("study-final", "stall")):
+        t = TerminationRules.for_episode(maze, Protocol.preset(preset), s0, optimal=10)
+        assert t.step_cap == 30 and t.stall_window == 30
+        for n in range(1, 31):
+            assert t.reason is None
+            t.observe(n, s0, "bump")
+        assert t.reason == first, preset  # both end at step 30: the study's harness looked at the stall first
+    assert TerminationRules.for_episode(maze, Protocol.preset("study-baseline"), s0, optimal=4).stall_window is None
+
+
 def test_usage_sums_itself():
     a = Usage(tokens_in=3, tokens_out=2, tokens_cached=1, cost_usd=0.5, latency_s=1.0, retries=1)
     b = Usage(tokens_in=4, reasoning_estimated=True, reasks=2, latency_s=0.25)
