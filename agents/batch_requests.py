@@ -1,10 +1,13 @@
-"""A ``tier: batch`` model's requests and answers in its provider's batch shapes.
+"""A ``tier: batch`` model's transport: its requests and answers in its provider's batch shapes.
 
-The LLM agent does not send a batch model's requests: it hands each one, as the provider's own
-request body, to a ``BatchGateway`` (the sweep driver's lockstep rounds, ``orchestrator.batching``)
-and gets back the answer as a ``Completion``, as if it had come synchronously: the same parse,
-re-ask, budget, retry and trace rules follow. This module holds what that needs and no transport:
+The LLM agent does not send a batch model's requests itself: its ``BatchTransport`` hands each
+one, as the provider's own request body, to a ``BatchGateway`` (the sweep driver's lockstep
+rounds, ``orchestrator.batching``) and gets back the answer as a ``Completion``, as if it had come
+synchronously: the same parse, re-ask, budget, retry loop (``agents.caller``) and trace rules
+follow. Gathering the rounds, submitting, polling and journaling are the driver's; this module
+holds what the agent's side needs:
 
+- ``BatchTransport``: the transport (``agents.transport``) whose ``send`` goes through the gateway.
 - ``batch_body``: the body a batch line carries. OpenAI and Moonshot batch lines are Chat
   Completions bodies; Anthropic's are Messages API params (the system prompt apart, images as
   base64 sources, ``cache_control`` marks kept: prompt caching works inside batches).
@@ -17,9 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agents.openai_compat import Completion, usage_of
+from agents.openai_compat import chat_body, usage_of
+from agents.transport import Answer, Completion, PricedBy, Request, Transport
+
+if TYPE_CHECKING:
+    from agents.model import ModelConfig
 
 # Anthropic's rule for a custom id; OpenAI's ids are free-form, so one rule serves both
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -28,7 +35,7 @@ _DATA_URI = re.compile(r"^data:([^;,]+);base64,(.*)$", re.DOTALL)
 
 class BatchGateway(Protocol):
     """Where a batch model's requests go: ``complete`` waits for the request's batch and returns
-    its answer and the batch's id, or raises ``agents.openai_compat.EndpointError`` (an errored
+    its answer and the batch's id, or raises ``agents.transport.EndpointError`` (an errored
     request: retryable or not, as the synchronous error would be)."""
 
     async def complete(self, request: dict[str, Any]) -> tuple[Completion, str]: ...
@@ -48,11 +55,11 @@ def provider_model(model: str) -> str:
     return model.split("/", 1)[1] if "/" in model else model
 
 
-def batch_body(chat_body: dict[str, Any], api: str, model: str) -> dict[str, Any]:
-    """The body of one batch line, from the Chat Completions body the agent would have posted
-    (``LLMAgent.request_body``): as it is for ``api == "openai"``, as Messages params for
-    ``"anthropic"``."""
-    body = {**chat_body, "model": provider_model(model)}
+def batch_body(chat: dict[str, Any], api: str, model: str) -> dict[str, Any]:
+    """The body of one batch line, from the Chat Completions body the OpenAI-compatible transport
+    would have posted (``agents.openai_compat.chat_body``): as it is for ``api == "openai"``, as
+    Messages params for ``"anthropic"``."""
+    body = {**chat, "model": provider_model(model)}
     if api == "openai":
         return body
     system: list[dict[str, Any]] = []
@@ -107,4 +114,30 @@ def read_message(message: dict[str, Any]) -> Completion:
                       finish_reason=_STOP.get(stop, stop), usage=usage_of(message.get("usage")))
 
 
-__all__ = ["CUSTOM_ID", "BatchGateway", "batch_body", "custom_id", "provider_model", "read_message"]
+class BatchTransport(Transport):
+    """``tier: batch``: each attempt one request of a provider batch, through ``gateway`` (a
+    retried request is a new request, with its own custom id). Its bodies keep their prompt-cache
+    markers (caching works inside batches); its answers are priced from litellm's price table.
+    ``gateway`` None: a transport that only builds bodies (a cost estimate)."""
+
+    priced_by: PricedBy = "table"
+
+    def __init__(self, config: ModelConfig, fields: dict[str, Any], gateway: BatchGateway | None):
+        self.config = config
+        self.fields = fields
+        self.gateway = gateway
+        self.marks_cache = config.family.marks_cache
+
+    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return batch_body(chat_body(self.config, self.fields, messages), self.config.family.batch_api,
+                          self.config.model)
+
+    async def send(self, request: Request) -> Answer:
+        assert self.gateway is not None, "a batch transport built without a gateway sends nothing"
+        completion, batch_id = await self.gateway.complete(
+            {"body": request.body, "key": (request.step, request.call, request.attempt)})
+        return Answer(completion, batch_id=batch_id)
+
+
+__all__ = ["CUSTOM_ID", "BatchGateway", "BatchTransport", "batch_body", "custom_id", "provider_model",
+           "read_message"]

@@ -1,87 +1,45 @@
-"""The LLM agent's second transport: one aiohttp POST per attempt to an OpenAI-compatible server.
+"""The OpenAI-compatible transport: one aiohttp POST per attempt to an OpenAI-compatible server.
 
 For self-hosted servers (vLLM, llama.cpp, the scripted server) that many episodes share,
 litellm's per-call work (cost calculation, logging payloads, model-info lookups) costs several
 times the CPU of the request itself, and litellm takes seconds to import. This module speaks
 ``POST {api_base}/chat/completions`` directly and maps the answers and failures onto what the
-litellm path produces (the same ``error_class`` names), so traces stay uniform whichever
-transport ran. Retrying, scrubbing and pricing stay in ``agents.llm``: this module only
-sends a body once, reads the answer into a ``Completion``, and says what went wrong.
+litellm transport produces (the same ``error_class`` names, ``agents.transport.classify_status``),
+so traces stay uniform whichever transport ran. Retrying, scrubbing and pricing are the caller's
+(``agents.caller``): this module only builds the body (``chat_body``, which a provider batch's
+lines start from too), sends it once, reads the answer into a ``Completion``, and says what
+went wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
-import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from agents.providers import merge_fields
+from agents.transport import (
+    Answer,
+    Completion,
+    EndpointError,
+    Request,
+    Transport,
+    classify_status,
+    retry_after_seconds,
+)
 from agents.usage import Usage
 
-# The phrasings vLLM, llama.cpp and OpenAI use for a prompt longer than the context window
-# (a subset of the ones litellm recognises).
-_CONTEXT_EXCEEDED = re.compile(
-    r"maximum context length|context_length_exceeded|exceeds the available context size"
-    r"|longer than the model's context length|context window|prompt is too long",
-    re.IGNORECASE,
-)
+if TYPE_CHECKING:
+    from agents.model import ModelConfig
 
-_BY_STATUS = {
-    # status: (litellm's class for it, retried)
-    401: ("AuthenticationError", False),
-    403: ("PermissionDeniedError", False),
-    404: ("NotFoundError", False),
-    408: ("Timeout", True),
-    429: ("RateLimitError", True),
-    500: ("InternalServerError", True),
-    502: ("BadGatewayError", True),
-    503: ("ServiceUnavailableError", True),
-    504: ("Timeout", True),
-}
-
-
-class EndpointError(Exception):
-    """One failed attempt: its ``error_class`` as litellm names it, whether to retry, Retry-After.
-
-    The message may hold whatever the server sent back (a key included): the agent scrubs it.
-    """
-
-    def __init__(self, error_class: str, message: str, *, retryable: bool, retry_after: float | None = None):
-        super().__init__(message)
-        self.error_class = error_class
-        self.retryable = retryable
-        self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class Completion:
-    """One model answer, whichever transport brought it: the text and what it used."""
-
-    reply: str = ""
-    reasoning: str = ""
-    finish_reason: str = ""
-    usage: Usage = field(default_factory=Usage)
-
-
-# a 429 that no wait cures: the account's quota is spent (OpenAI's insufficient_quota)
-OUT_OF_QUOTA = re.compile(r"insufficient_quota|exceeded your current quota", re.IGNORECASE)
-
-
-def classify_status(status: int, message: str) -> tuple[str, bool]:
-    """litellm's error class for an HTTP error status, and whether the agent retries it."""
-    if status == 429 and OUT_OF_QUOTA.search(message):
-        return "RateLimitError", False
-    if status in _BY_STATUS:
-        return _BY_STATUS[status]
-    if status >= 500:
-        return "APIError", True
-    if 400 <= status < 500:
-        return ("ContextWindowExceededError" if _CONTEXT_EXCEEDED.search(message) else "BadRequestError"), False
-    return "APIError", False
+# the failure vocabulary and the answer type live in agents.transport; the orchestrator's batch
+# code reads them here, beside the reply reader
+__all__ = ["Completion", "EndpointError", "OpenAICompatClient", "OpenAICompatTransport", "chat_body",
+           "classify_status", "read_completion", "usage_of"]
 
 
 def read_completion(payload: Any) -> Completion:
@@ -171,7 +129,7 @@ class OpenAICompatClient:
             async with session.post(self.url, json=body) as response:
                 raw = await response.read()
                 status = response.status
-                retry_after = _seconds(response.headers.get("Retry-After"))
+                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         except TimeoutError:
             raise EndpointError("Timeout", f"no complete reply within {self._timeout.total} s",
                                 retryable=True) from None
@@ -228,8 +186,39 @@ def _server_message(text: str, limit: int = 2000) -> str:
     return text[:limit]
 
 
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: the policy's own backoff applies
+def chat_body(config: ModelConfig, fields: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Chat Completions body for these messages: the provider family's ``fields``, then the
+    entry's ``params`` and then ``params["extra_body"]`` (flattened, as the OpenAI SDK sends it)
+    laid over them."""
+    body: dict[str, Any] = {"model": config.request_name, "messages": messages, **copy.deepcopy(fields)}
+    params = dict(config.request_params)
+    extra = params.pop("extra_body", None)
+    merge_fields(body, params)
+    if isinstance(extra, dict):
+        merge_fields(body, extra)
+    elif extra is not None:
+        body["extra_body"] = extra
+    return body
+
+
+class OpenAICompatTransport(Transport):
+    """``client: openai``: the body of ``chat_body`` posted to ``api_base``. It marks no prompt
+    caches (OpenAI-compatible servers cache identical prefixes by themselves) and has no price
+    table: an entry without ``price`` records a cost of 0. ``api_base`` None: a transport that
+    only builds bodies (a served model's endpoint comes at run time)."""
+
+    def __init__(self, config: ModelConfig, fields: dict[str, Any], api_base: str | None, api_key: str | None):
+        self.config = config
+        self.fields = fields
+        self.client = OpenAICompatClient(api_base, api_key, config.timeout_s) if api_base else None
+
+    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        return chat_body(self.config, self.fields, messages)
+
+    async def send(self, request: Request) -> Answer:
+        assert self.client is not None, "a transport built without an endpoint sends nothing"
+        return Answer(read_completion(await self.client.complete(request.body)))
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()

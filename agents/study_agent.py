@@ -1,5 +1,6 @@
-"""How an LLM agent queries under the study style: its querying modes, action lists, cardinal
-expansion and re-queries, as the study's harness stepped them (docs/protocol.md, "Querying").
+"""The study's policy (``style: study``): how an LLM agent queries under the study style, its
+querying modes, action lists, cardinal expansion and re-queries, as the study's harness stepped
+them (docs/protocol.md, "Querying"). Its sibling is ``agents.policy.GridbenchPolicy``.
 
 - ``step``: one query per step; only the first action of a reply is taken.
 - ``subgoal``: a reply names a sub-goal and a list of actions; they are taken one per step, and
@@ -21,20 +22,17 @@ as the step's reasoning and kept out of its reply.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
 
 from agents.actions import primitives
-from agents.openai_compat import Completion
 from agents.parse import SENTINEL, StudyReply, parse_study
+from agents.policy import Model, Policy
 from agents.prompt import fingerprint
-from agents.study_prompt import build_study_messages, corrective_requery
-from agents.types import REASK_SEPARATOR, Decision, ParseStatus, PastQuery, PastStep, ResumeMismatch, Turn
-from agents.usage import Budget, Usage
+from agents.study_prompt import build_study_messages, corrective_requery, study_cache_markers
+from agents.transport import Completion
+from agents.types import Decision, ParseStatus, PastQuery, PastStep, ResumeMismatch, Turn
 from env.state import DONE
 
-Call = Callable[[list[dict[str, Any]]], Awaitable[tuple[Completion, Budget]]]
 _INLINE_REASONING = re.compile(r"^\s*<think>(.*?)(?:</think>|$)", re.DOTALL)
 
 
@@ -61,12 +59,11 @@ def split_inline_reasoning(completion: Completion) -> Completion:
     return replace(completion, reply=completion.reply[m.end():].lstrip(), reasoning=m.group(1).strip())
 
 
-class StudyQuerying:
+class StudyPolicy(Policy):
     """One episode's queries of an LLM agent under the study style."""
 
-    def __init__(self, call: Call, count_tokens: Callable[[str], int]):
-        self._call = call
-        self._count_tokens = count_tokens
+    def __init__(self, model: Model):
+        super().__init__(model)
         self._queue: list[str] = []  # tokens of the last query not taken yet
         self._buffer: list[tuple[int, str]] = []  # primitives of the token being taken, with it
         self._status: ParseStatus = "exact"
@@ -104,7 +101,6 @@ class StudyQuerying:
         if p.querying == "trajectory" and self._planned:
             return Decision(action=None, parse="invalid", ending="exhausted")
         calls: list[Completion] = []
-        budget = Budget()
         prompt_hash, image_hashes = "", list[str]()
         reply = StudyReply((), "invalid")
         for attempt in range(p.requery_limit if p.invalid_output == "requery" else 1):
@@ -112,18 +108,14 @@ class StudyQuerying:
             if attempt and p.requery == "corrective":
                 messages = corrective_requery(messages, p, turn.maze.skin)
             prompt_hash, image_hashes = fingerprint(messages)
-            completion, budget = await self._call(messages)
+            # the study's client marked the end of the system message and the request's last block
+            completion = await self.model.call(study_cache_markers(messages) if self.model.marks_cache else messages)
             reply = self._parse(turn, completion.reply)
             calls.append(self._recorded(completion))
             self._remember(turn, reply)
             if reply.tokens:
                 break
-        answered = Decision(
-            action=None, parse="invalid", reply=REASK_SEPARATOR.join(c.reply for c in calls),
-            reasoning=REASK_SEPARATOR.join(c.reasoning for c in calls) if any(c.reasoning for c in calls) else "",
-            finish_reason=calls[-1].finish_reason,
-            usage=Usage.total(c.usage for c in calls) + Usage(calls=len(calls), reasks=len(calls) - 1),
-            budget=budget, prompt_hash=prompt_hash, image_hashes=tuple(image_hashes), subgoal=reply.subgoal)
+        answered = replace(self.answered(calls, prompt_hash, image_hashes), subgoal=reply.subgoal)
         if not reply.tokens:
             return replace(answered, ending="parse_failed" if p.invalid_output == "requery" else None)
         self._queue, self._status, self._planned = list(reply.tokens), reply.status, True
@@ -137,7 +129,7 @@ class StudyQuerying:
         split = split_inline_reasoning(completion)
         if split is completion or split.usage.tokens_reasoning:
             return split
-        usage = replace(split.usage, tokens_reasoning=self._count_tokens(split.reasoning), reasoning_estimated=True)
+        usage = replace(split.usage, tokens_reasoning=self.model.count_tokens(split.reasoning), reasoning_estimated=True)
         return replace(split, usage=usage)
 
     async def resume(self, turn: Turn, decision: Decision) -> None:

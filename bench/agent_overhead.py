@@ -27,7 +27,8 @@ from rich.table import Table  # noqa: E402
 
 import env  # noqa: E402
 from agents import PRESETS, ModelConfig, Turn, build_messages  # noqa: E402
-from agents.llm import LLMAgent, litellm_module  # noqa: E402
+from agents.litellm_transport import litellm_module  # noqa: E402
+from agents.llm import LLMAgent  # noqa: E402
 from agents.prompt import frame_uri  # noqa: E402
 from agents.types import PastStep  # noqa: E402
 from testing.scripted_server import ScriptedServer  # noqa: E402
@@ -44,7 +45,7 @@ async def measure(maze: env.Maze, protocol, turns: int, url: str) -> dict[str, f
             t0 = time.perf_counter()
             messages = build_messages(turn)
             build.append(time.perf_counter() - t0)
-            body = {k: v for k, v in agent.request_kwargs(messages).items()
+            body = {k: v for k, v in agent.transport.body(messages).items()
                     if k not in ("num_retries", "timeout", "api_base")}
             body["model"] = "scripted"
             t0 = time.perf_counter()

@@ -230,7 +230,7 @@ def request_bodies() -> list[RequestBody]:
                 agent = LLMAgent(m.config, protocol, offline=True)
                 turn = Turn(maze, protocol, 1, env.initial_state(maze), (), 1)
                 out.append(RequestBody(f"orchestrator/sweeps/{name}.yaml ({m.name}, {condition})",
-                                       agent.request_body(build_messages(turn))))
+                                       agent.transport.body(build_messages(turn))))
     return out
 
 

@@ -15,9 +15,12 @@ import pytest
 
 import env
 from agents import InfraError, ModelConfig, Protocol, Turn, build_agent
-from agents.llm import LLMAgent, RetryPolicy, litellm_module
+from agents.caller import RetryPolicy
+from agents.litellm_transport import litellm_module, read_response
+from agents.llm import LLMAgent
 from agents.model import request_name
-from agents.openai_compat import EndpointError, classify_status, read_completion
+from agents.openai_compat import read_completion
+from agents.transport import Answer, EndpointError, classify_status
 from agents.types import PastStep
 from agents.usage import Budget
 from env.errors import BadInput
@@ -248,7 +251,7 @@ def test_thinking_per_provider_without_network(monkeypatch):
 
     def kwargs(model, provider=None, **fields):
         a = agent(model, provider, **fields)
-        return a.request_kwargs([{"role": "user", "content": "hi"}]), a.budget
+        return a.transport.body([{"role": "user", "content": "hi"}]), a.budget
 
     def refused(field, model, provider=None, **fields):
         with pytest.raises(BadInput) as err:
@@ -368,7 +371,7 @@ def test_anthropic_thinking_blocks_become_reasoning_with_estimated_tokens():
     )
     agent = LLMAgent(config("anthropic/claude-opus-4-1", price={"input": 1e-6, "output": 1e-5}),
                      Protocol(thinking_budget=4096))
-    result = agent._read(response, 0.5)
+    result = agent.caller.accounted(Answer(read_response(response), response=response), 0.5)
     assert result.reasoning == "The switch is under me." and result.reply == "ACTION: toggle"
     u = result.usage
     assert u.reasoning_estimated and 0 < u.tokens_reasoning < 40 and u.latency_s == 0.5
@@ -389,9 +392,9 @@ def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_
     assert body["model"] == "Qwen/Qwen3-8B" and body["seed"] == 5 and body["top_p"] == 0.8
     assert body["top_k"] == 20 and body["chat_template_kwargs"] == {"enable_thinking": True, "custom": 1}
     assert not {"extra_body", "timeout", "retries", "num_retries", "api_base", "api_key"} & set(body)
-    assert body["messages"] == agent.request_body(body["messages"])["messages"]
+    assert body["messages"] == agent.transport.body(body["messages"])["messages"]
     assert req.headers["authorization"] == "Bearer EMPTY"  # a custom endpoint never gets a provider key
-    assert agent.config.timeout_s == 30 and agent.retry.max_retries == 1
+    assert agent.config.timeout_s == 30 and agent.caller.retry.max_retries == 1
     assert [request_name(m) for m in ("openai/scripted", "hosted_vllm/a/b", "together_ai/x", "plain")] == [
         "scripted", "a/b", "together_ai/x", "plain"]
 

@@ -9,8 +9,9 @@ import pytest
 
 import env
 from agents import Protocol, Turn, resolve_protocol
+from agents.caller import RetryPolicy
 from agents.constraint import answer_lines, gbnf, regex
-from agents.llm import LLMAgent, RetryPolicy
+from agents.llm import LLMAgent
 from agents.model import ModelConfig
 from agents.parse import parse_action, parse_study
 from env.errors import BadInput

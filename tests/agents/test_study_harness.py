@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from agents import PRESETS, Turn
-from agents.openai_compat import Completion
 from agents.prompt import render_for_humans
 from agents.protocol import LATER_FIELDS, Protocol, resolve_protocol
-from agents.study_agent import StudyQuerying
+from agents.study_agent import StudyPolicy
 from agents.study_prompt import build_study_messages, corrective_requery, texts
+from agents.transport import Completion
 from agents.usage import Budget
 from env.errors import BadInput
 
@@ -123,11 +123,14 @@ def test_a_requery_is_byte_identical_or_adds_one_corrective_line(requery, exampl
     sent: list[list[dict]] = []
     replies = iter(["I would rather think about it.", "FINAL_OUTPUT: MOVE_FORWARD"])
 
-    async def call(messages):
-        sent.append(messages)
-        return Completion(reply=next(replies)), Budget()
+    class Model:  # what the policy asks of its model (agents.policy.Model): the messages it sends, recorded
+        budget, marks_cache, count_tokens = Budget(), False, len
 
-    decision = asyncio.run(StudyQuerying(call, len).act(_turn(example_maze, history, state, protocol)))
+        async def call(self, messages):
+            sent.append(messages)
+            return Completion(reply=next(replies))
+
+    decision = asyncio.run(StudyPolicy(Model()).act(_turn(example_maze, history, state, protocol)))
     assert decision.action is not None and decision.usage.reasks == 1
     first, second = sent
     if requery == "plain":

@@ -9,7 +9,9 @@ import asyncio
 import pytest
 
 from agents import Protocol
-from agents.llm import LLMAgent, RetryPolicy, litellm_module
+from agents.caller import RetryPolicy
+from agents.litellm_transport import litellm_module
+from agents.llm import LLMAgent
 from agents.model import ModelConfig
 from agents.providers import BY_NAME, FAMILIES
 from agents.types import Turn
@@ -173,7 +175,7 @@ def test_a_batch_line_carries_the_request_in_the_providers_own_shape(example_maz
     from agents.prompt import build_messages, with_cache_markers
 
     messages = with_cache_markers(build_messages(t), t)
-    body = claude.batch_body(messages)
+    body = claude.transport.body(messages)
     assert body["model"] == "claude-opus-4-8" and body["output_config"] == {"effort": "xhigh"}
     assert body["thinking"] == {"type": "adaptive", "display": "summarized"} and "temperature" not in body
     blocks = [b for m in body["messages"] for b in m["content"]]

@@ -14,7 +14,8 @@ if importlib.util.find_spec("mujoco") is None:  # the 3d extra: scripts/install.
     pytest.skip("mujoco is not installed", allow_module_level=True)
 
 from agents import ModelConfig, Protocol, resolve_protocol  # noqa: E402
-from agents.llm import LLMAgent, RetryPolicy  # noqa: E402
+from agents.caller import RetryPolicy  # noqa: E402
+from agents.llm import LLMAgent  # noqa: E402
 from env import initial_state, resolve_maze, step  # noqa: E402
 from env.oracle import solve  # noqa: E402
 from env.render3d import frame3d  # noqa: E402

@@ -1,0 +1,46 @@
+"""What one model answer costs, in USD at the model entry's tier (docs/providers.md, *Tiers*).
+
+The standard price is the entry's ``price`` when it has one; otherwise what the transport's
+answers can be priced by (``Transport.priced_by``): litellm's reading of its own response,
+litellm's price table (a provider batch's answers), or nothing (the OpenAI-compatible client has
+no price table: 0, which the run's summary shows as unknown). The tier's factor multiplies it.
+Cache reads are priced from the usage gridbench read, not litellm's: litellm misses Moonshot's
+top-level ``cached_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.litellm_transport import litellm_module
+from agents.model import ModelConfig, Price
+from agents.transport import PricedBy
+from agents.usage import Usage
+
+
+def table_price(model: str) -> Price | None:
+    """The standard price of ``model`` in litellm's price table; None when it has none."""
+    try:
+        info = litellm_module().get_model_info(model)
+        return Price(float(info["input_cost_per_token"]), float(info["output_cost_per_token"]),
+                     info.get("cache_read_input_token_cost"))
+    except Exception:
+        return None
+
+
+def answer_cost(config: ModelConfig, priced_by: PricedBy, usage: Usage, response: Any = None) -> float:
+    """USD of one answer of ``config``'s model that used ``usage``; ``response``: the provider's
+    own, where ``priced_by`` is ``litellm``."""
+    factor = config.tier_facts.price_factor
+    if config.price is not None:
+        return factor * config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
+    if priced_by == "none":
+        return 0.0
+    if priced_by == "table" or (usage.tokens_cached and config.family.name == "moonshot-kimi-k2"):
+        price = table_price(config.model)
+        return factor * price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached) if price else 0.0
+    try:
+        # litellm prices flex itself when the answer says so: the standard figure is asked for
+        return factor * float(litellm_module().completion_cost(completion_response=response, service_tier=None) or 0.0)
+    except Exception:
+        return 0.0  # not in litellm's table: give the model a `price` in the sweep
