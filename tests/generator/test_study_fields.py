@@ -15,7 +15,7 @@ import pytest
 
 from env.errors import BadInput
 from env.generator.pool import content_key
-from env.importers.multinet import FIELDS, convert
+from env.importers.study import FIELDS, convert
 
 GRID_WALLS = [[4, 1], [4, 2], [4, 3]]
 
