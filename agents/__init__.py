@@ -17,22 +17,28 @@ pulling in the prompt builder, the oracle or litellm.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from agents.model import ModelConfig
-    from agents.protocol import Protocol
-    from agents.types import Agent
+from env.lazy import lazy_face
 
-_HOMES = {
-    "KNOWN_BUILTINS": "agents.model", "ModelConfig": "agents.model", "parse_model_config": "agents.model",
-    "parse_action": "agents.parse", "build_messages": "agents.prompt",
-    "PRESETS": "agents.protocol", "Protocol": "agents.protocol", "resolve_protocol": "agents.protocol",
-    "Agent": "agents.types", "Decision": "agents.types", "InfraError": "agents.types", "PastStep": "agents.types",
-    "Turn": "agents.types", "Budget": "agents.usage", "Usage": "agents.usage",
+_FACE = {
+    "agents.model": ("KNOWN_BUILTINS", "ModelConfig", "parse_model_config"),
+    "agents.parse": ("parse_action",),
+    "agents.prompt": ("build_messages",),
+    "agents.protocol": ("PRESETS", "Protocol", "resolve_protocol"),
+    "agents.types": ("Agent", "Decision", "InfraError", "PastStep", "Turn"),
+    "agents.usage": ("Budget", "Usage"),
 }
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from agents.model import KNOWN_BUILTINS, ModelConfig, parse_model_config  # noqa: F401
+    from agents.parse import parse_action  # noqa: F401
+    from agents.prompt import build_messages  # noqa: F401
+    from agents.protocol import PRESETS, Protocol, resolve_protocol  # noqa: F401
+    from agents.types import Agent, Decision, InfraError, PastStep, Turn  # noqa: F401
+    from agents.usage import Budget, Usage  # noqa: F401
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE, defined_here=("build_agent",))
 
 
 def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
@@ -58,12 +64,3 @@ def build_agent(config: ModelConfig | str, protocol: Protocol, *, seed: int = 0,
     from agents.llm import LLMAgent
 
     return LLMAgent(config, protocol, seed=seed, endpoint=endpoint, on_rate_limit=on_rate_limit, batch=batch)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'agents' has no attribute {name!r}")
-
-
-__all__ = ["build_agent", *_HOMES]

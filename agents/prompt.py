@@ -240,7 +240,10 @@ def _mechanism_phrase(maze: Maze, past: PastStep, phrases: dict[str, str]) -> st
     return phrases["froze"].format(x=after.pos[0], y=after.pos[1], n=maze.rulebook.freeze_steps, step=n)
 
 
-def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
+def event_summary(maze: Maze, history: Sequence[PastStep]) -> str:
+    """The activity summary of the classic styles: every mechanism event so far, one phrase each
+    with its step (``activity_events``). The study style's, ``agents.study_prompt.route_summary``,
+    also says where the agent started and which cells its route passed since the last event."""
     t = texts(maze.skin)
     events = activity_events(maze, history)
     if not events:
@@ -294,7 +297,7 @@ def _single(turn: Turn) -> list[dict[str, Any]]:
     parts = _Parts()
     _preamble(parts, turn)
     if p.summarised:
-        parts.text(activity_summary(turn.maze, turn.history))
+        parts.text(event_summary(turn.maze, turn.history))
     shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames and p.shows_recent else ()
     if shown:
         parts.text(t["history_header"])
@@ -330,7 +333,7 @@ def _multi(turn: Turn, replies: Sequence[str] | None) -> list[dict[str, Any]]:
             reply = t["multi_reply"].format(action=_action_name(past.action))
         messages.append({"role": "assistant", "content": reply})
     if p.summarised:
-        parts.text(activity_summary(turn.maze, turn.history))
+        parts.text(event_summary(turn.maze, turn.history))
     _current(parts, turn)
     messages.append({"role": "user", "content": parts.done()})
     return messages
@@ -439,7 +442,7 @@ def render_for_humans(messages: list[dict[str, Any]]) -> str:
 
 
 __all__ = [
-    "LEVELS", "activity_events", "activity_summary", "build_messages", "fingerprint",
+    "LEVELS", "activity_events", "build_messages", "event_summary", "fingerprint",
     "frame_uri", "icl_parts", "instructions", "mechanism_locations", "reask_messages", "with_image_detail",
     "render_for_humans", "start_info", "with_cache_markers",
 ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from env.errors import BadInput
-from env.study_facts import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR, STUDY_USAGE
+from env.study_facts import STUDY_USAGE
 
 if TYPE_CHECKING:
     from agents.protocol import Protocol
@@ -470,7 +470,7 @@ STUDY_PRIORS: dict[str, StudyPrior] = {
 
 
 __all__ = [
-    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_OUTPUT_TOKENS_PER_GPU_HOUR", "STUDY_PRIORS",
+    "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_PRIORS",
     "STUDY_PRIORS_BY_MODEL",
     "TIERS", "Control", "ProviderFamily", "StudyPrior", "Switch", "Tier", "check_provider", "check_tier",
     "claude_version",

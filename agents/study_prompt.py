@@ -179,7 +179,10 @@ def waypoints(cells: Sequence[tuple[int, int]], count: int = 3) -> list[tuple[in
     return picked
 
 
-def activity_summary(maze: Maze, history: Sequence[PastStep]) -> str:
+def route_summary(maze: Maze, history: Sequence[PastStep]) -> str:
+    """The activity summary of the study style, as its harness wrote it: the start cell and
+    facing, the mechanism events in order, then up to three waypoints of the route walked since
+    the last event. The classic styles' is ``agents.prompt.event_summary`` (the events alone)."""
     t = texts(maze.skin)
     events = summary_events(maze, history)
     parts = [phrase for _, phrase in events]
@@ -351,7 +354,7 @@ def user_content(turn: Turn, *, example: bool = True, context: bool = True) -> l
     if example and p.icl_example:
         parts += one_shot_parts(p, maze.skin)
     shown = _recent(turn.history, p) if context else ()
-    summary = activity_summary(maze, turn.history) if context and p.summarised else ""
+    summary = route_summary(maze, turn.history) if context and p.summarised else ""
     if summary and p.uses_image:
         parts.append(text_part(summary))
     if shown and p.uses_image:

@@ -10,21 +10,22 @@ The modules behind it: ``load`` (runs to tables), ``metrics`` (solves, progress,
 difficulty axes), ``steps`` (the steps streamed into DuckDB once, with their per-step derived columns), ``failure`` (verbs, live switches, wall
 bumps, quarters, regret, horizon), ``compute`` (tokens, thinking, cost), ``ablation``, ``twins`` (variants against their
 originals, invariance, attribution), ``ranking`` (pairs of arms, the planner), ``discovery``,
-``stats`` (maze bootstrap, regressions), ``figures`` and ``report``.
+``stats`` (maze bootstrap, regressions), ``figures`` and ``report``. Names load on first use:
+reading traces does not pay for matplotlib, scipy and statsmodels.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-__all__ = ["Traces", "build_report", "load_runs", "write_report"]
-_HOMES = {"Traces": "analysis.load", "load_runs": "analysis.load",
-          "build_report": "analysis.report", "write_report": "analysis.report"}
+from env.lazy import lazy_face
 
-
-def __getattr__(name: str) -> Any:
-    # lazy: reading traces should not pay for matplotlib, scipy and statsmodels
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+_FACE = {
+    "analysis.load": ("Traces", "load_runs"),
+    "analysis.report": ("build_report", "write_report"),
+}
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from analysis.load import Traces, load_runs  # noqa: F401
+    from analysis.report import build_report, write_report  # noqa: F401
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE)

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from agents.providers import STUDY_PRIORS_BY_MODEL
 from analysis.load import ALL, BANDS, Traces
 from analysis.metrics import NEAR, SHORT_PATH, solves_by_condition
 from analysis.sections import Built, Context, Section
-from env.study_facts import STUDY_ABLATION, STUDY_MODEL_NAMES
+from env.study_facts import STUDY_ABLATION, STUDY_MODEL_NAMES, STUDY_USAGE
 
 Tables = dict[str, pd.DataFrame]
 
@@ -47,13 +46,13 @@ def usage_table(queries: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     for _, r in queries.iterrows():
-        if r["arm"] not in STUDY_PRIORS_BY_MODEL:
+        if r["arm"] not in STUDY_USAGE:
             continue
-        prior = STUDY_PRIORS_BY_MODEL[r["arm"]]
-        rows.append({"model_name": r["arm"], "study_queries": prior.queries, "queries": int(r["queries"]),
-                     "study_mean_tokens_out_per_query": prior.mean_output_tokens,
+        _, study_queries, _, study_mean, study_median = STUDY_USAGE[r["arm"]]
+        rows.append({"model_name": r["arm"], "study_queries": study_queries, "queries": int(r["queries"]),
+                     "study_mean_tokens_out_per_query": study_mean,
                      "mean_tokens_out_per_query": _num(r["mean_tokens_out_per_query"]),
-                     "study_median_tokens_out_per_query": prior.median_output_tokens,
+                     "study_median_tokens_out_per_query": study_median,
                      "median_tokens_out_per_query": _num(r.get("median_tokens_out_per_query"))})
     return pd.DataFrame(rows)
 

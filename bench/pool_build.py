@@ -23,7 +23,7 @@ from bench_results import record  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from env.generator.pool import build_pool  # noqa: E402
+from env.generator.maze_pool import build_pool  # noqa: E402
 
 GOAL_S = 300.0
 STUDY_POOL = 214

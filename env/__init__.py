@@ -20,27 +20,31 @@ import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from env.errors import BadInput
-    from env.maze import COLORS, DIRECTIONS, FORMAT, Maze, load_maze, maze_from_dict, save_maze
-    from env.minigrid_env import MazeEnv
-    from env.render import png_bytes, prewarm, render_state
-    from env.sets import NAMED_SETS, resolve_maze, resolve_mazes
-    from env.state import ACTIONS, EVENTS, MazeState, initial_state, mechanism_info, step
-    from env.text import text_projection
+from env.lazy import lazy_face
 
 ENV_ID = "gridbench/Maze-v0"
 ENV_VERSION = "1"  # bump when the dynamics change: it is part of every episode id
 
-_HOMES = {
-    "BadInput": "env.errors",
-    **dict.fromkeys(("COLORS", "DIRECTIONS", "FORMAT", "Maze", "load_maze", "maze_from_dict", "save_maze"), "env.maze"),
-    "MazeEnv": "env.minigrid_env",
-    **dict.fromkeys(("png_bytes", "prewarm", "render_state"), "env.render"),
-    **dict.fromkeys(("NAMED_SETS", "resolve_maze", "resolve_mazes"), "env.sets"),
-    **dict.fromkeys(("ACTIONS", "EVENTS", "MazeState", "initial_state", "mechanism_info", "step"), "env.state"),
-    "text_projection": "env.text",
+_FACE = {
+    "env.errors": ("BadInput",),
+    "env.maze": ("COLORS", "DIRECTIONS", "FORMAT", "Maze", "load_maze", "maze_from_dict", "save_maze"),
+    "env.minigrid_env": ("MazeEnv",),
+    "env.render": ("png_bytes", "prewarm", "render_state"),
+    "env.sets": ("NAMED_SETS", "resolve_maze", "resolve_mazes"),
+    "env.state": ("ACTIONS", "EVENTS", "MazeState", "initial_state", "mechanism_info", "step"),
+    "env.text": ("text_projection",),
 }
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from env.errors import BadInput  # noqa: F401
+    from env.maze import COLORS, DIRECTIONS, FORMAT, Maze, load_maze, maze_from_dict, save_maze  # noqa: F401
+    from env.minigrid_env import MazeEnv  # noqa: F401
+    from env.render import png_bytes, prewarm, render_state  # noqa: F401
+    from env.sets import NAMED_SETS, resolve_maze, resolve_mazes  # noqa: F401
+    from env.state import ACTIONS, EVENTS, MazeState, initial_state, mechanism_info, step  # noqa: F401
+    from env.text import text_projection  # noqa: F401
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE,
+                                              defined_here=("ENV_ID", "ENV_VERSION", "register_gym_env"))
 
 
 def register_gym_env() -> None:
@@ -86,17 +90,3 @@ if "gymnasium" in sys.modules:
     register_gym_env()
 else:
     sys.meta_path.insert(0, _RegisterAfterGymnasium())
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'env' has no attribute {name!r}")
-
-
-__all__ = [
-    "ACTIONS", "COLORS", "DIRECTIONS", "ENV_ID", "ENV_VERSION", "EVENTS", "FORMAT", "NAMED_SETS",
-    "BadInput", "Maze", "MazeEnv", "MazeState", "initial_state", "load_maze", "maze_from_dict",
-    "mechanism_info", "png_bytes", "prewarm", "register_gym_env", "render_state", "resolve_maze",
-    "resolve_mazes", "save_maze", "step", "text_projection",
-]

@@ -576,7 +576,7 @@ def variant_set(sources: list[Maze], kinds: list[str], seed: int = 0,
                 progress: Callable[[int], None] | None = None) -> VariantSet:
     """Every variant of every source that ``kinds`` name, assessed; ``progress(1)`` after each
     source and kind. Sources must have distinct ids (a variant's id is its source's and its name)."""
-    from env.generator.pool import manifest_entry
+    from env.generator.maze_pool import manifest_entry
 
     seen: dict[str, int] = {}
     for i, m in enumerate(sources):

@@ -6,7 +6,8 @@ directly.
 
 Public API::
 
-    from episodes import run_episode, replay
+    from episodes import run_episode
+    from episodes.replay import replay  # not from the face: ``episodes.replay`` is the module
     result = await run_episode(maze, agent, protocol, identity)  # EpisodeResult: episode and steps
     check = replay("results/quickstart", episode_id)  # ReplayResult: mismatches, frames
 
@@ -15,25 +16,18 @@ Names load on first use, so ``import episodes`` costs nothing until one is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from episodes.episode import EpisodeResult, Suspended, run_episode
-    from episodes.replay import ReplayResult, replay
-    from episodes.termination import TerminationRules
+from env.lazy import lazy_face
 
-_HOMES = {
-    **dict.fromkeys(("EpisodeResult", "Suspended", "run_episode"), "episodes.episode"),
-    **dict.fromkeys(("ReplayResult", "replay"), "episodes.replay"),
-    "TerminationRules": "episodes.termination",
+_FACE = {
+    "episodes.episode": ("EpisodeResult", "Suspended", "run_episode"),
+    "episodes.replay": ("ReplayResult",),
+    "episodes.termination": ("TerminationRules",),
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'episodes' has no attribute {name!r}")
-
-
-__all__ = ["EpisodeResult", "ReplayResult", "Suspended", "TerminationRules", "replay", "run_episode"]
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from episodes.episode import EpisodeResult, Suspended, run_episode  # noqa: F401
+    from episodes.replay import ReplayResult  # noqa: F401
+    from episodes.termination import TerminationRules  # noqa: F401
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE)

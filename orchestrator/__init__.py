@@ -3,7 +3,8 @@ and model servers. The only package that imports Ray.
 
 Public API::
 
-    from orchestrator import load_sweep, Driver, connect
+    from orchestrator import load_sweep, Driver
+    from orchestrator.connect import connect  # not from the face: ``orchestrator.connect`` is the module
     sweep = load_sweep("quickstart")                  # validated; sweep.episodes() is the matrix
     connect()                                         # an embedded Ray (or join RAY_ADDRESS)
     outcome = Driver(sweep, "results/quickstart").execute()
@@ -16,25 +17,16 @@ pays for Ray only when it needs Ray.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from orchestrator.connect import connect
-    from orchestrator.driver import Driver, RunOutcome
-    from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep, load_sweep, shipped_sweeps
+from env.lazy import lazy_face
 
-_HOMES = {
-    "connect": "orchestrator.connect",
-    **dict.fromkeys(("Driver", "RunOutcome"), "orchestrator.driver"),
-    **dict.fromkeys(("EpisodeSpec", "ModelEntry", "Sweep", "load_sweep", "shipped_sweeps"), "orchestrator.sweep"),
+_FACE = {
+    "orchestrator.driver": ("Driver", "RunOutcome"),
+    "orchestrator.sweep": ("EpisodeSpec", "ModelEntry", "Sweep", "load_sweep", "shipped_sweeps"),
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
-
-
-__all__ = ["Driver", "EpisodeSpec", "ModelEntry", "RunOutcome", "Sweep", "connect", "load_sweep", "shipped_sweeps"]
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from orchestrator.driver import Driver, RunOutcome  # noqa: F401
+    from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep, load_sweep, shipped_sweeps  # noqa: F401
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE)

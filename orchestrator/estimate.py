@@ -27,10 +27,11 @@ from typing import Any
 from agents.model import ModelConfig, Price
 from agents.prompt import build_messages
 from agents.protocol import Protocol
-from agents.providers import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR, STUDY_PRIORS
+from agents.providers import STUDY_PRIORS
 from agents.types import PastStep, Turn
 from env.maze import Maze
 from env.state import initial_state, step
+from env.study_facts import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR
 from orchestrator.serving.limits import count_tokens, step_cap_of
 from orchestrator.sweep import EpisodeSpec
 

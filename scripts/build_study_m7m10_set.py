@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from env.errors import BadInput
-from env.generator.pool import manifest_entry, write_set
-from env.importers.multinet import Provenance, convert_file
+from env.generator.maze_pool import manifest_entry, write_set
+from env.importers.study import Provenance, convert_file
 from env.maze import MULTINET_PR57, Maze, maze_from_dict
 from env.oracle import solve
 

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from env.generator.pool import content_key, manifest_entry, write_set
-from env.importers.multinet import Provenance, convert_file
+from env.generator.maze_pool import content_key, manifest_entry, write_set
+from env.importers.study import Provenance, convert_file
 from env.maze import Maze, maze_from_dict
 from env.oracle import solve
 

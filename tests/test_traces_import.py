@@ -52,10 +52,3 @@ def test_reading_a_run_loads_no_runtime_no_env_machinery(tmp_path):
     assert not loaded, f"reading a run imported {loaded}"
     assert "pyarrow" in out["modules"] and "traces._records" in out["modules"]
 
-
-def test_the_face_names_exactly_what_it_loads():
-    import traces
-
-    assert sorted(traces.__all__) == sorted(traces._HOMES)
-    for name in traces.__all__:
-        assert getattr(traces, name) is not None

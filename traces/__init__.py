@@ -29,15 +29,32 @@ pyarrow and the records only: never Ray, gymnasium, Minigrid, litellm or the ora
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from traces._codec import episode_timelines, mechanisms_json, recorded_state
-    from traces._compaction import CompactionResult, compact, extract
-    from traces._journal import Journals
-    from traces._manifest import MANIFEST, git_info, read_manifest, write_manifest
-    from traces._records import (
+from env.lazy import lazy_face
+
+_FACE = {
+    "traces._codec": ("episode_timelines", "mechanisms_json", "recorded_state"),
+    "traces._compaction": ("CompactionResult", "compact", "extract"),
+    "traces._journal": ("Journals",),
+    "traces._manifest": ("MANIFEST", "git_info", "read_manifest", "write_manifest"),
+    "traces._records": (
+        "ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
+        "StepRecord", "Termination",
+    ),
+    "traces._schema": ("EPISODES_DIR", "STEPS_DIR"),
+    "traces._store": ("RunStore", "cache_home", "is_uri", "open_store"),
+    "traces._tables": (
+        "EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame",
+        "read_episode", "read_episodes", "read_run", "read_table", "trace_dataset", "write_episode",
+    ),
+}
+if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
+    from traces._codec import episode_timelines, mechanisms_json, recorded_state  # noqa: F401
+    from traces._compaction import CompactionResult, compact, extract  # noqa: F401
+    from traces._journal import Journals  # noqa: F401
+    from traces._manifest import MANIFEST, git_info, read_manifest, write_manifest  # noqa: F401
+    from traces._records import (  # noqa: F401
         ENDINGS,
         ERROR,
         Ending,
@@ -48,9 +65,9 @@ if TYPE_CHECKING:
         StepRecord,
         Termination,
     )
-    from traces._schema import EPISODES_DIR, STEPS_DIR
-    from traces._store import RunStore, cache_home, is_uri, open_store
-    from traces._tables import (
+    from traces._schema import EPISODES_DIR, STEPS_DIR  # noqa: F401
+    from traces._store import RunStore, cache_home, is_uri, open_store  # noqa: F401
+    from traces._tables import (  # noqa: F401
         EncodedEpisode,
         clean_partial,
         completed_ids,
@@ -63,33 +80,5 @@ if TYPE_CHECKING:
         trace_dataset,
         write_episode,
     )
-
-_HOMES = {
-    **dict.fromkeys(("episode_timelines", "mechanisms_json", "recorded_state"), "traces._codec"),
-    **dict.fromkeys(("CompactionResult", "compact", "extract"), "traces._compaction"),
-    "Journals": "traces._journal",
-    **dict.fromkeys(("MANIFEST", "git_info", "read_manifest", "write_manifest"), "traces._manifest"),
-    **dict.fromkeys(("ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
-                     "StepRecord", "Termination"), "traces._records"),
-    **dict.fromkeys(("EPISODES_DIR", "STEPS_DIR"), "traces._schema"),
-    **dict.fromkeys(("RunStore", "cache_home", "is_uri", "open_store"), "traces._store"),
-    **dict.fromkeys(("EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame",
-                     "read_episode", "read_episodes", "read_run", "read_table", "trace_dataset", "write_episode"),
-                    "traces._tables"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(importlib.import_module(_HOMES[name]), name)
-    raise AttributeError(f"module 'traces' has no attribute {name!r}")
-
-
-__all__ = [
-    "ENDINGS", "ERROR", "Ending", "Termination", "EPISODES_DIR", "MANIFEST", "STEPS_DIR", "CompactionResult", "EncodedEpisode", "EpisodeIdentity",
-    "EpisodeRecord", "HoldsEpisode", "Journals", "MazeSummary", "RunStore", "StepRecord",
-    "cache_home", "clean_partial", "compact", "completed_ids", "encode_episode", "episode_timelines", "episodes_frame",
-    "extract", "git_info", "is_uri",
-    "mechanisms_json", "open_store", "read_episode", "read_episodes", "read_manifest", "read_run", "read_table",
-    "recorded_state", "trace_dataset", "write_episode", "write_manifest",
-]
+else:
+    __getattr__, __dir__, __all__ = lazy_face(__name__, _FACE)

@@ -127,7 +127,7 @@ def import_cmd(
     """Convert mazes from another source into gridbench.maze/1 files (MultiNet task files into the
     multinet-r1 ruleset, or the later harness's into multinet-pr57, a whole folder of them at once)."""
     from env.importers import import_mazes
-    from env.importers.multinet import Provenance
+    from env.importers.study import Provenance
     from env.maze import save_maze
 
     given = (from_repo, from_commit, from_path, licence)

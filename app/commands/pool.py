@@ -34,10 +34,8 @@ def build(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from env.generator.generator import GENERATOR_RULESETS, GENERATOR_VERSION
-    from env.generator.pool import build_pool, write_set
-    from env.maze import MINIGRID
-
-    from env.maze import MULTINET_PR57
+    from env.generator.maze_pool import build_pool, write_set
+    from env.maze import MINIGRID, MULTINET_PR57
 
     if ruleset not in GENERATOR_RULESETS:
         raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
@@ -49,7 +47,7 @@ def build(
         ruleset = MULTINET_PR57
     count = count or (30 if recipe == "discovery" else 214)
     if recipe == "discovery":
-        from env.generator.pool import discovery_recipe
+        from env.generator.maze_pool import discovery_recipe
 
         discovery_recipe(count, seed)  # a count the kinds and bands do not divide is bad input, before any work
 
@@ -77,7 +75,7 @@ def build(
         "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,
     }
     if recipe == "discovery":
-        from env.generator.pool import DISCOVERY_BANDS
+        from env.generator.maze_pool import DISCOVERY_BANDS
 
         provenance["bands"] = {name: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
                                for name, (side, lo, hi) in DISCOVERY_BANDS.items()}
@@ -103,7 +101,7 @@ def select(
     the pool cannot meet them (nothing is written then)."""
     from rich.console import Console
 
-    from env.generator.pool import (
+    from env.generator.maze_pool import (
         constraint_rows,
         contact_sheet,
         read_set,

@@ -31,10 +31,10 @@ def variants(
     """Write each source maze and its variants (each changing one thing, recorded with what changed
     and the maze it is the twin of) as a maze set with a manifest; variants that cannot be made or
     fail a check their source passes are listed in the manifest, not written."""
-    from env.generator.pool import write_set
+    from app.progress import ProgressBar
+    from env.generator.maze_pool import write_set
     from env.sets import resolve_mazes
     from env.variants import CONTROL_ATTEMPTS, CONTROL_TOLERANCE, ORIGINAL, kinds_from, variant_set
-    from app.progress import ProgressBar
 
     names = kinds_from(kinds)
     out = out or DEFAULT_OUT / f"{Path(mazes.rstrip('/')).name.removesuffix('.json')}-twins"

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from agents.prompt import activity_summary
+from agents.prompt import event_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
 from env.discovery import STAGES
@@ -196,7 +196,7 @@ def summaries(maze: Maze, steps: dict[str, list[Any]], mechanisms: list[dict[str
 
     start = start_state(maze)
     changes: list[PastStep] = []
-    texts, shown = [activity_summary(maze, changes)], []
+    texts, shown = [event_summary(maze, changes)], []
     for i, code in enumerate(mechanism_of_step):
         shown.append(len(texts) - 1)
         carrying = steps["carrying"][i]
@@ -208,7 +208,7 @@ def summaries(maze: Maze, steps: dict[str, list[Any]], mechanisms: list[dict[str
             action = steps["action"][i]
             changes.append(PastStep(steps["step"][i], ACTIONS.index(action) if action in ACTIONS else None,
                                     steps["event"][i], state(i - 1) if i else initial_state(maze), state(i)))
-            texts.append(activity_summary(maze, changes))
+            texts.append(event_summary(maze, changes))
     return texts, shown
 
 

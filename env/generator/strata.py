@@ -1,7 +1,7 @@
 """What the eval and held-out sets must hold: every composition figure of the study, as a constraint.
 
 Each ``Constraint`` is one count the study reports about its 50-maze eval set, or one its
-numbers imply, with the place in the study it comes from. ``select_sets`` (``env.generator.pool``)
+numbers imply, with the place in the study it comes from. ``select_sets`` (``env.generator.maze_pool``)
 makes every row a constraint of its integer program; ``tests/generator/test_shipped_sets.py``
 recomputes every row from the shipped maze files.
 
@@ -14,7 +14,7 @@ unsolved, so five, in three places), so the set holds a witness for each reading
 rows ``over="solved episodes"`` count with multiplicity, ``over="solved mazes"`` count distinct
 mazes.
 
-Per-maze numbers are read from manifest entries (``env.generator.pool.manifest_entry``): the
+Per-maze numbers are read from manifest entries (``env.generator.maze_pool.manifest_entry``): the
 optimal action count, grid, category and object counts.
 """
 
@@ -307,7 +307,7 @@ def composition_table(columns: Sequence[tuple[str, Sequence[Entry], bool]]) -> s
 def shipped_composition() -> str:
     """``composition_table`` of the shipped sets: gridbench's eval and held-out sets beside the
     study's own 50 and 15 (every optimal count from the oracle, nothing from a manifest)."""
-    from env.generator.pool import manifest_entry
+    from env.generator.maze_pool import manifest_entry
     from env.oracle import solve
     from env.sets import resolve_mazes
 

@@ -2,7 +2,12 @@
 
 ``import_maze("minigrid:MiniGrid-DoorKey-8x8-v0@3")`` dispatches on the prefix before the first
 colon. A new source is a module here plus one line in ``IMPORTERS``. ``import_mazes`` also takes
-a folder of MultiNet task files, and where they came from (``Provenance``).
+a folder of the study's task files, and where they came from (``Provenance``).
+
+The study's task files are read by ``study``, under the prefix ``multinet:``: the prefix names the
+format's upstream (the MultiNet 2.0 harness), and it is written into every imported maze's
+``meta.source`` (``imported:multinet:<file>``), so it stays as the shipped sets record it
+(docs/maze-format.md#rulesets).
 """
 
 from __future__ import annotations
@@ -12,13 +17,13 @@ from pathlib import Path
 
 from env.errors import BadInput
 from env.importers.minigrid import import_minigrid
-from env.importers.multinet import Provenance, import_multinet, import_multinet_path
+from env.importers.study import Provenance, import_study_file, import_study_path
 from env.maze import Maze
 
 # prefix -> (converter of the text after "prefix:", how the spec is written)
 IMPORTERS: dict[str, tuple[Callable[[str], Maze], str]] = {
     "minigrid": (import_minigrid, "minigrid:<EnvId>[@seed]"),
-    "multinet": (import_multinet, "multinet:<task file or folder>"),
+    "multinet": (import_study_file, "multinet:<task file or folder>"),
 }
 
 
@@ -38,7 +43,7 @@ def import_mazes(spec: str, provenance: Provenance | None = None, ruleset: str |
     files only."""
     prefix, _, rest = spec.partition(":")
     if prefix == "multinet":
-        return import_multinet_path(Path(rest), provenance, ruleset=ruleset, death=death)
+        return import_study_path(Path(rest), provenance, ruleset=ruleset, death=death)
     if provenance is not None:
         raise BadInput(spec, "", "where a maze came from is recorded for multinet: task files only")
     if ruleset is not None or death != "reset":

@@ -10,7 +10,7 @@ from PIL import Image
 import env
 from agents import PRESETS, Protocol, Turn, build_messages
 from agents.prompt import (
-    activity_summary,
+    event_summary,
     fingerprint,
     icl_episode,
     instructions,
@@ -170,10 +170,10 @@ def test_icl_example_is_a_real_optimal_episode():
 
 def test_activity_summary_names_every_mechanism_event_with_its_step(example_maze, walk, midway_actions):
     history, _ = walk(example_maze, [*midway_actions, 4])  # the switch on, then off again
-    summary = activity_summary(example_maze, history)
+    summary = event_summary(example_maze, history)
     assert summary.count("at step") == 6
     assert "the blue switch turned off at step 13; the blue gate closed at step 13." in summary
-    assert activity_summary(example_maze, ()) == texts()["summary_none"]
+    assert event_summary(example_maze, ()) == texts()["summary_none"]
 
 
 def test_fingerprint_tracks_images_and_text(example_maze, example_midway):

@@ -13,7 +13,7 @@ import pytest
 from pr57_rulebook import LaterRulebook
 
 from env.checks import run_checks
-from env.generator.pool import manifest_entry, read_set
+from env.generator.maze_pool import manifest_entry, read_set
 from env.maze import maze_from_dict
 from env.oracle import solve
 from env.sets import MAZES_DIR, folder_files, resolve_maze, resolve_mazes

@@ -15,7 +15,7 @@ import pytest
 from maze_strategies import random_r1_maze
 from r1_rulebook import Rulebook, project
 
-from env.generator.pool import content_key, manifest_entry, read_set
+from env.generator.maze_pool import content_key, manifest_entry, read_set
 from env.oracle import solve
 from env.sets import MAZES_DIR, NAMED_SETS, resolve_mazes
 from env.state import initial_state, step

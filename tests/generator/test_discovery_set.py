@@ -14,7 +14,7 @@ from env.checks import run_checks
 from env.errors import BadInput
 from env.generator import GenParams, generate, regenerate
 from env.generator.generator import TILE_OBJECT, TILE_TWIN, tile_matters, trap_by_the_rulebook
-from env.generator.pool import (
+from env.generator.maze_pool import (
     DISCOVERY_BANDS,
     DISCOVERY_KINDS,
     content_key,

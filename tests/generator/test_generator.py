@@ -181,7 +181,7 @@ def test_no_switch_on_a_doorstep_and_every_candidate_is_solvable():
 def test_the_generator_lays_out_multinet_r1_mazes_from_the_same_draw():
     from dataclasses import replace
 
-    from env.generator.pool import pool_recipe
+    from env.generator.maze_pool import pool_recipe
 
     p = GenParams(width=10, height=10, chain="gate_behind_door", decoy_keys=1, band=(25, 60), ruleset="multinet-r1")
     g = generate(p, seed=5, maze_id="r1")

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from env.generator.pool import (
+from env.generator.maze_pool import (
     POOL_CELLS,
     build_pool,
     pool_recipe,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from env.checks import run_checks
-from env.generator.pool import content_key, manifest_entry, read_set
+from env.generator.maze_pool import content_key, manifest_entry, read_set
 from env.generator.strata import (
     achieved,
     band_of,

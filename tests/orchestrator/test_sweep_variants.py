@@ -132,7 +132,7 @@ def test_twins_of_gridbench_s_own_mazes_run_under_their_ruleset_too():
 
 
 def test_the_discovery_sweep_shows_its_sets_balance_and_runs_each_maze_beside_its_removal_twin(tmp_path):
-    from env.generator.pool import DISCOVERY_BANDS, DISCOVERY_KINDS
+    from env.generator.maze_pool import DISCOVERY_BANDS, DISCOVERY_KINDS
 
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     r = subprocess.run([sys.executable, "-m", "app.cli", "run", "discovery", "--dry-run", "--json",

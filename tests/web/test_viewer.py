@@ -20,7 +20,7 @@ from PIL import Image
 from web_runs import HOSTILE_REPLIES, compacted_copies, make_run
 
 from agents import Protocol
-from agents.prompt import activity_summary
+from agents.prompt import event_summary
 from agents.types import PastStep
 from app.web import viewer
 from app.web.viewer import MAX_STEP_FILES, build_view
@@ -223,7 +223,7 @@ def test_activity_summaries_are_the_ones_the_model_saw(view, small_run, drawn_vi
             _, trace = read_episode(run, eid)
             history = [PastStep(int(r.step), ACTIONS.index(r.action), r.event, replayed.states[i],
                                 replayed.states[i + 1]) for i, r in enumerate(trace.itertuples())]
-            expected = [activity_summary(replayed.maze, history[:i]) for i in range(len(history))]
+            expected = [event_summary(replayed.maze, history[:i]) for i in range(len(history))]
             shown = rec["summary_of_step"]
             shown = shown if isinstance(shown, list) else [shown] * rec["n"]
             assert [rec["summaries"][k] for k in shown] == expected, eid

@@ -95,12 +95,12 @@ class Provenance:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def import_multinet(text: str) -> Maze:
-    """The maze of the MultiNet task file at ``text`` (see ``import_multinet_path`` for folders)."""
+def import_study_file(text: str) -> Maze:
+    """The maze of the MultiNet task file at ``text`` (see ``import_study_path`` for folders)."""
     return convert_file(Path(text))
 
 
-def import_multinet_path(path: Path, provenance: Provenance | None = None, ruleset: str | None = None,
+def import_study_path(path: Path, provenance: Provenance | None = None, ruleset: str | None = None,
                          death: str = "reset") -> list[Maze]:
     """A task file, or every ``*.json`` under a folder (recursively, in path order). In a folder a
     maze is named after its path below the folder (``M1/8x8_corridor_kr_0.json`` ->

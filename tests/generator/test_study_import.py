@@ -10,7 +10,7 @@ import pytest
 
 from env.errors import BadInput
 from env.importers import import_maze, import_mazes
-from env.importers.multinet import Provenance, convert
+from env.importers.study import Provenance, convert
 from env.oracle import solve
 from env.state import initial_state, step
 
