@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -217,8 +216,13 @@ def calibrate_command(
     from orchestrator.calibration import save
 
     where = save(root, cal)
+    unmeasured = [p.arm for p in cal.projections if p.usd["mean"] is None]
+    for arm in unmeasured:  # no finished probe episode (its errors are above) or no price
+        print(f"gridbench: {arm}: projection unknown (no finished probe episode, or no price known)", file=sys.stderr)
     if json_out:
         print(json.dumps(cal.to_dict(), indent=2))
+        if unmeasured:
+            raise typer.Exit(1)
         return
     q = cal.queries_per_episode
     stdout.print(f"queries per episode: mean {q.mean:.2f}, p90 {q.p90:.2f}, max {q.max} over {q.episodes} finished "
@@ -232,6 +236,8 @@ def calibrate_command(
                      "rounded up to the cent)", markup=False, highlight=False)
     stdout.print(f"calibration: {where}; `gridbench run {sweep} --dry-run` takes its typical figure from it",
                  markup=False, highlight=False, soft_wrap=True)
+    if unmeasured:
+        raise typer.Exit(1)
 
 
 def _run_both(sampled: Sweep, probe: Sweep, stores: dict[str, RunStore], address: str | None, command: list[str],
@@ -279,7 +285,8 @@ def _measure(target: Sweep, sampled: Sweep, probe: Sweep, maze: Any, stores: dic
     try:
         qpe = QueriesPerEpisode.of(sample_eps)
     except ValueError:
-        raise BadInput(sampled.source, "", "no episode of the sample finished (every one ended in error)") from None
+        print("gridbench: every episode of the sample ended in error (above): nothing to measure", file=sys.stderr)
+        raise typer.Exit(1) from None
     measured = profiles(target, probe_eps)
     done = finished(sample_eps)
     sample = {"sweep": sampled.name, "source": sampled.source, "run": stores["sample"].display(),

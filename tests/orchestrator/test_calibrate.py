@@ -17,11 +17,19 @@ import yaml
 from app.cli import main
 from env.oracle import solve
 from episodes.termination import step_cap_for
-from orchestrator.calibration import Calibration, Profile, QueriesPerEpisode, load, probe_maze, save, typical_for
+from orchestrator.calibration import (
+    Calibration,
+    Profile,
+    QueriesPerEpisode,
+    load,
+    probe_maze,
+    save,
+    typical_for,
+)
 from orchestrator.estimate import price_of
 from orchestrator.sweep import SWEEPS_DIR, load_sweep, model_conditions
-from traces import open_store
 from testing.scripted_server import ScriptedServer
+from traces import open_store
 
 MAZES = Path(__file__).resolve().parent / "mazes"
 TEST_KEY_ENV = "GRIDBENCH_TEST_SCRIPTED_KEY"  # set (to a fake key) by conftest's ray_cluster before Ray starts
@@ -207,3 +215,18 @@ def test_a_broken_calibration_is_one_line_naming_the_file_and_field(tmp_path, ca
     code, out, err = cli(["run", "frontier", "--dry-run", "--out", str(tmp_path)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "calibration/frontier.json: sweep:" in err and not (tmp_path / "frontier").exists()
+
+
+def test_the_dry_run_shows_what_calibrate_would_run_and_its_bound(tmp_path, capsys):
+    code, shown, err = cli(["calibrate", "frontier", "--dry-run", "--json", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    plan = json.loads(shown)
+    median = probe_maze(load_sweep("calibrate").mazes)
+    assert plan["probe_maze"] == median.id and plan["sample"] == "calibrate"
+    assert [(row["run"], row["name"], row["episodes"]) for row in plan["plan"]] == [
+        ("sample", "terra", 5), ("probe", "astra", 1), ("probe", "opus55", 1)]
+    # opus55 is probed at standard (one batch round a query would take a batch window each)
+    assert [row["tier"] for row in plan["plan"]] == ["standard", "flex", "standard"]
+    assert plan["upper_bound"] == pytest.approx(sum(row["cost_max"] for row in plan["plan"]))
+    assert not list(tmp_path.iterdir())  # nothing written, nothing called
+
