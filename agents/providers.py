@@ -299,7 +299,9 @@ OPENAI_REASONING = ProviderFamily(
     output_cap="max_completion_tokens",
     fixed_sampling=("temperature", "top_p"),
     fixed_why="OpenAI's reasoning models take only the default sampling",
-    image_detail=True, tiers=OPENAI_TIERS, batch_api="openai",
+    # no seed either: the study's OpenAI agent sent max_completion_tokens, reasoning_effort and
+    # service_tier only, to Astra and to the Terra calibration alike (docs/providers.md)
+    seed=False, image_detail=True, tiers=OPENAI_TIERS, batch_api="openai",
     unconstrained_why=CONSTRAINS_JSON_ONLY,
     reasoning_text="not returned by the Chat Completions API (counted, billed as output)",
     reasoning_tokens="usage.completion_tokens_details.reasoning_tokens",

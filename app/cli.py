@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "app.commands.pool",
     "app.commands.variants",
     "app.commands.run",
+    "app.commands.calibrate",
     "app.commands.compact",
     "app.commands.replay",
     "app.commands.report",

@@ -5,13 +5,18 @@ and where the typical figure comes from.
 
 - **calls**: at most the step cap of each episode (times three with ``invalid_output: reask``);
   typically the mean calls per episode of this model's finished episodes in the run, else the
-  study's queries per episode for the model's provider family (``agents.providers.STUDY_PRIORS``,
-  docs/providers.md), else ``TYPICAL_TURNS``; never more than the upper bound.
+  sweep's calibration (``gridbench calibrate``: the sample's mean queries per episode,
+  ``orchestrator.calibration``), else the study's queries per episode for the model's provider
+  family (``agents.providers.STUDY_PRIORS``, docs/providers.md), else ``TYPICAL_TURNS``; never
+  more than the upper bound.
 - **prompt tokens**: measured by rendering each episode's first turn (litellm's token counter
   for the model); a multi-turn conversation grows by the second turn's increment every turn.
 - **output tokens**: the upper bound prices every call at the output cap it carries; the typical
   figure at the mean output per call of this model's finished episodes in the run, else the
-  study's mean output per query for the family (never above the cap), else it is unknown.
+  calibration's probe of the arm, else the study's mean output per query for the family (never
+  above the cap), else it is unknown. A calibrated typical cost is the probe's USD per query (its
+  measured input, cached input and output at the price) times the calls, as the calibration's
+  ``mean`` scenario projects it.
 - **price**: the model entry's ``price``, else litellm's price table, times the entry's tier's
   factor (``tier: batch`` or ``flex``: docs/providers.md); the standard figures stand beside
   them. A model neither knows is reported as unknown, never guessed. A self-hosted vLLM model is costed in GPU-hours instead:
@@ -59,6 +64,23 @@ class Observed:
         return self.tokens_out / self.calls
 
 
+@dataclass(frozen=True)
+class Calibrated:
+    """What a calibration measured for one arm x condition (``orchestrator.calibration.typical_for``)."""
+
+    calls_per_episode: float
+    output_per_call: float
+    usd_per_call_standard: float | None  # at the standard price; None when no price was known
+    source: str
+
+
+def calls_bound(spec: EpisodeSpec) -> int:
+    """The most calls an episode can make: its step cap, three a turn with ``invalid_output: reask``."""
+    protocol = spec.condition.protocol
+    factor = REASK_FACTOR if protocol.invalid_output == "reask" else 1
+    return step_cap_of(spec.maze, protocol.step_cap_factor) * factor
+
+
 @dataclass
 class ModelEstimate:
     name: str
@@ -91,9 +113,11 @@ class ModelEstimate:
 
 
 def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = None,
-             progress: Callable[[int, int], None] | None = None) -> list[ModelEstimate]:
+             progress: Callable[[int, int], None] | None = None,
+             calibrated: dict[tuple[str, str], Calibrated] | None = None) -> list[ModelEstimate]:
     """One estimate per model of ``specs``, in the order models first appear; ``progress(done,
-    total)`` as it goes (each episode of a called model renders and counts its first turn)."""
+    total)`` as it goes (each episode of a called model renders and counts its first turn);
+    ``calibrated``: per (model, condition), what the sweep's calibration measured."""
     out: dict[str, ModelEstimate] = {}
     for done, spec in enumerate(specs, 1):
         if progress is not None and not spec.model.builtin:
@@ -110,10 +134,16 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         calls_max = cap * factor
         out_cap = protocol.max_output_tokens
         seen = (observed or {}).get(m.name)
+        measured = (calibrated or {}).get((m.name, spec.condition.name))
         prior = STUDY_PRIORS.get(m.config.family.name)
+        usd_per_call: float | None = None  # a calibrated call's measured price (standard tier)
         if seen is not None and seen.calls:
             calls, per_call = seen.calls_per_episode, seen.output_per_call
             e.typical_source = f"this run ({seen.episodes} episodes)"
+        elif measured is not None:
+            calls, per_call = measured.calls_per_episode, float(min(measured.output_per_call, out_cap))
+            usd_per_call = measured.usd_per_call_standard
+            e.typical_source = measured.source
         elif prior is not None:
             calls, per_call = prior.queries_per_episode, float(min(prior.mean_output_tokens, out_cap))
             e.typical_source = f"study: {prior.model}"
@@ -144,6 +174,8 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         e.cost_max_standard += factor * (_prompt_sum(first, growth, cap) * price.input + cap * out_cap * price.output)
         if per_call is None or e.cost_typical_standard is None:
             e.cost_typical_standard = None
+        elif usd_per_call is not None:
+            e.cost_typical_standard += calls * usd_per_call
         else:
             e.cost_typical_standard += (_prompt_sum(first, growth, calls) * price.input
                                         + calls * per_call * price.output)

@@ -519,7 +519,7 @@ def run_command(
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=200)
     if dry_run:
-        _dry_run(s, store, retry_errors, json_out, stdout)
+        _dry_run(s, store, retry_errors, json_out, stdout, open_store(out, "--out"))
         return
     s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
     if preflight:  # before Ray starts too: a dead endpoint or a refused key is one line in seconds
@@ -542,11 +542,16 @@ def run_command(
         raise typer.Exit(outcome.exit_code)
 
 
-def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdout: Console) -> None:
-    """The matrix, its cost estimate and the model servers' command lines, as tables or JSON."""
+def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdout: Console,
+            root: RunStore | None = None) -> None:
+    """The matrix, its cost estimate and the model servers' command lines, as tables or JSON.
+    ``root``: where runs are kept, and the sweep's calibration (``gridbench calibrate``) with them."""
+    from orchestrator.calibration import load, typical_for
     from orchestrator.estimate import estimate, prior_notes
     from traces import completed_ids
 
+    calibration = load(root, s.name) if root is not None else None  # a broken one is bad input, said first
+    calibrated = typical_for(calibration, s) if calibration is not None else {}
     notes = [f"{m.name}'s key variable {m.config.api_key_env} is not set; a run would refuse to start"
              for m in s.models if m.config.api_key_env and not os.environ.get(m.config.api_key_env)]
     for note in notes:
@@ -556,10 +561,12 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     from app.progress import ProgressBar
 
     with ProgressBar("estimating the cost") as bar:
-        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update)
+        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update, calibrated)
     servers = _server_commands(s)
     requests = _request_fields(s)
     assumptions = prior_notes(rows)
+    if calibration is not None and any(e.typical_source.startswith("calibration") for e in rows):
+        assumptions.insert(0, calibration.note())
     balance = _discovery_balance(s)
     if json_out:
         print(json.dumps({

@@ -44,7 +44,9 @@ def test_the_frontier_dry_run_shows_the_mazes_and_each_arms_request_fields(tmp_p
     astra, opus = requests["astra"], requests["opus55"]
     assert astra["family"] == "openai-reasoning-6" and astra["image_detail"] == "high"
     assert astra["fields"]["max_completion_tokens"] == 64000 and astra["fields"]["reasoning_effort"] == "xhigh"
-    assert "temperature" not in astra["fields"] and "image_detail" not in astra["fields"]
+    # the study's OpenAI agent sent no sampling parameter and no seed (docs/providers.md)
+    assert "temperature" not in astra["fields"] and "seed" not in astra["fields"]
+    assert "image_detail" not in astra["fields"]
     assert astra["fields"]["service_tier"] == "flex"  # the tier the study ran Astra on; opus55 goes by batches
     assert opus["family"] == "anthropic-5" and opus["image_detail"] is None
     assert opus["fields"] == {"max_tokens": 64000, "output_config": {"effort": "xhigh"},

@@ -88,6 +88,8 @@ def test_every_condition_of_a_shipped_entry_runs_against_its_provider(sweep_name
                     assert step.reasoning, (cond.name, "thinking on, but no reasoning text came back")
                 if model.model.startswith("anthropic/"):
                     check_anthropic_body(request.wire)
+                if options.get("persona") == "openai-reasoning":  # as the study's OpenAI agent: no seed
+                    assert "seed" not in request.body, (cond.name, step.step)
             # cached prompt tokens come back in each provider's own shape (Anthropic's cache reads,
             # Moonshot's top-level count, vLLM's details under --enable-prompt-tokens-details);
             # OpenAI caches prompts of 1,024 tokens or more only, and a tiny maze's are shorter
