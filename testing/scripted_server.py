@@ -329,7 +329,8 @@ class ScriptedServer:
             return self._by_walls
 
     def _candidates(self, body: dict) -> list[Maze]:
-        """Mazes whose walls match the last text map or image of the request."""
+        """Mazes whose walls match the last text map or image of the request; for a 3D frame (no
+        wall grid to read), every maze whose 3D frame at resolution ``grid`` has its size."""
         by_walls = self._mazes_by_walls()
         walls = walls_from_text(body)
         if walls is not None:
@@ -337,7 +338,12 @@ class ScriptedServer:
         pixels = last_image(body)
         if pixels is None:
             return []
-        return [m for grid, ms in by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+        flat = [m for grid, ms in by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+        if flat or pixels.shape[0] != pixels.shape[1]:
+            return flat
+        from env.render3d.cameras import frame_side
+
+        return [m for ms in by_walls.values() for m in ms if frame_side("grid", m.width, m.height) == pixels.shape[0]]
 
     def _known(self, checksum: str) -> Maze | None:
         """The maze of this checksum among those the server recognises, None when it has none."""
