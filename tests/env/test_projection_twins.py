@@ -98,3 +98,33 @@ def test_a_protocol_a_projection_cannot_be_laid_over_is_one_line_naming_it():
         projected(text_only, twin.maze, "s.yaml")
     assert str(err.value).startswith("s.yaml: projection-first_person: ")
     assert "moves_remaining" in str(err.value)
+
+
+def test_maze_show_draws_a_3d_twin_in_its_own_view(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("mujoco") is None:
+        pytest.skip("mujoco is not installed")
+    import numpy as np
+    from PIL import Image
+    from typer.testing import CliRunner
+
+    from app.cli import app
+    from env import initial_state, save_maze
+    from env.render3d import frame3d
+
+    maze = resolve_maze("example")
+    twin = projection(maze, "top_down")
+    assert isinstance(twin, Variant)
+    path = tmp_path / f"{twin.maze.id}.json"
+    save_maze(twin.maze, path)
+    runner = CliRunner()
+    for extra, want in (([], frame3d(maze, initial_state(maze), "top_down")), (["--backend", "minigrid"], None)):
+        out = tmp_path / f"shown{len(extra)}.png"
+        r = runner.invoke(app, ["maze", "show", str(path), "--png", str(out), *extra])
+        assert r.exit_code == 0, r.output
+        pixels = np.asarray(Image.open(out).convert("RGB"))
+        if want is not None:
+            assert np.array_equal(pixels, want)
+        else:  # asked for 2D: the 2D frame, tiles of 32 px
+            assert pixels.shape[:2] == (maze.height * 32, maze.width * 32)
