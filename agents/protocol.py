@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agents.constraint import Constrain
 from env.errors import BadInput, pydantic_field
+from env.maze import Maze
 from env.render_settings import MINIGRID, RenderSettings, render_settings
 
 Observation = Literal["image", "text", "image+text"]
@@ -233,6 +234,24 @@ def resolve_protocol(mapping: Any, source: str = "protocol") -> Protocol:
         field = pydantic_field(first["loc"])
         given = fields.get(field, base.get(field))
         raise BadInput(source, field, f"{first['msg']} (got {given!r})") from None
+
+
+def projected(protocol: Protocol, maze: Maze, source: str = "variants") -> Protocol:
+    """The protocol a maze is shown with: ``protocol`` itself, or for a projection twin
+    (``env.variants.projection``) the protocol with the twin's ``observation`` and ``render`` set
+    (docs/variants.md#projection-twins). A protocol the projection cannot be laid over (a field
+    that needs the text, on a projection without it) is one ``BadInput`` naming the field."""
+    from env.variants import projection_of
+
+    shown = projection_of(maze)
+    if shown is None:
+        return protocol
+    fields = {**protocol.to_dict(), "observation": shown["observation"], "render": shown["render"]}
+    try:
+        return resolve_protocol(fields, source)
+    except BadInput as err:
+        raise BadInput(source, f"projection-{shown['projection']}",
+                       f"cannot show this protocol's maze that way: {err.field}: {err.message}") from None
 
 
 def _preset_name(source: str, name: Any) -> str:

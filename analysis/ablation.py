@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis import figures
 from analysis.load import Traces
-from analysis.protocols import baselines, differing, protocol_of
+from analysis.protocols import baselines, differing, own_view_first, protocol_of
 from analysis.sections import Built, Context, Section
 from analysis.stats import mean_ci
 
@@ -27,7 +27,8 @@ def ablation(traces: Traces) -> pd.DataFrame:
     base_of = baselines(traces)
     per = eps.assign(solved=eps["solved"].astype(float)).groupby(
         ["run", "model_name", "condition", "maze_id"])[["solved", "progress_action"]].mean()
-    protocols = {k: protocol_of(g["protocol"].iloc[0]) for k, g in eps.groupby(["run", "model_name", "condition"])}
+    protocols = {k: protocol_of(g["protocol"].iloc[0])
+                 for k, g in own_view_first(eps).groupby(["run", "model_name", "condition"])}
     rows = []
     for (run, model), g in eps.groupby(["run", "model_name"], sort=True):
         baseline = base_of[str(run)]

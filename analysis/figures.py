@@ -588,9 +588,11 @@ def _diff_panel(ax, t: pd.DataFrame, col: str, labels: list[str], xlabel: str, c
 def paired_effects(t: pd.DataFrame) -> Figure:
     """Twin minus original per arm and variant kind, action progress and solve rate."""
     fig, axes = _fig(h=max(2.6, 0.4 * len(t) + 1.6), ncols=2, w=WIDTH + 3)
-    labels = [f"{a}: {k} (n={n})" for a, k, n in zip(t["arm"], t["kind"], t["mazes"], strict=True)]
+    # a projection's row is one variant (docs/variants.md#projection-twins): named by it
+    labels = [f"{a}: {v if k == 'projection' else k} (n={n})"
+              for a, k, v, n in zip(t["arm"], t["kind"], t["variants"], t["mazes"], strict=True)]
     family = {"isomorphic": "#457b9d", "near-isomorphic": "#8ecae6", "reskin": "#9d4edd", "ablation": "#2a9d8f",
-              "control": "#e76f51"}
+              "control": "#e76f51", "projection": "#f4a261"}
     colors = [family.get(f, "#264653") for f in t["family"]]
     _diff_panel(axes[0], t, "progress_diff", labels, "action progress: twin - original (paired by maze)", colors)
     _diff_panel(axes[1], t, "solve_rate_diff", [""] * len(t), "solve rate: twin - original (paired by maze)", colors)

@@ -26,6 +26,7 @@ import pandas as pd
 from agents.protocol import LATER_FIELDS
 from analysis.load import Traces, manifest
 from analysis.sections import Built, Context, Section
+from env.variants import PROJECTION
 
 # the fields the arms table shows, in this order; every other field is compared too
 SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_example", "conversation",
@@ -36,6 +37,15 @@ BASELINE_NAME = "baseline"
 # calls no model, so the other shown fields (prompt, observation, thinking, output cap, ...) are
 # left blank for it: it was never limited by them.
 REFERENCE_FIELDS = ("style", "stall_window", "step_cap_factor")
+
+
+def own_view_first(eps: pd.DataFrame) -> pd.DataFrame:
+    """The episodes with projection twins last: those have an observation and render of their own
+    (docs/variants.md#projection-twins), so an arm's protocol is read from an episode shown as the
+    arm shows its mazes."""
+    if "variant_kind" not in eps:
+        return eps
+    return eps.sort_values("variant_kind", key=lambda kind: kind.eq(PROJECTION), kind="stable")
 
 
 def protocol_of(text: object) -> dict:
@@ -102,7 +112,7 @@ def comparison_flags(traces: Traces) -> pd.DataFrame:
     if eps.empty:
         return pd.DataFrame(columns=["comparison", "arm", "against", "differs_in"])
     proto = {k: protocol_of(g["protocol"].iloc[0])
-             for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
+             for k, g in own_view_first(eps).groupby(["run", "model_name", "condition"], sort=False)}
     arm = {k: g["arm"].iloc[0] for k, g in eps.groupby(["run", "model_name", "condition"], sort=False)}
     rows = []
     # model against model only: a reference calls no model, its protocol has nothing to confound

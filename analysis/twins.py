@@ -1,5 +1,6 @@
 """Twins: each variant kind against the mazes it is the twin of, paired by source maze; the
-invariance check of the isomorphic kinds; and which of the study's failure modes the twins point to.
+invariance check of the isomorphic kinds and of the projections; and which of the study's failure
+modes the twins point to.
 
 A twin episode runs a variant maze (``variant`` set, ``twin_of`` its source's id); an original
 runs a maze that is no variant. Per arm and variant kind (and family: under ``multinet-r1``
@@ -9,6 +10,8 @@ variant of the kind, every repeat) minus the mean over the original's episodes (
 The effect is the mean of those differences over the source mazes, with a 95% bootstrap interval
 that resamples source mazes (``analysis.stats.mean_ci``: 9,999 replicates, fixed seed). A twin
 whose ``twin_of_checksum`` is not the checksum of the original the arm ran is left unpaired.
+Projection twins (the same maze shown another way: ``env.variants.projection``) give one row per
+projection, never pooled: a 3D view and the text map are different interfaces.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from analysis.load import GROUP, Traces
 from analysis.metrics import order_arms
 from analysis.sections import Built, Context, Section
 from analysis.stats import NO_VARIATION, mean_ci
-from env.variants import record_of
+from env.variants import PROJECTION, record_of
 
 OUTCOMES = {"progress": "progress_action", "solve_rate": "solved"}
 EXACT, NEAR = "isomorphic", "near-isomorphic"
+# kinds whose variants are each a row of their own rather than pooled over the kind
+PER_VARIANT = (PROJECTION,)
 
 
 def originals(eps: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +64,10 @@ def paired_effects(traces: Traces) -> pd.DataFrame:
         return pd.DataFrame()
     base = _maze_means(originals(eps), ["arm", "maze_id"])
     twins = eps[eps["twin_of"].notna()]
+    twins = twins.assign(_each=twins["variant"].where(twins["variant_kind"].isin(PER_VARIANT), ""))
     rows = []
-    for (arm, kind, family), g in twins.groupby(["arm", "variant_kind", "variant_family"], sort=True, dropna=False):
+    for (arm, kind, family, _), g in twins.groupby(["arm", "variant_kind", "variant_family", "_each"], sort=True,
+                                                   dropna=False):
         per = _maze_means(g.assign(maze_checksum=g["twin_of_checksum"]), ["arm", "twin_of"])
         per.index = per.index.set_names(["arm", "maze_id"])
         both = per.merge(base, left_index=True, right_index=True, suffixes=("_twin", "_orig"))
@@ -106,6 +113,74 @@ def invariance(effects: pd.DataFrame) -> pd.DataFrame:
             "progress_diff_ci_note", "original_solve_rate", "twin_solve_rate", "solve_rate_diff",
             "solve_rate_diff_ci_low", "solve_rate_diff_ci_high", "solve_rate_diff_ci_note", "flagged"]
     return t[cols].reset_index(drop=True)
+
+
+# ---- projections ----------------------------------------------------------------------------------
+
+INTERFACE = "reads the interface, not the task"
+INVARIANT = "invariant to the projection"
+NO_READING = "no interval (fewer than two mazes)"
+
+
+def view_of(protocol: dict) -> str:
+    """How a protocol (its JSON as a run records it) shows a maze: ``2d``, a 3D camera's name or
+    ``text``, with ``+ text`` where a frame comes with the text."""
+    observation = protocol.get("observation")
+    render = protocol.get("render") or {}
+    frame = render.get("camera") if render.get("backend") == "mujoco3d" else "2d"
+    if observation == "text":
+        return "text"
+    return f"{frame} + text" if observation == "image+text" else str(frame or "unknown")
+
+
+def _own_views(traces: Traces) -> dict[str, str]:
+    """Per arm, how its originals are shown (their protocol's view)."""
+    import json
+
+    eps = originals(traces.episodes)
+    if "protocol" not in eps:
+        return {}
+    out = {}
+    for arm, g in eps.groupby("arm", sort=False):
+        try:
+            out[str(arm)] = view_of(json.loads(str(g["protocol"].iloc[0])))
+        except ValueError:
+            continue
+    return out
+
+
+def projection_invariance(effects: pd.DataFrame, traces: Traces) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per arm and projection: the paired difference against the arm's own view and its reading;
+    per arm: the reading over its projections). A projection moves the score when the 95% interval
+    of the difference in action progress or in solve rate excludes 0."""
+    if effects.empty or PROJECTION not in set(effects["kind"]):
+        return pd.DataFrame(), pd.DataFrame()
+    t = effects[effects["kind"] == PROJECTION].copy()
+    views = _own_views(traces)
+    t["projection"] = t["variants"].str.removeprefix(f"{PROJECTION}-")
+    t["against"] = t["arm"].map(views).fillna("the arm's own")
+    t["moves"] = _excludes_zero(t, "progress_diff") | _excludes_zero(t, "solve_rate_diff")
+    defined = _bound(t, "progress_diff", "low").notna() | _bound(t, "solve_rate_diff", "low").notna()
+    t["reading"] = np.where(t["moves"], INTERFACE, np.where(defined, INVARIANT, NO_READING))
+    cols = [*[c for c in GROUP if c in t], "arm", "projection", "against", "mazes", "original_progress",
+            "twin_progress", "progress_diff", "progress_diff_ci_low", "progress_diff_ci_high", "progress_diff_ci_note",
+            "original_solve_rate", "twin_solve_rate", "solve_rate_diff", "solve_rate_diff_ci_low",
+            "solve_rate_diff_ci_high", "solve_rate_diff_ci_note", "moves", "reading"]
+    table = t[cols].reset_index(drop=True)
+    summary = []
+    for arm, g in table.groupby("arm", sort=False):
+        moved = g[g["moves"]]
+        if len(moved):
+            said = "; ".join(f"{r.projection}: progress {r.progress_diff:+.2f}, solve rate {r.solve_rate_diff:+.2f}"
+                             for r in moved.itertuples())
+            reading = f"{INTERFACE} (against {g['against'].iloc[0]}: {said})"
+        elif (g["reading"] == INVARIANT).all():
+            reading = f"{INVARIANT} ({', '.join(g['projection'])} against {g['against'].iloc[0]})"
+        else:
+            reading = f"no reading: {', '.join(g.loc[g['reading'] == NO_READING, 'projection'])} {NO_READING}"
+        summary.append({"arm": arm, "against": g["against"].iloc[0], "projections": ", ".join(g["projection"]),
+                        "moves_with": ", ".join(moved["projection"]), "reading": reading})
+    return table, order_arms(pd.DataFrame(summary), traces)
 
 
 # ---- by mechanism ---------------------------------------------------------------------------------
@@ -248,6 +323,13 @@ def _invariance(ctx: Context) -> Built | None:
     return Built({"invariance": table})
 
 
+def _projections(ctx: Context) -> Built | None:
+    table, summary = projection_invariance(_effects(ctx), ctx.traces)
+    if table.empty:
+        return None
+    return Built({"projection_reading": summary, "projection_invariance": table})
+
+
 def _by_mechanism(ctx: Context) -> Built | None:
     table = by_mechanism(_effects(ctx))
     if table.empty:
@@ -285,6 +367,23 @@ INVARIANCE_SECTION = Section(
     "the model (or the benchmark) reads something other than the task; a flagged near-isomorphic kind may "
     "also be the extra turns. This is a check of the benchmark and the model, never a failure mode.",
     _invariance,
+)
+
+PROJECTION_SECTION = Section(
+    "projections", "Projection invariance",
+    "The same maze shown another way: each projection twin (docs/variants.md#projection-twins: the 2D frame, "
+    "a 3D view from above or through the agent's eyes, the text map alone; nothing else of the protocol "
+    "changes) against the arm's own view of its originals (`against`), per arm and projection, in action "
+    "progress and solve rate, paired by source maze: per maze the twin's mean (every repeat) minus the "
+    "original's (every repeat), then the mean over the mazes run both ways (`mazes`), with a 95% bootstrap "
+    "interval resampling source mazes (9,999 replicates, fixed seed), as every twin in *Paired effects*. `moves`: the 95% interval of the difference in action progress or "
+    "in solve rate excludes 0 (where every maze gave the same difference, that value is read as both ends). "
+    "**Reading (docs/report.md):** a model whose score moves with the projection is reading the interface, "
+    f"not the task: `{INTERFACE}`; one whose every interval holds 0, `{INVARIANT}` (no difference this run "
+    f"could see, not proof of none); `{NO_READING}` otherwise. `projection_reading` says it once per arm, "
+    "with the projections that moved its score and by how much. A built-in agent reads the state, never the "
+    "frame, so it is invariant by construction: a check of the pairing.",
+    _projections,
 )
 
 MECHANISM_SECTION = Section(

@@ -14,7 +14,10 @@ the same id. Families:
 - ``ablation``: a mechanism removed (every switch and gate, every key and door, the distractors,
   one link of the chain), re-solved and re-checked;
 - ``control``: a generated maze of the same grid, ruleset and optimal count (within
-  ``control_band``) with no mechanism, or with the other kind of mechanism.
+  ``control_band``) with no mechanism, or with the other kind of mechanism;
+- ``projection``: the maze itself, shown another way (the 2D frame, a 3D camera, the text map):
+  its content is the source's, its record names the observation and render a run shows it with
+  (``PROJECTIONS``; the protocol is laid over by ``agents.protocol.projected``).
 
 ``build_variants`` makes the variants of one maze; ``assess`` solves and checks one against its
 source and says whether it is kept (``Assessment.kept``).
@@ -42,7 +45,8 @@ ISOMORPHIC = ("rotate", "mirror", "recolor")
 TILE_REMOVALS = {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen", "no-turntables": "turntable"}
 ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link", *TILE_REMOVALS)
 CONTROLS = ("control-none", "control-other")
-KINDS = (*ISOMORPHIC, "reskin", *ABLATIONS, *CONTROLS)
+PROJECTION = "projection"
+KINDS = (*ISOMORPHIC, "reskin", *ABLATIONS, *CONTROLS, PROJECTION)
 GROUPS = {"isomorphic": ISOMORPHIC, "ablation": ABLATIONS, "control": CONTROLS, "all": KINDS}
 ROTATIONS = (90, 180, 270)  # clockwise, as the frame shows it
 MIRRORS = {"lr": "left-right", "tb": "top-bottom"}
@@ -50,6 +54,28 @@ MIRRORS = {"lr": "left-right", "tb": "top-bottom"}
 CONTROL_TOLERANCE = (0.05, 2)
 CONTROL_ATTEMPTS = 50  # generator sub-seeds tried per topology
 ORIGINAL = "original"
+
+
+def _projections() -> dict[str, dict[str, Any]]:
+    """Per projection, what a run shows the maze with: the protocol's ``observation`` and
+    ``render`` block, set outright (a frame alone or the text alone), and in words."""
+    from env.render3d.cameras import CAMERAS
+
+    out: dict[str, dict[str, Any]] = {
+        "2d": {"observation": "image", "render": {"backend": "minigrid"}, "words": "the 2D frame alone"}}
+    for name, camera in CAMERAS.items():
+        view = "through the agent's eyes" if camera.first_person else "from straight above"
+        out[name] = {"observation": "image", "render": {"backend": "mujoco3d", "camera": name, "resolution": "grid"},
+                     "words": f"a 3D frame {view} (camera {name}, 32 px a cell) alone"}
+    out["text"] = {"observation": "text", "render": {"backend": "minigrid"}, "words": "the text map alone"}
+    return out
+
+
+# every projection a twin may have: the 2D frame, each 3D camera, the text map
+PROJECTIONS = _projections()
+# what the kind ``projection`` makes: the interfaces the study names (language, 2D, 3D from above
+# and through the agent's eyes); the study's earlier eye is a single variant, projection-first_person_narrow
+DEFAULT_PROJECTIONS = ("2d", "top_down", "first_person", "text")
 
 
 @dataclass(frozen=True)
@@ -134,6 +160,7 @@ def kinds_from(spec: str, source: str = "--kinds") -> list[str]:
 def _single(word: str) -> bool:
     """A single variant of a kind: ``rotate-90``, ``mirror-lr``, ``drop-link-2``."""
     return (word in {f"rotate-{r}" for r in ROTATIONS} | {f"mirror-{m}" for m in MIRRORS}
+            | {f"{PROJECTION}-{p}" for p in PROJECTIONS}
             or (word.startswith("drop-link-") and word[10:].isdigit() and int(word[10:]) >= 1))
 
 
@@ -152,6 +179,9 @@ def build_variants(maze: Maze, spec: str, seed: int = 0) -> Iterator[Variant | S
         yield reskin(maze)
     elif kind in ("no-switches", "no-keys", "no-distractors", *TILE_REMOVALS):
         yield ablate(maze, kind)
+    elif kind == PROJECTION:
+        for name in ([spec[len(PROJECTION) + 1:]] if spec != kind else list(DEFAULT_PROJECTIONS)):
+            yield projection(maze, name)
     elif kind == "drop-link":
         steps = [int(spec[10:])] if spec != kind else list(range(1, len(_chain(maze)) + 1))
         if len(_chain(maze)) < 2:
@@ -319,6 +349,32 @@ def reskin(maze: Maze) -> Variant:
     words = ", ".join(f"{kind} -> {nouns[kind][0]}" for kind in sorted({o.kind for o in maze.objects}))
     return _variant(maze, d, "reskin", f"reskin-{target}", "reskin", {"skin": target},
                     [f"skin {maze.skin} -> {target}" + (f" ({words})" if words else "")])
+
+
+def projection(maze: Maze, name: str) -> Variant | Skipped:
+    """The maze itself, shown as ``name`` (``PROJECTIONS``): the same content under its own id
+    (``<id>.projection-<name>``), the observation and render in its record. A 3D projection of a
+    maze the 3D frames cannot draw is skipped with the reason."""
+    if name not in PROJECTIONS:
+        raise BadInput(PROJECTION, "name", f"{name!r} is not one of {', '.join(PROJECTIONS)}")
+    shown = PROJECTIONS[name]
+    if shown["render"]["backend"] != "minigrid":
+        from env.render3d.scene import check_drawable
+
+        try:
+            check_drawable(maze, PROJECTION)
+        except BadInput as err:
+            return Skipped(maze.id, PROJECTION, f"{PROJECTION}-{name}", err.message.removeprefix(f"{maze.id}: "))
+    params = {"projection": name, "observation": shown["observation"], "render": dict(shown["render"])}
+    return _variant(maze, maze.to_dict(), PROJECTION, f"{PROJECTION}-{name}", PROJECTION, params,
+                    [f"shown as {shown['words']}"])
+
+
+def projection_of(maze: Maze) -> dict[str, Any] | None:
+    """A projection twin's ``params`` (``projection``, ``observation``, ``render``); None for any
+    other maze."""
+    record = record_of(maze)
+    return record["params"] if record and record.get("kind") == PROJECTION else None
 
 
 # ---- ablations ------------------------------------------------------------------------------
@@ -526,8 +582,9 @@ def control(maze: Maze, kind: str, seed: int) -> Variant | Skipped:
 
 
 def exact(variant: Variant) -> bool:
-    """Whether the variant keeps every count of its source by construction (isomorphic, reskin)."""
-    return variant.family in ("isomorphic", "reskin")
+    """Whether the variant keeps every count of its source by construction (isomorphic, reskin,
+    projection)."""
+    return variant.family in ("isomorphic", "reskin", PROJECTION)
 
 
 def assess(variant: Variant, source: Maze, source_checks: list[CheckResult] | None = None) -> Assessment:

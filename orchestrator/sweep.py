@@ -32,7 +32,16 @@ from env.errors import BadInput
 from env.names import check_name, is_name
 from orchestrator.serving.bundled import is_bundled
 from orchestrator.serving.spec import ServeSpec, Weights, parse_serve
-from orchestrator.sweep_variants import VARIANT_SEED, LeftOut, Twins, parse_variants, with_twins
+from orchestrator.sweep_variants import (
+    VARIANT_SEED,
+    LeftOut,
+    Twins,
+    check_projections,
+    parse_variants,
+    projected_condition,
+    views,
+    with_twins,
+)
 from traces import EpisodeIdentity
 
 SWEEPS_DIR = Path(__file__).resolve().parent / "sweeps"
@@ -197,12 +206,28 @@ class Sweep:
             for model in self.models:
                 if maze.checksum not in own.get(model.name, sweep_mazes):
                     continue
-                for cond in conditions[model.name]:
+                for each in conditions[model.name]:
+                    # a projection twin runs under its own observation and render, in its arm
+                    cond = projected_condition(each, maze)
+                    if cond is None:  # the arm already shows the maze that way (shown_already)
+                        continue
                     for r in range(self.repeats):
                         eid = episode_id(maze, model, cond.protocol, r)
                         if eid not in seen:  # a model's own protocol can make two conditions one
                             seen.add(eid)
                             out.append(EpisodeSpec(eid, maze, model, cond, r))
+        return out
+
+    def shown_already(self) -> list[tuple[Maze, str, str]]:
+        """The projection twins an arm does not run, as (twin, model, condition): the arm's own
+        protocol already shows the maze that way, so its original's episodes are the twin's."""
+        if not self.variants:
+            return []
+        out = []
+        for maze in self.all_mazes:
+            for model in self.models:
+                out += [(maze, model.name, c.name) for c in model_conditions(model, self.conditions)
+                        if projected_condition(c, maze) is None]
         return out
 
     @property
@@ -292,11 +317,11 @@ def resolve_serve(model: ModelEntry, conditions: list[Condition], mazes: Sequenc
     concurrency = model.max_concurrency or DEFAULT_LLM_CONCURRENCY
     if spec.engine != "vllm":
         return spec.resolved(max_concurrency=concurrency)
-    runs = model_conditions(model, conditions)
-    images = max(images_per_request(mazes[0], c.protocol) for c in runs)
+    runs = [view for c in model_conditions(model, conditions) for view in views(c.protocol, mazes)]
+    images = max(images_per_request(shown[0], protocol) for protocol, shown in runs)
     length = None
     if spec.max_model_len is None:
-        length = max(longest_request(model.model, list(mazes), c.protocol) for c in runs)
+        length = max(longest_request(model.model, shown, protocol) for protocol, shown in runs)
     return spec.resolved(max_concurrency=concurrency, images=images, max_model_len=length)
 
 
@@ -480,20 +505,20 @@ def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list
     mazes = sweep.model_mazes(model) or sweep.mazes
     from orchestrator.serving.limits import images_per_request, longest_request
 
-    for c in model_conditions(model, conditions):
+    for c, (protocol, shown) in ((c, v) for c in model_conditions(model, conditions) for v in views(c.protocol, mazes)):
         given = spec.limit_mm_per_prompt
         if given is not None:
-            n = images_per_request(mazes[0], c.protocol)
+            n = images_per_request(shown[0], protocol)
             if n > given.get("image", 0):
                 raise BadInput(source, f"models[{i}].serve.limit_mm_per_prompt",
                                f"condition {c.name!r} sends {n} images in one request, more than the "
                                f"{given.get('image', 0)} allowed")
         if spec.max_model_len is not None:
-            need = longest_request(model.model, mazes, c.protocol)
+            need = longest_request(model.model, shown, protocol)
             if need > spec.max_model_len:
                 raise BadInput(source, f"models[{i}].serve.max_model_len",
                                f"condition {c.name!r} needs {need} tokens (its longest prompt and its output "
-                               f"cap of {c.protocol.max_output_tokens}), more than the {spec.max_model_len} given")
+                               f"cap of {protocol.max_output_tokens}), more than the {spec.max_model_len} given")
 
 
 def _parse_conditions(source: str, raw: Any, base: Protocol, model_names: list[str]) -> list[Condition]:
@@ -614,6 +639,8 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
     kinds = parse_variants(data["variants"], source) if data.get("variants") is not None else []
+    check_projections(kinds, [(f"{m.name} in condition {c.name!r}", c.protocol) for m in models
+                              for c in model_conditions(m, conditions)], source)
     sweep = Sweep(name=name, source=source, mazes_spec=mazes_spec, sources=resolved, repeats=repeats,
                   protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
                   variants=kinds)

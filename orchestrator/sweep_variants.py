@@ -14,14 +14,27 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agents.protocol import Protocol, projected
 from env import ENV_VERSION, Maze, maze_from_dict
 from env.errors import BadInput
 from env.files import atomic_write
-from env.variants import Skipped, assess, build_variants, kinds_from, variant_id
+from env.variants import (
+    DEFAULT_PROJECTIONS,
+    PROJECTION,
+    Skipped,
+    assess,
+    build_variants,
+    kinds_from,
+    projection,
+    variant_id,
+)
+
+if TYPE_CHECKING:
+    from orchestrator.sweep import Condition
 
 CACHE_FORMAT = 1  # bump when what a cached file holds, or how env.variants builds a twin, changes
 VARIANT_SEED = 0  # the colour permutation's and the matched controls' seed (`gridbench variants`' default)
@@ -136,3 +149,57 @@ def _from_json(entry: dict[str, Any]) -> Maze | LeftOut:
     if "left_out" in entry:
         return LeftOut(**entry["left_out"])
     return maze_from_dict(entry["maze"], "<variant cache>")
+
+
+# ---- projection twins: the same maze, shown another way (docs/variants.md#projection-twins) ----
+
+
+def projections_named(kinds: Sequence[str]) -> list[str]:
+    """The projections a sweep's kinds make: every default one for ``projection``, one for
+    ``projection-<name>``."""
+    out: list[str] = []
+    for kind in kinds:
+        names = DEFAULT_PROJECTIONS if kind == PROJECTION else (
+            (kind[len(PROJECTION) + 1:],) if kind.startswith(PROJECTION + "-") else ())
+        out += [n for n in names if n not in out]
+    return out
+
+
+def check_projections(kinds: Sequence[str], protocols: Sequence[tuple[str, Protocol]], source: str) -> None:
+    """Each projection the kinds make can be laid over each protocol (``(where, protocol)``: a
+    model's condition), or one ``BadInput`` naming the sweep's ``variants`` and the protocol."""
+    names = projections_named(kinds)
+    if not names:
+        return
+    from env import resolve_maze
+
+    probe = resolve_maze("example")  # the same content under every projection: any maze will do
+    for name in names:
+        made = projection(probe, name)
+        assert not isinstance(made, Skipped), made  # the example draws in every view
+        for where, protocol in protocols:
+            try:
+                projected(protocol, made.maze, source)
+            except BadInput as err:
+                raise BadInput(source, "variants", f"{where}: {err.field}: {err.message}") from None
+
+
+def projected_condition(condition: Condition, maze: Maze) -> Condition | None:
+    """The condition as it runs ``maze``: itself, or for a projection twin the condition with the
+    projected protocol (the same name: the twin is paired within its arm); None when the condition
+    already shows the maze that way (the original's episode is that twin's)."""
+    protocol = projected(condition.protocol, maze)
+    if protocol is condition.protocol:
+        return condition
+    return None if protocol == condition.protocol else replace(condition, protocol=protocol)
+
+
+def views(protocol: Protocol, mazes: Sequence[Maze]) -> list[tuple[Protocol, list[Maze]]]:
+    """The protocols ``mazes`` are shown with under ``protocol`` (projection twins their own),
+    each with its mazes: what the serving limits are measured over."""
+    out: dict[str, tuple[Protocol, list[Maze]]] = {}
+    for maze in mazes:
+        shown = projected(protocol, maze)
+        out.setdefault(shown.hash, (shown, []))[1].append(maze)
+    return list(out.values())
+

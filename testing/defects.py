@@ -1,5 +1,6 @@
 """Scripted agents with one known defect each, for the attribution tests (the scripted server's
-modes ``never-toggle``, ``colour-blind`` and ``mirror-blind``; docs/variants.md#scripted-agents).
+modes ``never-toggle``, ``colour-blind``, ``mirror-blind`` and ``text-blind``;
+docs/variants.md#scripted-agents).
 
 Each plans exactly, as the oracle does, but under a flaw, then acts in the real maze:
 
@@ -13,6 +14,9 @@ Each plans exactly, as the oracle does, but under a flaw, then acts in the real 
 - ``mirror-blind`` on a maze whose variant is a mirror plays the oracle's plan of the maze it is
   the twin of (action ``step`` of that plan at step ``step``, ``done`` after its end), and is the
   oracle everywhere else.
+- ``text-blind`` reads frames only: shown a request with no image (the text map alone, as a
+  ``projection-text`` twin shows it) it answers ``done`` (a no-op: the stall watchdog ends the
+  episode); with a frame, 2D or 3D, it is the oracle.
 
 A plan is a list of actions from the state shown; its first is the answer to a one-action turn.
 """
@@ -28,15 +32,16 @@ if TYPE_CHECKING:
     from env.maze import Maze
     from env.state import MazeState
 
-DEFECTS = ("never-toggle", "colour-blind", "mirror-blind")
+DEFECTS = ("never-toggle", "colour-blind", "mirror-blind", "text-blind")
 MOVES = range(5)  # every action but done (env.state.ACTIONS order)
 ONE_COLOUR = "red"
 
 
 def defect_plan(mode: str, maze: Maze, state: MazeState, step: int | None,
-                known: Callable[[str], Maze | None]) -> list[int]:
+                known: Callable[[str], Maze | None], shown_image: bool = True) -> list[int]:
     """The plan of the agent ``mode`` from ``state``; ``step`` is the step the prompt asks about,
-    ``known(checksum)`` a maze the server was given (a mirror's source)."""
+    ``known(checksum)`` a maze the server was given (a mirror's source), ``shown_image`` whether
+    the request holds a frame."""
     from env.oracle import solve
     from env.state import DONE
     from env.variants import record_of
@@ -45,6 +50,8 @@ def defect_plan(mode: str, maze: Maze, state: MazeState, step: int | None,
         return never_toggle_plan(maze, state)
     if mode == "colour-blind":
         return solve(one_colour(maze), start=state).plan or [DONE]
+    if mode == "text-blind":
+        return (solve(maze, start=state).plan or [DONE]) if shown_image else [DONE]
     if mode != "mirror-blind":
         raise ValueError(f"no such defect {mode!r} (defects: {', '.join(DEFECTS)})")
     record = record_of(maze)

@@ -17,9 +17,10 @@ Where the replies come from (``mode``):
   map or last image. The state is the one whose text projection, frame (2D, or 3D from any
   camera), or study-style description the request shows last, among the states the oracle's
   sweep reaches (``testing.reading``).
-- ``never-toggle``, ``colour-blind``, ``mirror-blind``: as ``oracle``, the answer of an agent with
-  that one defect (``testing.defects``): it never toggles a switch, it cannot tell colours apart,
-  it cannot tell a maze from its mirror image (it needs its source among ``mazes``).
+- ``never-toggle``, ``colour-blind``, ``mirror-blind``, ``text-blind``: as ``oracle``, the answer of
+  an agent with that one defect (``testing.defects``): it never toggles a switch, it cannot tell
+  colours apart, it cannot tell a maze from its mirror image (it needs its source among ``mazes``),
+  it cannot read the text map (shown no frame, it answers ``done``).
 - ``garbage``: prose that names no action on its last line.
 
 How it behaves as a provider (``persona``, docs/providers.md, ``testing.personas``): ``openai`` (the default for
@@ -299,7 +300,7 @@ class ScriptedServer:
         if state is None:
             return "I cannot see where I am."
         text = request_text(body)
-        plan = (defect_plan(self.mode, maze, state, step_asked(body), self._known)
+        plan = (defect_plan(self.mode, maze, state, step_asked(body), self._known, bool(request_images(body)))
                 if self.mode in DEFECTS else None)
         if "FINAL_OUTPUT" not in text:
             action = ACTIONS[plan[0] if plan is not None else OracleAgent.choose(maze, state)]
@@ -328,7 +329,8 @@ class ScriptedServer:
             return self._by_walls
 
     def _candidates(self, body: dict) -> list[Maze]:
-        """Mazes whose walls match the last text map or image of the request."""
+        """Mazes whose walls match the last text map or image of the request; for a 3D frame (no
+        wall grid to read), every maze whose 3D frame at resolution ``grid`` has its size."""
         by_walls = self._mazes_by_walls()
         walls = walls_from_text(body)
         if walls is not None:
@@ -336,7 +338,12 @@ class ScriptedServer:
         pixels = last_image(body)
         if pixels is None:
             return []
-        return [m for grid, ms in by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+        flat = [m for grid, ms in by_walls.items() for m in ms if walls_match_image(grid, pixels)]
+        if flat or pixels.shape[0] != pixels.shape[1]:
+            return flat
+        from env.render3d.cameras import frame_side
+
+        return [m for ms in by_walls.values() for m in ms if frame_side("grid", m.width, m.height) == pixels.shape[0]]
 
     def _known(self, checksum: str) -> Maze | None:
         """The maze of this checksum among those the server recognises, None when it has none."""

@@ -169,9 +169,9 @@ class MazeSummary:
                                         "(`mirror-tb`, `no-switches`, `reskin`, ...); null for an original")
     variant_kind: str | None = col("string", "the variant's kind (`rotate`, `mirror`, `recolor`, `reskin`, "
                                              "`no-switches`, `no-keys`, `no-distractors`, `drop-link`, "
-                                             "`control-none`, `control-other`); null for an original")
-    variant_family: str | None = col("string", "`isomorphic`, `near-isomorphic`, `reskin`, `ablation` or "
-                                               "`control`; null for an original")
+                                             "`control-none`, `control-other`, `projection`); null for an original")
+    variant_family: str | None = col("string", "`isomorphic`, `near-isomorphic`, `reskin`, `ablation`, "
+                                               "`control` or `projection`; null for an original")
     twin_of: str | None = col("string", "the id of the maze this one is a variant of; null for an original")
     twin_of_checksum: str | None = col("string", "that maze's checksum; null for an original")
 

@@ -19,18 +19,28 @@ def show(
     png: Path | None = typer.Option(None, "--png", help="write the start frame as PNG (a folder when several mazes)"),
     text: bool = typer.Option(False, "--text", help="print the text projection"),
     tile_size: int = typer.Option(32, "--tile-size", min=4, max=128),
-    backend: str = typer.Option("minigrid", "--backend", help="minigrid (2D) or mujoco3d"),
+    backend: str | None = typer.Option(None, "--backend", help="minigrid (2D) or mujoco3d; by default 2D, or a "
+                                       "projection twin's own 3D view"),
     camera: str | None = typer.Option(None, "--camera", help="mujoco3d: top_down, first_person or first_person_narrow"),
     resolution: str | None = typer.Option(None, "--resolution", help="mujoco3d: grid (32 px per cell) or pixels a side"),
 ) -> None:
     """Render mazes at their start state: PNG frames and/or the text projection (in the maze's
-    skin; a variant's text starts with what it changed and the maze it is the twin of)."""
+    skin; a variant's text starts with what it changed and the maze it is the twin of; a 3D
+    projection twin's frame is drawn in its own view unless --backend says otherwise)."""
+    from env.maze import Maze
     from env.render import check_renderable, frame, render_from_options
+    from env.render_settings import RenderSettings, render_settings
+    from env.variants import projection_of
 
-    render = render_from_options(backend, camera, resolution)
+    render = render_from_options(backend or "minigrid", camera, resolution)
     mazes = resolve_mazes(list(maze))
+
+    def view(m: Maze) -> RenderSettings:  # the frame a run shows a projection twin with, when no backend is asked for
+        shown = projection_of(m)
+        return render_settings(shown["render"]) if backend is None and shown and shown["observation"] != "text" else render
+
     for m in mazes:
-        check_renderable(m, render, m.id)
+        check_renderable(m, view(m), m.id)
     if png is None and not text:
         text = True
     for m in mazes:
@@ -45,7 +55,7 @@ def show(
             typer.echo(text_projection(m, s))
         if png is not None:
             out = png / f"{m.id}.png" if len(mazes) > 1 or png.is_dir() else png
-            atomic_write(out, png_bytes(frame(m, s, tile_size, render=render)))
+            atomic_write(out, png_bytes(frame(m, s, tile_size, render=view(m))))
             typer.echo(f"wrote {out}")
 
 

@@ -228,6 +228,23 @@ def _left_out_lines(left_out: Sequence[LeftOut]) -> list[str]:
     return lines
 
 
+def _shown_already_lines(s: Sweep) -> list[str]:
+    """One line per projection and arm that does not run its projection twins: the arm's own
+    protocol already shows the mazes that way (docs/variants.md#projection-twins)."""
+    from env.variants import record_of
+
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for twin, model, condition in s.shown_already():
+        record = record_of(twin) or {}
+        groups.setdefault((str(record.get("name")), model, condition), []).append(str(record.get("twin_of")))
+    lines = []
+    for (name, model, condition), sources in groups.items():
+        first = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+        lines.append(f"{len(sources)} {name} twins not run by {model} in condition {condition!r}: it already shows "
+                     f"its mazes that way, so the originals' episodes are theirs ({first})")
+    return lines
+
+
 def _variant_counts(s: Sweep) -> dict[str, dict[str, int]]:
     """Per kind of twin (``original`` first): the mazes run, those left out, and the episodes."""
     from env.variants import KINDS, ORIGINAL, record_of
@@ -514,7 +531,8 @@ def run_command(
     store.check_location()  # before any server or actor starts
     with _building_twins() as progress:
         s.build_twins(progress)
-    for line in _left_out_lines(s.left_out):  # a twin the sweep names and does not run is said, never dropped silently
+    for line in [*_left_out_lines(s.left_out), *_shown_already_lines(s)]:
+        # a twin the sweep names and does not run is said, never dropped silently
         Console(stderr=True).print(f"[yellow]note[/]: {line}", highlight=False, soft_wrap=True)
     # piped output keeps whole rows instead of rich's 80-column fallback
     stdout = Console() if sys.stdout.isatty() else Console(width=200)

@@ -26,14 +26,14 @@ def twin(maze, spec):
     return made.maze
 
 
-def play(mode: str, mazes, maze):
+def play(mode: str, mazes, maze, protocol=PROTOCOL):
     async def go():
         agent = build_agent(ModelConfig.for_model("openai/scripted", api_base=srv.url, client="openai",
-                                                  price={"input": 0.0, "output": 0.0}), PROTOCOL)
+                                                  price={"input": 0.0, "output": 0.0}), protocol)
         identity = EpisodeIdentity(run="r", episode_id="e", model_name=mode, model="openai/scripted",
                                    condition="c", repeat=0, maze_id=maze.id)
         try:
-            return await run_episode(maze, agent, PROTOCOL, identity)
+            return await run_episode(maze, agent, protocol, identity)
         finally:
             await agent.aclose()
 
@@ -66,3 +66,15 @@ def test_mirror_blind_fails_mirrors_only(spec, solved):
     original = resolve_maze(SWITCH)
     maze = original if spec is None else twin(original, spec)
     assert play("mirror-blind", [original, maze], maze).episode.solved is solved
+
+
+def test_text_blind_fails_the_text_projection_only():
+    from agents.protocol import projected
+
+    frames = resolve_protocol({**PROTOCOL.to_dict(), "observation": "image"})
+    original = resolve_maze(SWITCH)
+    text = twin(original, "projection-text")
+    mazes = [original, text]
+    assert play("text-blind", mazes, original, frames).episode.solved  # it reads the 2D frame
+    failed = play("text-blind", mazes, text, projected(frames, text)).episode
+    assert not failed.solved and failed.termination == "stall"  # shown the text map alone, it answers done

@@ -51,13 +51,28 @@ def test_camera_ablation_is_six_mazes_by_three_arms_that_differ_only_in_render()
     assert sweep.conditions[0].protocol == resolve_protocol(main_like)
 
 
-def test_projections_pairs_2d_with_3d_first_person_and_text():
+def test_projections_pairs_2d_with_3d_first_person_and_text_twins_in_one_arm():
     sweep = load_sweep("projections")
-    assert len(sweep.mazes) == 50 and [c.name for c in sweep.conditions] == ["2d", "first_person", "text"]
-    assert [c.changed for c in sweep.conditions] == [None, "render", "observation"]
+    assert len(sweep.sources) == 50 and sweep.variants == ["projection-first_person", "projection-text"]
+    assert len(sweep.mazes) == 150 and len(sweep.conditions) == 1
     main = load_sweep("main")
-    ids = {e.episode_id for e in sweep.episodes() if e.condition.name == "2d"}
-    assert ids == {e.episode_id for e in main.episodes()}  # the 2d arm is main's own episodes
+    originals = [e for e in sweep.episodes() if not e.maze.id.endswith(("projection-first_person", "projection-text"))]
+    assert {e.episode_id for e in originals} == {e.episode_id for e in main.episodes()}  # main's own episodes
+    by_view = {}
+    for e in sweep.episodes():
+        by_view.setdefault(e.maze.id.rpartition(".projection-")[2] if ".projection-" in e.maze.id else "2d",
+                           set()).add((e.condition.name, e.condition.protocol.observation, str(e.condition.protocol.render)))
+    assert by_view == {"2d": {("default", "image", "minigrid")},
+                       "first_person": {("default", "image", "mujoco3d, camera first_person, resolution grid")},
+                       "text": {("default", "text", "minigrid")}}
+    # each twin differs from its original, for the same model, in observation or render only
+    own = {(e.model.name, e.maze.checksum): e.condition.protocol for e in originals}
+    from env.variants import record_of
+
+    for e in sweep.episodes():
+        if (record := record_of(e.maze)) is not None:
+            base = own[(e.model.name, record["twin_of_checksum"])]
+            assert set(e.condition.protocol.changed_fields(base)) in ({"render"}, {"observation"}), e.maze.id
 
 
 def test_a_maze_the_3d_frames_cannot_draw_is_refused_at_load(tmp_path):
