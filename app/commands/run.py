@@ -305,6 +305,10 @@ def _variant_table(s: Sweep) -> Table:
 
 
 def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
+    """Per arm and condition: the run's numbers, progress as the report reads it (the study's
+    unclipped ``1 - d_end / d_start``, docs/report.md), a built-in agent's rows marked as the
+    reference they are. No row pools the arms: the report does that, models apart from references."""
+    from analysis.load import study_progress
     from traces import ERROR
 
     df = outcome.episodes
@@ -323,9 +327,12 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
                     key=lambda kv: (order_m.get(kv[0][0], 99), order_c.get(kv[0][1], 99)))
     for (model, cond), g in groups:
         ok = g[g["termination"] != ERROR]
+        progress = study_progress(ok["d_start_action"], ok["d_end_action"], ok["solved"].fillna(False))
+        entry = entries.get(model)
         table.add_row(
-            model, cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == ERROR).sum())),
-            f"{ok['progress_action'].mean():.3f}" if len(ok) else "-",
+            f"{model} (reference)" if entry is not None and entry.builtin else model,
+            cond, str(len(g)), str(int(g["solved"].sum())), str(int((g["termination"] == ERROR).sum())),
+            f"{progress.mean():.3f}" if len(ok) else "-",
             f"{ok['steps'].mean():.1f}" if len(ok) else "-",
             f"{_fmt_tokens(g['tokens_in'].sum())}/{_fmt_tokens(g['tokens_out'].sum())}",
             _usd(entries.get(model), float(g["cost_usd"].sum())),
