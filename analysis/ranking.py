@@ -38,10 +38,17 @@ def _per_maze(eps: pd.DataFrame) -> pd.DataFrame:
     return eps.groupby(["arm", "maze_id"], sort=True)["progress_action"].agg(["mean", "count", "var"])
 
 
+def ranked_arms(traces: Traces) -> list[str]:
+    """The arms ranked against each other: the models, never a model against a built-in reference
+    (docs/report.md); a run with fewer than two model arms ranks its references among themselves."""
+    return traces.models if len(traces.models) >= 2 else traces.references
+
+
 def _pairs(traces: Traces, eps: pd.DataFrame):
-    """(first arm, second arm, the mazes both ran with each arm's per-maze figures) in arm order."""
+    """(first arm, second arm, the mazes both ran with each arm's per-maze figures) in arm order,
+    over the ranked arms (``ranked_arms``)."""
     per = _per_maze(eps)
-    arms = [a for a in traces.arms if a in per.index.get_level_values("arm")]
+    arms = [a for a in ranked_arms(traces) if a in per.index.get_level_values("arm")]
     for a, b in itertools.combinations(arms, 2):
         both = per.loc[a].merge(per.loc[b], left_index=True, right_index=True, suffixes=("_a", "_b"))
         if len(both):
@@ -81,7 +88,7 @@ def ranking(traces: Traces) -> pd.DataFrame:
 # ---- the planner -------------------------------------------------------------------------------
 
 def variance_components(traces: Traces) -> dict[str, float | int]:
-    """The run's variance of action progress, pooled over every pair of arms on the mazes both ran.
+    """The run's variance of action progress, pooled over every pair of ranked arms on the mazes both ran.
 
     ``within``: the repeat variance within a maze, pooled over every arm's mazes with at least two
     repeats (sample variances weighted by their degrees of freedom); 0 when no maze has repeats.
@@ -149,7 +156,9 @@ def _ranking(ctx: Context) -> Built | None:
 
 RANKING_SECTION = Section(
     "ranking", "Ranking with a confidence",
-    "Every pair of arms over the original mazes both ran (`mazes`). **Action progress**: per maze each "
+    "Every pair of model arms over the original mazes both ran (`mazes`); a built-in reference is never paired "
+    "with a model (a run with fewer than two model arms pairs its references instead). **Action progress**: "
+    "per maze each "
     "arm's mean over its repeats, the difference first arm minus second (`progress_diff`), its mean over the "
     "mazes with a 95% bootstrap interval resampling mazes (9,999 replicates, fixed seed) and the p-value of "
     "a two-sided sign-flip permutation test of a zero mean (`progress_p`, scipy): exact, over every sign "

@@ -148,3 +148,19 @@ def test_gridbench_plan_prints_the_plan_and_refuses_a_bad_delta_with_exit_2(thre
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "--delta" in bad.stderr
+
+
+def test_a_reference_is_never_paired_with_a_model(tmp_path):
+    """Two models and the oracle on the same mazes: the models are ranked against each other only
+    (the Holm correction over that one pair), and a run with one model ranks its references."""
+    rows = [episode_row(model_name=arm, model=model, maze_id=f"m{m}", progress_action=p, solved=p >= 1)
+            for arm, model, p in (("a", "openai/a", 0.2), ("b", "openai/b", 0.6), ("oracle", "builtin/oracle", 1.0),
+                                  ("random", "builtin/random", 0.1))
+            for m in range(6)]
+    both = load_runs([write_run(tmp_path / "two", rows, [])], resolve_mazes=False)
+    t = ranking.ranking(both)
+    assert list(zip(t["arm_a"], t["arm_b"], strict=True)) == [("a", "b")]
+    assert t["progress_p_holm"].tolist() == t["progress_p"].tolist()  # one pair: nothing to correct
+    one = load_runs([write_run(tmp_path / "one", [r for r in rows if r["model_name"] != "b"], [])],
+                    resolve_mazes=False)
+    assert list(zip(*(ranking.ranking(one)[c] for c in ("arm_a", "arm_b")), strict=True)) == [("oracle", "random")]
