@@ -121,7 +121,7 @@ class Playthrough:
         study = protocol.style == "study"
         self.termination = TerminationRules.start(self.state, step_cap_for(d_start, protocol.step_cap_factor),
                                              protocol.stall_window,
-                                             signature=study_signature(maze) if study else gridbench_signature,
+                                             signature=study_signature(maze, protocol.drop) if study else gridbench_signature,
                                              stall_first=study)
         self.history: list[PastStep] = []
         self.steps: list[StepRecord] = []
@@ -260,7 +260,7 @@ async def run_episode(
         return EpisodeResult(record, play.steps if play is not None else [])
 
     try:
-        table = distance_table(maze)
+        table = distance_table(maze, drop=protocol.drop)
     except OverflowError as err:  # past the oracle's state cap no progress can be scored
         return ended(ERROR, error=("OracleStateCap", str(err)))
     d_start = table.action_distance(initial_state(maze))

@@ -89,10 +89,11 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
     except FileNotFoundError:
         raise BadInput(str(run_dir), "episode", f"no episode {episode_id!r} in this run") from None
     maze = load_run_maze(run_dir, episode)
-    table = distance_table(maze)
+    drop = _recorded(episode).get("actions") == "with_drop"  # DROP offered: distances with its edge
+    table = distance_table(maze, drop=drop)
     state = initial_state(maze)
     # novelty as the episode's style judged it: the study's watchdog signature, or the whole state
-    signature = study_signature(maze) if _style(episode) == "study" else gridbench_signature
+    signature = study_signature(maze, drop) if _style(episode) == "study" else gridbench_signature
     seen = {signature(state)}
     states, actions, mismatches = [state], [], []
     for rec in steps.to_dict("records"):
@@ -123,11 +124,17 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
     return ReplayResult(episode=episode, maze=maze, states=states, actions=actions, mismatches=mismatches)
 
 
-def _style(episode: dict[str, Any]) -> str:
+def _recorded(episode: dict[str, Any]) -> dict[str, Any]:
+    """The episode's recorded protocol fields ({} when unreadable)."""
     try:
-        return str(json.loads(episode.get("protocol") or "{}").get("style", "gridbench"))
-    except (ValueError, AttributeError):
-        return "gridbench"
+        fields = json.loads(episode.get("protocol") or "{}")
+    except ValueError:
+        return {}
+    return fields if isinstance(fields, dict) else {}
+
+
+def _style(episode: dict[str, Any]) -> str:
+    return str(_recorded(episode).get("style", "gridbench"))
 
 
 def _plain(v: Any) -> Any:
