@@ -14,9 +14,9 @@
   underfoot (multinet-r1) or only from in front (minigrid) it finds out by trying. A move that
   ended somewhere other than the cell in front marks that cell as visited (a teleporter), and
   when it also put the world back as it was (a kill cell), as a trap it never walks into again.
-  Where the protocol offers DROP, it tries it only when nothing new is within reach while it
-  carries a key (once per cell until the world changes), and leaves a key it put down lying
-  until it starts over.
+  Where the protocol offers DROP: when nothing new is within reach while it carries a key, it
+  puts the key down on the next cell it stands on where nothing is drawn, and leaves it lying
+  there until it next starts over.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ class ExplorerAgent(_Builtin):
         self._pending: tuple[str, Cell, int] | None = None
         self._worlds: set[tuple] = set()
         self._redo: int | None = None
+        self._put_down = False  # DROP offered and stuck with a key: drop it on the next plain cell
         # an untried object this many steps further away still comes before an unvisited cell
         self.object_bonus = 4
 
@@ -159,6 +160,10 @@ class ExplorerAgent(_Builtin):
             return redo
         objects = self._object_cells(maze, state)
         here, front = state.pos, state.front()
+        if self._put_down and state.carrying >= 0 and here not in objects:
+            self._put_down = False
+            self._pending = ("on", here, DROP)
+            return DROP
         for where, cell in (("on", here), ("front", front)):
             if cell in objects:
                 untried = self._untried(where, cell)
@@ -166,9 +171,8 @@ class ExplorerAgent(_Builtin):
                     self._pending = (where, cell, untried[0])
                     return untried[0]
         action = self._walk(maze, state, objects)
-        if action is None and turn.protocol.drop and state.carrying >= 0 and ("on", here, DROP) not in self.tried:
-            self._pending = ("on", here, DROP)  # nothing new within reach: put the key down first
-            return DROP
+        if action is None and turn.protocol.drop and state.carrying >= 0:
+            self._put_down = True  # nothing new within reach: the key in hand may be what blocks
         if action is None:
             # nothing new within reach: forget what was learnt and start over
             self.blocked.clear()

@@ -112,7 +112,7 @@ class Playthrough:
                  d_start: int):
         self.maze, self.protocol, self.identity, self.table = maze, protocol, identity, table
         check_renderable(maze, protocol.render, maze.id)  # the sweep checked; a twin or a resumed run may not have
-        self.env = MazeEnv(maze, tile_size=protocol.tile_size)
+        self.env = MazeEnv(maze, tile_size=protocol.tile_size, drop=protocol.drop)
         self.env.reset(seed=protocol.seed)
         self.state = self.env.state
         self.d_start = d_start
