@@ -48,3 +48,13 @@ def test_drop_episodes_record_the_drop_and_replay_exactly(drop_run):
     for eid in episodes.index:
         result = replay(drop_run, eid)
         assert result.ok, (eid, [str(m) for m in result.mismatches[:3]])
+
+
+def test_the_reports_protocols_table_names_the_actions_field(drop_run):
+    from analysis.load import load_runs
+    from analysis.protocols import arm_protocols
+
+    table = arm_protocols(load_runs(drop_run))
+    # the built-in agents are references (the episode loop's fields only), yet the later field that
+    # moved off its default is a column of the table
+    assert "actions" in table.columns
