@@ -2,7 +2,7 @@
 
 - ``oracle``: follows a shortest plan from the current state, so it solves every maze in
   exactly the optimal number of actions.
-- ``random``: uniform over the six actions, seeded.
+- ``random``: uniform over the actions the protocol offers (six, or seven with DROP), seeded.
 - ``explorer``: knows nothing of the mechanics. It sees the map the way a model sees a frame
   (walls, the goal, where objects are drawn) and learns everything else by trying: it walks
   toward cells it has not stood on, tries ``pickup`` and ``toggle`` on each object it meets
@@ -14,6 +14,9 @@
   underfoot (multinet-r1) or only from in front (minigrid) it finds out by trying. A move that
   ended somewhere other than the cell in front marks that cell as visited (a teleporter), and
   when it also put the world back as it was (a kill cell), as a trap it never walks into again.
+  Where the protocol offers DROP: when nothing new is within reach while it carries a key, it
+  puts the key down on the next cell it stands on where nothing is drawn, and leaves it lying
+  there until it next starts over.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from agents.types import Decision, ResumeMismatch, Turn
 from env.errors import BadInput
 from env.maze import DIR_VECTORS, Maze
 from env.oracle import distance_table
-from env.state import ACTIONS, DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, step
+from env.state import ACTIONS, DONE, DROP, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, step
 
 
 class _Builtin:
@@ -51,15 +54,16 @@ class OracleAgent(_Builtin):
     """Exactly optimal: each action lowers the action distance to the goal by one."""
 
     async def act(self, turn: Turn) -> Decision:
-        return Decision(action=self.choose(turn.maze, turn.state))
+        return Decision(action=self.choose(turn.maze, turn.state, turn.protocol.drop))
 
     @staticmethod
-    def choose(maze: Maze, state: MazeState) -> int:
-        table = distance_table(maze)
+    def choose(maze: Maze, state: MazeState, drop: bool = False) -> int:
+        """``drop``: DROP is offered, and the distances are those of a search with its edge."""
+        table = distance_table(maze, drop=drop)
         d = table.action_distance(state)
         if d is None or d == 0:
             return DONE  # nothing left to do, or the goal can no longer be reached
-        for a in (FORWARD, LEFT, RIGHT, PICKUP, TOGGLE):
+        for a in (FORWARD, LEFT, RIGHT, PICKUP, TOGGLE, *((DROP,) if drop else ())):
             nxt, _ = step(maze, state, a)
             if table.action_distance(nxt) == d - 1:
                 return a
@@ -71,7 +75,7 @@ class RandomAgent(_Builtin):
         self._rng = random.Random(seed)
 
     async def act(self, turn: Turn) -> Decision:
-        return Decision(action=self._rng.randrange(len(ACTIONS)))
+        return Decision(action=self._rng.randrange(len(turn.protocol.offered)))
 
 
 Cell = tuple[int, int]
@@ -94,6 +98,7 @@ class ExplorerAgent(_Builtin):
         self._pending: tuple[str, Cell, int] | None = None
         self._worlds: set[tuple] = set()
         self._redo: int | None = None
+        self._put_down = False  # DROP offered and stuck with a key: drop it on the next plain cell
         # an untried object this many steps further away still comes before an unvisited cell
         self.object_bonus = 4
 
@@ -121,8 +126,11 @@ class ExplorerAgent(_Builtin):
                     self.effective.add(self._pending)
                     where, cell, action = self._pending
                     self.changes.append((past.step, where, cell, ACTIONS[action]))
-                    if self._world(after) in self._worlds and past.action is not None:
+                    if self._world(after) in self._worlds and past.action not in (None, DROP):
                         self._redo = past.action
+                    if past.action == DROP:  # the key it put down stays there until it starts over
+                        cell = next(p for p, q in zip(after.keys, before.keys, strict=True) if q is None and p)
+                        self.effective |= {("on", cell, PICKUP), ("front", cell, PICKUP)}
             elif self._pending is not None:
                 self.tried.add(self._pending)
             if past.action == FORWARD and after.pos == before.pos:
@@ -152,6 +160,10 @@ class ExplorerAgent(_Builtin):
             return redo
         objects = self._object_cells(maze, state)
         here, front = state.pos, state.front()
+        if self._put_down and state.carrying >= 0 and here not in objects:
+            self._put_down = False
+            self._pending = ("on", here, DROP)
+            return DROP
         for where, cell in (("on", here), ("front", front)):
             if cell in objects:
                 untried = self._untried(where, cell)
@@ -159,6 +171,8 @@ class ExplorerAgent(_Builtin):
                     self._pending = (where, cell, untried[0])
                     return untried[0]
         action = self._walk(maze, state, objects)
+        if action is None and turn.protocol.drop and state.carrying >= 0:
+            self._put_down = True  # nothing new within reach: the key in hand may be what blocks
         if action is None:
             # nothing new within reach: forget what was learnt and start over
             self.blocked.clear()

@@ -1,7 +1,8 @@
 """Constrained decoding (the protocol's ``constrain``): the replies a model is allowed to generate.
 
 ``action``: the reply is one answer line and nothing else, ``ACTION: <name>`` in the gridbench
-style, ``FINAL_OUTPUT: <TOKEN>`` in the study style (one token of the protocol's action space).
+style, ``FINAL_OUTPUT: <TOKEN>`` in the study style (one token of the protocol's action space,
+``DROP`` among them where the protocol offers it).
 ``reasoning+action``: any lines of free text, then that answer line as the last line. The free
 text holds no ``<``, so it cannot open a reasoning block (``<think>``) that the gridbench parser
 would cut the answer off with. Either way every reply the engine lets through is one the
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agents.actions import tokens_of
 from agents.parse import ACTION_LABEL, SENTINEL
-from env.state import ACTIONS
+from env.state import SIX_ACTIONS
 
 if TYPE_CHECKING:
     from agents.protocol import Protocol
@@ -37,8 +38,8 @@ _PLAIN = re.compile(r"[A-Za-z_: ]+")
 def answer_lines(protocol: Protocol) -> tuple[str, ...]:
     """Every answer line the protocol's parser reads as an exact action."""
     if protocol.style == "study":
-        return tuple(f"{SENTINEL}: {token}" for token in tokens_of(protocol.action_space))
-    return tuple(ACTION_LABEL + name for name in ACTIONS)
+        return tuple(f"{SENTINEL}: {token}" for token in tokens_of(protocol.action_space, protocol.drop))
+    return tuple(ACTION_LABEL + name for name in SIX_ACTIONS)
 
 
 def gbnf(protocol: Protocol) -> str:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.actions import tokens_of
-from env.state import ACTIONS
+from env.state import SIX_ACTIONS
 
 if TYPE_CHECKING:
     from agents.types import ParseStatus
 
 ACTION_LABEL = "ACTION: "  # the exact answer line is this label and an action's name
-EXACT = re.compile(ACTION_LABEL + "(" + "|".join(ACTIONS) + ")")
+# the gridbench style offers the six actions only (drop is a study-style field, agents.protocol)
+EXACT = re.compile(ACTION_LABEL + "(" + "|".join(SIX_ACTIONS) + ")")
 
 # Inline reasoning some servers leave in the content; an unterminated block is all reasoning.
 _THINK_BLOCK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
@@ -32,7 +33,7 @@ _LABEL = re.compile(r"\baction\s*(?:[:=]|-|is\b|->)", re.IGNORECASE)
 
 # Spellings of each action after normalisation (lower case, "_" and "-" read as spaces).
 _MENTIONS: tuple[tuple[int, re.Pattern[str]], ...] = tuple(
-    (ACTIONS.index(name), re.compile(pattern))
+    (SIX_ACTIONS.index(name), re.compile(pattern))
     for name, pattern in (
         ("left", r"\b(?:turn\s+|rotate\s+)?left\b"),
         ("right", r"\b(?:turn\s+|rotate\s+)?right\b"),
@@ -80,7 +81,7 @@ def parse_action(reply: str | None) -> tuple[int | None, ParseStatus]:
         return None, "invalid"
     m = EXACT.fullmatch(line)
     if m:
-        return ACTIONS.index(m.group(1)), "exact"
+        return SIX_ACTIONS.index(m.group(1)), "exact"
     labels = list(_LABEL.finditer(line))
     tail = line[labels[-1].end():] if labels else line
     found = _mentioned(_normalise(tail))
@@ -140,8 +141,8 @@ def _sentinel_list(rest: str, valid: tuple[str, ...]) -> list[str] | None:
     return out or None
 
 
-def _sentinel_or_fallback(text: str, action_space: str) -> tuple[list[str] | None, ParseStatus]:
-    valid = tokens_of(action_space)
+def _sentinel_or_fallback(text: str, action_space: str, drop: bool) -> tuple[list[str] | None, ParseStatus]:
+    valid = tokens_of(action_space, drop)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines[-STUDY_WINDOW:]):
         m = _SENTINEL_LINE.match(line)
@@ -167,7 +168,7 @@ class StudyReply:
 
 
 def parse_study(reply: str | None, *, action_space: str = "egocentric", querying: str = "step",
-                actions_anywhere: bool = False) -> StudyReply:
+                actions_anywhere: bool = False, drop: bool = False) -> StudyReply:
     """The study's parse rules (docs/protocol.md, "Reading replies").
 
     The sentinel line ``FINAL_OUTPUT: a, b, ...`` is looked for among the last five non-empty
@@ -176,7 +177,9 @@ def parse_study(reply: str | None, *, action_space: str = "egocentric", querying
     one action (``lenient``); reasoning left in the reply is read too, as the study's parser read
     it. ``step`` querying keeps only the first action. ``actions_anywhere`` reproduces the
     ablation's defect: a line ``ACTIONS: ...`` anywhere in a subgoal or trajectory reply pre-empts
-    the sentinel (tokens that are not actions are dropped from it).
+    the sentinel (tokens that are not actions are dropped from it). ``DROP`` is a token only with
+    ``drop`` (``actions: with_drop``), and only on a sentinel line: the fallback has no phrase for
+    it, as the study's DROP-era parser had none.
     """
     text = reply or ""
     subgoal = ""
@@ -185,11 +188,11 @@ def parse_study(reply: str | None, *, action_space: str = "egocentric", querying
         subgoal = m.group(1).strip() if m else ""
     tokens: list[str] | None
     if actions_anywhere and querying != "step" and (m := _ACTIONS_ANYWHERE.search(text)):
-        valid = tokens_of(action_space)
+        valid = tokens_of(action_space, drop)
         tokens = [t for t in (_study_token(p, valid) for p in m.group(1).split(",")) if t]
         status: ParseStatus = "exact" if tokens else "invalid"
     else:
-        tokens, status = _sentinel_or_fallback(text, action_space)
+        tokens, status = _sentinel_or_fallback(text, action_space, drop)
     if not tokens:
         return StudyReply((), "invalid", subgoal)
     return StudyReply(tuple(tokens[:1] if querying == "step" else tokens), status, subgoal)

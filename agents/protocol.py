@@ -26,6 +26,7 @@ from agents.constraint import Constrain
 from env.errors import BadInput, pydantic_field
 from env.maze import Maze
 from env.render_settings import MINIGRID, RenderSettings, render_settings
+from env.state import ACTIONS, SIX_ACTIONS
 
 Observation = Literal["image", "text", "image+text"]
 # effort levels across providers (each provider takes some of them: agents/providers.py)
@@ -34,10 +35,11 @@ Style = Literal["gridbench", "study"]
 # fields that mean something in one style only, with the value the other style must keep
 GRIDBENCH_ONLY = {"start_info": False, "mechanism_locations": False, "steps_remaining": False}
 STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywhere": False, "feedback": "none",
-              "hint": "none", "requery": "plain", "moves_remaining": False}
+              "hint": "none", "requery": "plain", "moves_remaining": False, "actions": "without_drop"}
 # fields added after episode ids were first published: each is left out of a protocol's JSON (and
 # so of its hash and every episode id) while it holds this value, so older protocols keep their ids
 LATER_FIELDS: dict[str, Any] = {"hint": "none", "requery": "plain", "moves_remaining": False,
+                                 "actions": "without_drop",
                                  # the 2D frames: 3D ones came later
                                  "render": {"backend": "minigrid", "camera": None, "resolution": None,
                                             "start_map": False},
@@ -100,6 +102,9 @@ class Protocol(BaseModel):
     hint: Literal["none", "switch", "state_change", "interaction_rules", "interaction_rules_stand"] = "none"
     requery: Literal["plain", "corrective"] = "plain"
     moves_remaining: bool = False
+    # the actions offered: the six of R1, or those and DROP, the seventh of the revised harness
+    # (env.state.DROP); the oracle searches with a DROP edge exactly when it is offered
+    actions: Literal["without_drop", "with_drop"] = "without_drop"
     # which frames the model sees: the 2D grid (the default, a later field: left out of the
     # canonical JSON so every protocol hash and episode id from before 3D frames stays), or 3D
     render: RenderSettings = MINIGRID
@@ -151,6 +156,16 @@ class Protocol(BaseModel):
         """Names of the fields whose values differ from ``other``'s, in declaration order."""
         mine, theirs = self.model_dump(), other.model_dump()
         return [k for k in mine if mine[k] != theirs[k]]
+
+    @property
+    def drop(self) -> bool:
+        """Is DROP offered (``actions: with_drop``)?"""
+        return self.actions == "with_drop"
+
+    @property
+    def offered(self) -> tuple[int, ...]:
+        """The action indices (``env.state.ACTIONS``) an agent may take under this protocol."""
+        return tuple(range(len(ACTIONS) if self.drop else len(SIX_ACTIONS)))
 
     @property
     def uses_image(self) -> bool:

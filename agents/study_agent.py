@@ -86,7 +86,7 @@ class StudyPolicy(Policy):
     def _parse(self, turn: Turn, text: str) -> StudyReply:
         p = turn.protocol
         return parse_study(text, action_space=p.action_space, querying=p.querying,
-                           actions_anywhere=p.actions_anywhere)
+                           actions_anywhere=p.actions_anywhere, drop=p.drop)
 
     def _remember(self, turn: Turn, reply: StudyReply) -> None:
         if turn.protocol.conversation == "multi":

@@ -28,7 +28,7 @@ from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
 from env.maze import CLASSIC, MULTINET_PR57, Maze
 from env.skins import skin_of, with_skin
-from env.state import DONE, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, ahead, arrow, dead, r1_landing
+from env.state import DONE, DROP, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, ahead, arrow, dead, r1_landing
 
 FACINGS = ("EAST", "SOUTH", "WEST", "NORTH")  # env.maze.DIRECTIONS order
 
@@ -124,8 +124,9 @@ def current_text(maze: Maze, state: MazeState) -> str:
 # ---- the activity summary --------------------------------------------------------------------
 def summary_events(maze: Maze, history: Sequence[PastStep]) -> list[tuple[int, str]]:
     """(index into ``history``, phrase) of each mechanism event the study reported, in order: a
-    key taken, a door opened, a gate that a toggle opened or closed (never a switch by name). Of
-    several at one step, the object whose id sorts first."""
+    key taken, a door opened, a gate that a toggle opened or closed (never a switch by name), and
+    with DROP offered a key put down (R1 had no DROP event). Of several at one step, the object
+    whose id sorts first."""
     ev = texts(maze.skin)["summary_events"]
     out: list[tuple[int, str]] = []
     for i, past in enumerate(history):
@@ -138,6 +139,9 @@ def summary_events(maze: Maze, history: Sequence[PastStep]) -> list[tuple[int, s
             out.append((i, ev["door"].format(color=opened[0].color)))
         elif past.action == PICKUP and after.carrying >= 0 and after.carrying != before.carrying:
             out.append((i, ev["pickup"].format(color=maze.keys[after.carrying].color)))
+        elif past.event == "drop":
+            out.append((i, ev["drop"].format(color=maze.keys[before.carrying].color,
+                                             pos=rc(after.keys[before.carrying] or after.pos))))
         elif past.action == TOGGLE:
             gates = list(zip(maze.gates, maze.gates_open(before.switches), maze.gates_open(after.switches),
                              strict=True))
@@ -240,6 +244,10 @@ def step_outcome(maze: Maze, past: PastStep, level: str) -> str:
         took = after.carrying >= 0 and after.carrying != before.carrying
         line = (f["pickup"].format(kind="PICKUP", color=maze.keys[after.carrying].color) if took
                 else f["no_pickup"].format(kind="NOTHING", pos=here))
+    elif action == DROP:
+        line = (f["dropped"].format(kind="DROPPED", color=maze.keys[before.carrying].color,
+                                    pos=rc(after.keys[before.carrying] or after.pos))
+                if past.event == "drop" else f["no_drop"].format(kind="NOTHING", pos=here))
     elif action == TOGGLE and (after.switches != before.switches
                                or maze.gates_open(after.switches) != maze.gates_open(before.switches)):
         line = f["toggled"].format(kind="TOGGLED")
@@ -269,7 +277,9 @@ def _switches_of(maze: Maze, gate: int) -> str:
 # ---- messages --------------------------------------------------------------------------------
 def system_message(maze: Maze, protocol: Protocol) -> dict[str, Any]:
     t = texts(maze.skin)
-    text = t["levels"][protocol.prompt].format(tokens=", ".join(tokens_of(protocol.action_space)))
+    text = t["levels"][protocol.prompt].format(tokens=", ".join(tokens_of(protocol.action_space, protocol.drop)))
+    if protocol.drop and protocol.prompt == "verbose":  # the rules block gains DROP's rule
+        text += "\n" + t["drop_rule"]
     if protocol.hint != "none":
         text += "\n" + t["hint"][protocol.hint]
     if protocol.uses_text:
@@ -387,7 +397,7 @@ def corrective_requery(messages: list[dict[str, Any]], protocol: Protocol, skin:
     """A re-query after a reply with no action under ``requery: corrective``: the same messages,
     the last user message ending with one more line that says the reply could not be read and
     asks for the answer line alone (the study's revised harness; R1 re-asked byte for byte)."""
-    line = texts(skin)["requery_corrective"].format(sentinel=SENTINEL, tokens=", ".join(tokens_of(protocol.action_space)))
+    line = texts(skin)["requery_corrective"].format(sentinel=SENTINEL, tokens=", ".join(tokens_of(protocol.action_space, protocol.drop)))
     out = list(messages)
     last = out[-1]
     out[-1] = {**last, "content": [*last["content"], text_part(line)]}

@@ -12,7 +12,7 @@ per arm; an arm with several is shown with each). Two comparisons are checked:
 
 The baseline of a run is the condition that changes nothing (``changed`` null in the run's
 manifest), else the one named ``baseline``. A reference (a built-in agent) calls no model: its row
-shows only the episode loop's fields (``REFERENCE_FIELDS``), and it is never one side of a
+shows only the episode loop's fields and its actions (``REFERENCE_FIELDS``), and it is never one side of a
 **models** comparison.
 """
 
@@ -33,10 +33,11 @@ SHOWN = ("style", "prompt", "observation", "context", "history_frames", "icl_exa
          "action_space", "querying", "invalid_output", "feedback", "stall_window", "step_cap_factor", "thinking",
          "effort", "thinking_budget", "max_output_tokens", "temperature", *LATER_FIELDS)
 BASELINE_NAME = "baseline"
-# what a reference (a built-in agent) takes from its protocol: the episode loop's own rules. It
-# calls no model, so the other shown fields (prompt, observation, thinking, output cap, ...) are
-# left blank for it: it was never limited by them.
-REFERENCE_FIELDS = ("style", "stall_window", "step_cap_factor")
+# what a reference (a built-in agent) takes from its protocol: the episode loop's own rules and the
+# actions it may take (with DROP the oracle's distances change too). It calls no model, so the other
+# shown fields (prompt, observation, thinking, output cap, ...) are left blank for it: it was never
+# limited by them.
+REFERENCE_FIELDS = ("style", "stall_window", "step_cap_factor", "actions")
 
 
 def own_view_first(eps: pd.DataFrame) -> pd.DataFrame:

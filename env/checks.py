@@ -17,6 +17,10 @@
 Checks 3 and 4 read one forward sweep of the reachable state graph and its backward distance
 table (``env.oracle.DistanceTable``); each is a breadth-first search over the sweep's edges
 with some edges left out. Check 2 re-solves one edited maze per chain step.
+
+``drop=True`` checks the maze as a protocol that offers DROP plays it (``actions: with_drop``):
+every search has a DROP edge, so under the study's rulesets a decoy key taken is no longer final
+(it can be put down again) and check 4 no longer fails for it.
 """
 
 from __future__ import annotations
@@ -40,20 +44,21 @@ class CheckResult:
     reason: str
 
 
-def run_checks(maze: Maze, cap: int = STATE_CAP) -> list[CheckResult]:
-    """All four checks. A passing check gives one result; a failing one, one per failing object."""
+def run_checks(maze: Maze, cap: int = STATE_CAP, drop: bool = False) -> list[CheckResult]:
+    """All four checks. A passing check gives one result; a failing one, one per failing object.
+    ``drop``: with DROP offered."""
     out: list[CheckResult] = []
-    sol = solve(maze, cap=cap)
+    sol = solve(maze, cap=cap, drop=drop)
     if sol.status == "solved":
         out.append(CheckResult("reachable", True, None, f"solved in {sol.optimal_actions} actions"))
     else:
         why = (f"more than {cap} states searched without reaching the goal"
                if sol.status == "undecided" else "the goal cannot be reached from the start")
         out.append(CheckResult("reachable", False, None, f"{sol.status}: {why}"))
-    out.extend(check_necessity(maze, cap))
+    out.extend(check_necessity(maze, cap, drop))
     try:
         # not the per-maze cache: the generator checks thousands of candidates it mostly throws away
-        table = DistanceTable(maze, cap)
+        table = DistanceTable(maze, cap, drop)
     except OverflowError:
         for name in CHECKS[2:]:
             out.append(CheckResult(name, False, None, f"not checked: more than {cap} reachable states"))
@@ -82,14 +87,14 @@ def _without(maze: Maze, object_id: str, as_wall: bool) -> Maze:
     return maze_from_dict(d, f"<{maze.id} without {object_id}>")
 
 
-def check_necessity(maze: Maze, cap: int = STATE_CAP) -> list[CheckResult]:
+def check_necessity(maze: Maze, cap: int = STATE_CAP, drop: bool = False) -> list[CheckResult]:
     chain = maze.meta.chain if maze.meta else ()
     out = []
     for step in chain:
         enablers = [i for i in step if maze.by_id[i].kind in ("key", "switch")]
         removals = [(i, False) for i in enablers] or [(i, True) for i in step]
         for oid, as_wall in removals:
-            sol = solve(_without(maze, oid, as_wall), cap=cap, cache=False)
+            sol = solve(_without(maze, oid, as_wall), cap=cap, cache=False, drop=drop)
             what = "turned into wall" if as_wall else "removed"
             if sol.status == "solved":
                 out.append(CheckResult("mechanism_necessity", False, oid,

@@ -27,10 +27,12 @@ from env.sets import resolve_maze
 from env.state import (
     ACTIONS,
     DONE,
+    DROP,
     FORWARD,
     LEFT,
     PICKUP,
     RIGHT,
+    SIX_ACTIONS,
     TOGGLE,
     MazeState,
     arrow,
@@ -41,7 +43,8 @@ from env.state import (
 )
 from env.tiles import prewarm
 
-# gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is unreachable.
+# gridbench action index -> Minigrid's action index. Minigrid's 4 (drop) is gridbench's 6, reached
+# only by an env made with drop=True.
 TO_MINIGRID = {
     LEFT: int(MinigridActions.left),
     RIGHT: int(MinigridActions.right),
@@ -49,6 +52,7 @@ TO_MINIGRID = {
     PICKUP: int(MinigridActions.pickup),
     TOGGLE: int(MinigridActions.toggle),
     DONE: int(MinigridActions.done),
+    DROP: int(MinigridActions.drop),
 }
 MISSION = "reach the goal"
 _CELL_GLYPHS: dict[str, Callable[[], WorldObj]] = {"hazard": Lava, "kill": KillCell, "frozen": FrozenTile}
@@ -129,12 +133,15 @@ def _placed(grid: Grid, objects: Iterable[MazeObject], kind: type[T]) -> list[T]
 
 
 class MazeEnv(MiniGridEnv):
-    """A gridbench maze with six actions: left, right, forward, pickup, toggle, done."""
+    """A gridbench maze with six actions: left, right, forward, pickup, toggle, done; with
+    ``drop=True`` a seventh, drop (the protocol's ``actions: with_drop``)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
-    def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32, **kwargs: Any):
+    def __init__(self, maze: Maze | str | dict, render_mode: str | None = None, tile_size: int = 32,
+                 drop: bool = False, **kwargs: Any):
         self.maze: Maze = resolve_maze(maze)
+        self._actions = len(ACTIONS) if drop else len(SIX_ACTIONS)
         self._r1 = self.maze.study_rules
         self._state = initial_state(self.maze)  # multinet-r1: the rulebook's state, drawn onto the grid
         self._keys: list[Key] = []
@@ -152,8 +159,8 @@ class MazeEnv(MiniGridEnv):
             highlight=False,
             **kwargs,
         )
-        # Six actions; Minigrid's own enum (with its `drop`) is only reached through TO_MINIGRID.
-        self.action_space = spaces.Discrete(len(ACTIONS))
+        # Six actions (seven with drop); Minigrid's own enum is only reached through TO_MINIGRID.
+        self.action_space = spaces.Discrete(self._actions)
         if render_mode == "rgb_array":
             prewarm(tile_size, self.maze.skin)  # once per process, tile size and skin: no first frame is cold
 
@@ -174,19 +181,21 @@ class MazeEnv(MiniGridEnv):
         obs, _ = super().reset(seed=seed, options=options)
         return obs, self._info("start")
 
-    # minigrid's step is generic in gymnasium's action type; this one takes the six action indices
+    # minigrid's step is generic in gymnasium's action type; this one takes gridbench's action indices
     def step(self, action: int):  # type: ignore[override]
         action = int(action)
-        if not 0 <= action < len(ACTIONS):
-            raise ValueError(f"action must be 0..5 ({', '.join(ACTIONS)}), got {action}")
+        if not 0 <= action < self._actions:
+            raise ValueError(f"action must be 0..{self._actions - 1} ({', '.join(ACTIONS[:self._actions])}), got {action}")
         if self._r1:
             return self._step_rulebook(action)
-        if action in (LEFT, RIGHT, FORWARD, DONE):
-            before = self.agent_pos
+        if action in (LEFT, RIGHT, FORWARD, DONE, DROP):
+            before, held = self.agent_pos, self.carrying
             obs, _, terminated, _, _ = super().step(TO_MINIGRID[action])
             if action == FORWARD:
                 moved = tuple(self.agent_pos) != tuple(before)
                 event = ("goal" if terminated else "moved") if moved else "bump"
+            elif action == DROP:  # Minigrid's own drop: onto an empty cell in front
+                event = "drop" if held is not None and self.carrying is None else "noop"
             else:
                 event = "noop" if action == DONE else "turned"
         else:

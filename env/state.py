@@ -16,11 +16,17 @@ from typing import Any
 
 from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, Maze
 
-ACTIONS = ("left", "right", "forward", "pickup", "toggle", "done")
-LEFT, RIGHT, FORWARD, PICKUP, TOGGLE, DONE = range(6)
+# The six actions every protocol offers, then DROP, which only a protocol with ``actions:
+# with_drop`` offers (the study's revised harness; agents.protocol): it comes last so that the six
+# keep their indices, and so every recorded episode its actions.
+ACTIONS = ("left", "right", "forward", "pickup", "toggle", "done", "drop")
+LEFT, RIGHT, FORWARD, PICKUP, TOGGLE, DONE, DROP = range(7)
+SIX_ACTIONS = ACTIONS[:DROP]
 EVENTS = (
     "moved", "turned", "bump", "pickup", "swap", "door_unlocked", "door_opened",
     "door_closed", "switch_on", "switch_off", "noop", "goal",
+    # a carried key put down (DROP; a DROP that cannot put it down is a noop)
+    "drop",
     # multinet-r1 only: a move that landed elsewhere, a move that put everything back as it was at
     # the start, an action swallowed while frozen
     "teleported", "reset", "frozen",
@@ -119,6 +125,31 @@ def _turn_or_wait(s: MazeState, action: int) -> tuple[MazeState, str] | None:
     return None
 
 
+def _dropped(s: MazeState, cell: tuple[int, int]) -> tuple[MazeState, str]:
+    """The carried key put down on ``cell``."""
+    keys = list(s.keys)
+    keys[s.carrying] = cell
+    return replace(s, carrying=-1, keys=tuple(keys)), "drop"
+
+
+def drop_cell_free(maze: Maze, s: MazeState, cell: tuple[int, int]) -> bool:
+    """May a key be put down on ``cell``? Only on plain empty floor: no wall, no key, not the goal,
+    no door, switch or gate, and none of the study's tiles (Minigrid's drop needs a cell with no
+    object; the study's rulebook refuses doors, switches, gates, the goal, portals, death tiles,
+    ice, hazards and blocks; a turntable is refused too, where the study's rule is silent)."""
+    x, y = cell
+    if maze.walls[x, y] or cell == maze.goal or key_at(s, cell) >= 0 or cell in _static_cells(maze):
+        return False
+    return cell not in _tile_cells(maze)
+
+
+@lru_cache(maxsize=512)
+def _tile_cells(maze: Maze) -> frozenset[tuple[int, int]]:
+    """The cells of the study's tiles (portals, hazards, blocks, death tiles, ice, turntables)."""
+    kinds = ("teleporter", "hazard", "block", "kill", "frozen", "turntable")
+    return frozenset().union(*(maze.cells_of(k) for k in kinds))
+
+
 def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     """Apply one action: the reference dynamics of docs/design.md §3, under the maze's ruleset."""
     if maze.study_rules:
@@ -127,6 +158,10 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     if in_place is not None:
         return in_place
     front = s.front()
+    if action == DROP:  # Minigrid's drop: onto the empty cell in front
+        if s.carrying < 0 or not drop_cell_free(maze, s, front):
+            return s, "noop"
+        return _dropped(s, front)
     if action == FORWARD:
         if not passable(maze, s, front):
             return s, "bump"
@@ -163,7 +198,7 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
             doors[i] = DOOR_CLOSED
             return replace(s, doors=tuple(doors)), "door_closed"
         return s, "noop"
-    raise ValueError(f"action must be 0..5, got {action!r}")
+    raise ValueError(f"action must be 0..{DROP}, got {action!r}")
 
 
 # ---- multinet-r1 ------------------------------------------------------------------------------
@@ -223,7 +258,9 @@ def no_change(before: MazeState, after: MazeState) -> bool:
     """Did a step change nothing but the turntables' arrows? Such a step (a bump, an action with
     nothing to act on) is never a move of an optimal plan: the R1 planner's convention, which the
     oracle keeps (docs/oracle.md)."""
-    return after == before or replace(after, phase=before.phase) == before
+    if after == before:
+        return True
+    return after.phase != before.phase and replace(after, phase=before.phase) == before
 
 
 def _step_study(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
@@ -232,7 +269,7 @@ def _step_study(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     step clockwise after every step (after a death that resets the maze, the start state is
     exactly as it was, arrows included)."""
     if not 0 <= action < len(ACTIONS):
-        raise ValueError(f"action must be 0..5, got {action!r}")
+        raise ValueError(f"action must be 0..{DROP}, got {action!r}")
     if maze.ruleset != MULTINET_PR57:
         return _act_study(maze, s, action, pr57=False)
     if dead(maze, s):  # nothing happens any more; the episode runner has ended the episode
@@ -288,6 +325,10 @@ def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeS
         keys = list(s.keys)
         keys[k] = None
         return replace(s, carrying=k, keys=tuple(keys)), "pickup"
+    if action == DROP:  # the study's drop: onto the agent's own cell, as its pickup takes from there
+        if s.carrying < 0 or not drop_cell_free(maze, s, s.pos):
+            return s, "noop"
+        return _dropped(s, s.pos)
     # toggle: a switch underfoot takes it, whatever it does; otherwise a door in front
     under = cells.get(s.pos)
     if under is not None and under[0] == "switch":

@@ -113,7 +113,7 @@ class Playthrough:
                  d_start: int):
         self.maze, self.protocol, self.identity, self.table = maze, protocol, identity, table
         check_renderable(maze, protocol.render, maze.id)  # the sweep checked; a twin or a resumed run may not have
-        self.env = MazeEnv(maze, tile_size=protocol.tile_size)
+        self.env = MazeEnv(maze, tile_size=protocol.tile_size, drop=protocol.drop)
         self.env.reset(seed=protocol.seed)
         self.rows = StepRows(maze, protocol, table, self.env.state, d_start)
         self.d_start = d_start
@@ -258,7 +258,7 @@ async def run_episode(
         return EpisodeResult(record, play.steps if play is not None else [])
 
     try:
-        table = distance_table(maze)
+        table = distance_table(maze, drop=protocol.drop)
     except OverflowError as err:  # past the oracle's state cap no progress can be scored
         return ended(ERROR, error=("OracleStateCap", str(err)))
     d_start = table.action_distance(initial_state(maze))

@@ -78,10 +78,11 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
     except FileNotFoundError:
         raise BadInput(str(run_dir), "episode", f"no episode {episode_id!r} in this run") from None
     maze = load_run_maze(run_dir, episode)
-    table = distance_table(maze)
-    start = initial_state(maze)
-    # the episode's own rules (an unsolvable maze's episode ended before a step: nothing to judge)
+    # the episode's own rules (an unsolvable maze's episode ended before a step: nothing to judge),
+    # its distances with a DROP edge when it offered DROP
     protocol = recorded_protocol(run_dir, episode)
+    table = distance_table(maze, drop=protocol.drop)
+    start = initial_state(maze)
     rows = StepRows(maze, protocol, table, start, table.action_distance(start) or 0)
     states, actions, mismatches = [start], [], []
     ended_early = None  # the step at which the rules ended the episode before its last step

@@ -30,12 +30,14 @@ def step_cap_for(optimal: int, factor: float) -> int:
     return max(1, math.ceil(factor * optimal - 1e-9))
 
 
-def study_signature(maze: Maze) -> Callable[[MazeState], Hashable]:
-    """The study's stall-watchdog signature of a state in ``maze``."""
+def study_signature(maze: Maze, drop: bool = False) -> Callable[[MazeState], Hashable]:
+    """The study's stall-watchdog signature of a state in ``maze``; with DROP offered it also holds
+    where each key lies, as the study's DROP-era watchdog did (a key put down elsewhere is new)."""
     def signature(s: MazeState) -> Hashable:
         carried = maze.keys[s.carrying].color if s.carrying >= 0 else None
         taken = frozenset(k.id for k, p in zip(maze.keys, s.keys, strict=True) if p is None)
-        return (s.pos, carried, taken, s.doors, s.switches, maze.gates_open(s.switches))
+        r1 = (s.pos, carried, taken, s.doors, s.switches, maze.gates_open(s.switches))
+        return (*r1, s.keys) if drop else r1
     return signature
 
 
@@ -68,7 +70,8 @@ class TerminationRules:
         the loop, a resumed episode and its replay judge every step alike."""
         study = protocol.style == "study"
         return cls.start(start, step_cap_for(optimal, protocol.step_cap_factor), protocol.stall_window,
-                         signature=study_signature(maze) if study else gridbench_signature, stall_first=study)
+                         signature=study_signature(maze, protocol.drop) if study else gridbench_signature,
+                         stall_first=study)
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:
         """Record the state after step ``step`` (1-based); returns whether it was novel and sets

@@ -63,6 +63,8 @@ def show(
 def solve_cmd(
     maze: list[str] = typer.Argument(..., help="maze file, folder, id, set/id or named set"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per maze, one per line"),
+    drop: bool = typer.Option(False, "--drop", help="search with a DROP edge, as a protocol with "
+                                                    "actions: with_drop plays"),
 ) -> None:
     """Optimal action count and plan per maze (exact BFS); exit 1 if any maze is not solved."""
     import json
@@ -71,7 +73,7 @@ def solve_cmd(
 
     all_solved = True
     for m in resolve_mazes(list(maze)):
-        sol = solve(m)
+        sol = solve(m, drop=drop)
         all_solved &= sol.status == "solved"
         if as_json:
             typer.echo(json.dumps({
@@ -91,6 +93,8 @@ def solve_cmd(
 @maze_app.command("check")
 def check_cmd(
     maze: list[str] = typer.Argument(..., help="maze file, folder, id, set/id or named set"),
+    drop: bool = typer.Option(False, "--drop", help="check as a protocol with actions: with_drop plays "
+                                                    "(every search with a DROP edge)"),
 ) -> None:
     """The four validity checks per maze as a table; exit 1 if any check fails."""
     from rich.console import Console
@@ -105,7 +109,7 @@ def check_cmd(
     items = track(mazes, description="checking", console=Console(stderr=True), transient=True) \
         if len(mazes) > 5 else mazes
     for m in items:
-        results = run_checks(m)
+        results = run_checks(m, drop=drop)
         failed_mazes += any(not r.passed for r in results)
         for r in results:
             table.add_row(m.id, r.check, "[green]pass[/]" if r.passed else "[bold red]FAIL[/]",

@@ -39,6 +39,7 @@ from agents.protocol import Protocol
 from agents.types import Decision, Turn
 from agents.usage import Usage
 from env import ACTIONS, BadInput, Maze
+from env.state import SIX_ACTIONS
 from env.names import check_name
 from episodes.episode import EpisodeResult, run_episode
 from orchestrator.sweep import ModelEntry, episode_id
@@ -251,7 +252,8 @@ class _PlayHandler(BaseHTTPRequestHandler):
         if url.path == "/api/act":
             action = body.get("action") if isinstance(body, dict) else None
             version = body.get("version") if isinstance(body, dict) else None
-            if action not in ACTIONS or not isinstance(version, int):
+            # human play is the gridbench style, which offers the six actions (no drop)
+            if action not in SIX_ACTIONS or not isinstance(version, int):
                 self._json(HTTPStatus.BAD_REQUEST, {"error": "need an action and the version it answers"})
             elif self.board.answer(version, ACTIONS.index(action)):
                 self._json(HTTPStatus.OK, {"ok": True})

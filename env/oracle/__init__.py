@@ -4,10 +4,12 @@ The state space is searched through a dense integer index instead of ``MazeState
 
 * a state's *navigation* part (floor cell, facing) is ``floor_index * 4 + dir``;
 * its *mechanism* part (where each key is, door states, switch states, and under multinet-r1 the
-  freeze countdown) is interned to a small integer the first time it is seen. Keys can only ever
-  lie on the cells that held keys at the start (pickup swaps the carried key into the cell the
-  front key left, and there is no drop), so a key's place is one of ``K`` key cells, "carried"
-  or (multinet-r1) "used up": a handful of values per key.
+  freeze countdown) is interned to a small integer the first time it is seen. Without DROP keys
+  can only ever lie on the cells that held keys at the start (pickup swaps the carried key into
+  the cell the front key left), so a key's place is one of ``K`` key cells, "carried" or
+  (multinet-r1) "used up": a handful of values per key. With DROP offered (``drop=True``, the
+  protocol's ``actions: with_drop``) a key may be put down on any floor cell: every floor cell is
+  then a key cell, and the search goes state by state (``explicit``) with a DROP edge.
 
 A state is then ``mechanism * (4 * floors) + navigation``. Breadth-first search runs one layer
 at a time over numpy arrays of such ids: turns and moves are table look-ups, and the few
@@ -47,10 +49,10 @@ from env.oracle.distances import (
 from env.oracle.plans import optimal_actions, solve
 from env.oracle.reference import reference_solve
 from env.oracle.solution import STATE_CAP, Solution, Status
-from env.oracle.space import R1_ORDER, Config, StateSpace, Unencodable, state_space
+from env.oracle.space import R1_ORDER, R1_ORDER_DROP, Config, StateSpace, Unencodable, state_space
 
 __all__ = [
-    "R1_ORDER", "STATE_CAP", "Config", "DistanceTable", "EdgeIndex", "Search", "Solution", "StateSpace",
+    "R1_ORDER", "R1_ORDER_DROP", "STATE_CAP", "Config", "DistanceTable", "EdgeIndex", "Search", "Solution", "StateSpace",
     "Status", "Unencodable", "action_distance", "distance_table", "hops", "optimal_actions",
     "reference_solve", "solve", "state_space", "tile_distance",
 ]

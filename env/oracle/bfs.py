@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from env.oracle.solution import Status
-from env.oracle.space import USEFUL_ACTIONS, StateSpace
+from env.oracle.space import StateSpace
 from env.state import FORWARD, LEFT, RIGHT
 
 _SCALAR_LAYER = 400  # frontiers up to this size are expanded state by state
@@ -98,7 +98,7 @@ def _expand_scalar(space: StateSpace, f_ids: list[int], f_idx, seen: _SeenIndex,
         if nav >> 2 == goal:
             continue
         if space.explicit:
-            moves = space.moves(sid, USEFUL_ACTIONS)
+            moves = space.moves(sid, space.useful)
             seen.ensure((len(space.configs) + 1) * N)
             rows = seen.view()
         else:
@@ -135,7 +135,7 @@ def _expand_numpy(space: StateSpace, f_ids: np.ndarray, f_idx: np.ndarray, seen:
                   out: _Found, edges: bool, parents: bool) -> tuple[np.ndarray, np.ndarray, int]:
     """One BFS layer over arrays: for wide frontiers."""
     dst_parts, src_parts, act_parts = [], [], []
-    for a in USEFUL_ACTIONS:
+    for a in space.useful:
         dst = space.successors(f_ids, a)
         keep = dst >= 0
         dst_parts.append(dst[keep])

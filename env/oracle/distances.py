@@ -65,9 +65,10 @@ class DistanceTable:
     one dictionary and one array look-up.
     """
 
-    def __init__(self, maze: Maze, cap: int = STATE_CAP):
+    def __init__(self, maze: Maze, cap: int = STATE_CAP, drop: bool = False):
         self.maze = maze
-        self.space = space = state_space(maze)
+        self.drop = drop  # distances of a search with a DROP edge (the protocol offers DROP)
+        self.space = space = state_space(maze, drop)
         sweep = search(space, [space.start_id()], cap + 1, stop_at_goal=False, edges=True)
         if sweep.status == "undecided":
             raise OverflowError(f"{maze.id}: more than {cap} reachable states")
@@ -104,18 +105,18 @@ class DistanceTable:
         i = self.index_of(state)
         if i < 0:
             # not reachable from the start: answer exactly, just not from the table
-            return solve(self.maze, state).optimal_actions
+            return solve(self.maze, state, drop=self.drop).optimal_actions
         d = int(self.dist[i])
         return None if d < 0 else d
 
 
 @lru_cache(maxsize=64)
-def distance_table(maze: Maze) -> DistanceTable:
-    return DistanceTable(maze)
+def distance_table(maze: Maze, drop: bool = False) -> DistanceTable:
+    return DistanceTable(maze, drop=drop)
 
 
-def action_distance(maze: Maze, state: MazeState) -> int | None:
-    return distance_table(maze).action_distance(state)
+def action_distance(maze: Maze, state: MazeState, drop: bool = False) -> int | None:
+    return distance_table(maze, drop).action_distance(state)
 
 
 @lru_cache(maxsize=256)

@@ -15,17 +15,19 @@ from env.state import MazeState
 
 
 def solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP, *,
-          cache: bool = True) -> Solution:
+          cache: bool = True, drop: bool = False) -> Solution:
     """Shortest action sequence from ``start`` (default: the maze's start) into the goal.
 
     ``cache=False`` keeps a one-off maze (an edited copy, say) out of the per-maze cache.
+    ``drop``: DROP is offered (the protocol's ``actions: with_drop``), so the search has a DROP
+    edge; without it, never.
     """
     t0 = time.perf_counter()
-    space = state_space(maze) if cache else StateSpace(maze)
+    space = state_space(maze, drop) if cache else StateSpace(maze, drop)
     try:
         sid = space.encode(start) if start is not None else space.start_id()
     except Unencodable:
-        return reference_solve(maze, start, cap)
+        return reference_solve(maze, start, cap, drop=drop)
     if space.r1:
         return _study_search(space, sid, cap, t0)
     found = search(space, [sid], cap, stop_at_goal=True, edges=False)

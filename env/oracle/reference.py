@@ -8,12 +8,14 @@ from collections import deque
 
 from env.maze import Maze
 from env.oracle.solution import STATE_CAP, Solution
-from env.oracle.space import USEFUL_ACTIONS
+from env.oracle.space import USEFUL_ACTIONS, USEFUL_WITH_DROP
 from env.state import MazeState, initial_state, no_change, step
 
 
-def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP) -> Solution:
-    """The plain BFS over ``MazeState`` and ``env.state.step``: slow, obviously right."""
+def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE_CAP, *,
+                    drop: bool = False) -> Solution:
+    """The plain BFS over ``MazeState`` and ``env.state.step``: slow, obviously right. ``drop``:
+    DROP is offered (an edge of the search only then)."""
     t0 = time.perf_counter()
     s0 = start or initial_state(maze)
     goal = maze.goal
@@ -23,7 +25,7 @@ def reference_solve(maze: Maze, start: MazeState | None = None, cap: int = STATE
     frontier = deque([s0])
     while frontier:
         s = frontier.popleft()
-        for a in USEFUL_ACTIONS:
+        for a in USEFUL_WITH_DROP if drop else USEFUL_ACTIONS:
             n, event = step(maze, s, a)
             if n in parent or no_change(s, n):
                 continue

@@ -3,7 +3,8 @@
 A state is ``mechanism * (4 * floors) + navigation`` (``env.oracle``'s docstring); turns and moves
 are table look-ups, and the transitions that change the mechanism state (pickup, toggle) are
 computed once per (mechanism state, key cell / door / switch) pair. An explicit maze (hold
-switches, kill cells, frozen tiles, multinet-pr57) steps through ``env.state.step`` instead.
+switches, kill cells, frozen tiles, multinet-pr57), and every maze searched with DROP, steps
+through ``env.state.step`` instead.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ import numpy as np
 
 from env.maze import DIR_VECTORS, MULTINET_PR57, Maze
 from env.state import (
-    ACTIONS,
     DOOR_CLOSED,
     DOOR_LOCKED,
     DOOR_OPEN,
+    DROP,
     FORWARD,
     LEFT,
     PICKUP,
     RIGHT,
+    SIX_ACTIONS,
     TOGGLE,
     MazeState,
     initial_state,
@@ -32,10 +34,13 @@ from env.state import (
     step,
 )
 
-USEFUL_ACTIONS = tuple(i for i, a in enumerate(ACTIONS) if a != "done")  # `done` never changes the state
-# the study's successor order (RULES: turn left, turn right, pickup, toggle, forward): it decides
-# which states its BFS has generated when it first meets the goal
+# the actions a search tries: `done` never changes the state; DROP only where it is offered
+USEFUL_ACTIONS = tuple(i for i, a in enumerate(SIX_ACTIONS) if a != "done")
+USEFUL_WITH_DROP = (*USEFUL_ACTIONS, DROP)
+# the study's successor order (RULES: turn left, turn right, pickup, [drop], toggle, forward): it
+# decides which states its BFS has generated when it first meets the goal
 R1_ORDER = (LEFT, RIGHT, PICKUP, TOGGLE, FORWARD)
+R1_ORDER_DROP = (LEFT, RIGHT, PICKUP, DROP, TOGGLE, FORWARD)
 _UNKNOWN = -2  # a lazily filled transition table entry not computed yet
 _NOOP = -1
 
@@ -46,21 +51,27 @@ class Unencodable(ValueError):
 
 # A mechanism configuration: (place of each key, door states, switch states, freeze countdown,
 # turntable phase, portal latch). A key's place is the index of the key cell it lies on, K (= number
-# of keys) when carried, K + 1 when used up (the study's rulesets); the last two are multinet-pr57's.
+# of key cells: of keys, or with DROP of floor cells) when carried, K + 1 when used up (the study's
+# rulesets); the last two are multinet-pr57's.
 Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...], int, int, bool]
 
 
 class StateSpace:
-    """The dense state index of one maze and its vectorised transition function."""
+    """The dense state index of one maze and its vectorised transition function; with ``drop``
+    the search also takes DROP (the protocol's ``actions: with_drop``), and never otherwise."""
 
-    def __init__(self, maze: Maze):
+    def __init__(self, maze: Maze, drop: bool = False):
         self.maze = maze
         self.r1 = maze.study_rules
+        self.drop = drop
+        self.useful = USEFUL_WITH_DROP if drop else USEFUL_ACTIONS
+        self.order = R1_ORDER_DROP if drop else R1_ORDER
         # moves that change the mechanism state (hold switches, kill cells, frozen tiles; under
-        # multinet-pr57 every step, which turns the arrows): no table
-        self.explicit = self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
-                                     or bool(maze.cells_of("kill") or maze.cells_of("frozen"))
-                                     or maze.ruleset == MULTINET_PR57)
+        # multinet-pr57 every step, which turns the arrows; DROP, which can put a key on any
+        # floor cell): no table
+        self.explicit = drop or self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
+                                             or bool(maze.cells_of("kill") or maze.cells_of("frozen"))
+                                             or maze.ruleset == MULTINET_PR57)
         walls = maze.walls
         self.floors: list[tuple[int, int]] = [
             (x, y) for y in range(maze.height) for x in range(maze.width) if not walls[x, y]
@@ -97,9 +108,17 @@ class StateSpace:
                 a[self.floor_of[o.pos]] = i
             return a
 
-        self.K = len(maze.keys)
-        self.key_cells: list[tuple[int, int]] = [k.pos for k in maze.keys]
-        self.key_cell_of = per_floor(maze.keys)  # initial key i lies on key cell i
+        # the cells a key can lie on: where the keys lie at the start (pickup only ever swaps keys
+        # between those), or with DROP every floor cell. K, their number, is a key's place while
+        # carried (K + 1: used up).
+        if drop:
+            self.key_cells: list[tuple[int, int]] = list(self.floors)
+            self.key_cell_of = np.array([*range(F), -1], dtype=np.int64)
+        else:
+            self.key_cells = [k.pos for k in maze.keys]
+            self.key_cell_of = per_floor(maze.keys)  # initial key i lies on key cell i
+        self.K = len(self.key_cells)
+        self._py_key_cell = self.key_cell_of.tolist()
         self.door_of = per_floor(maze.doors)
         self.switch_of = per_floor(maze.switches)
         self.door_floor = [self.floor_of[d.pos] for d in maze.doors]
@@ -112,7 +131,8 @@ class StateSpace:
         self.config_index: dict[Config, int] = {}
         self._cap = 0
         self.passable = np.zeros((0, F), dtype=bool)
-        self.pickup_to = np.zeros((0, max(self.K, 1)), dtype=np.int64)
+        # (an explicit search uses no table: keep them one column wide)
+        self.pickup_to = np.zeros((0, 1 if self.explicit else max(self.K, 1)), dtype=np.int64)
         self.switch_to = np.zeros((0, max(len(maze.switches), 1)), dtype=np.int64)
         self.door_to = np.zeros((0, max(len(maze.doors), 1)), dtype=np.int64)
         # plain-list copies for the state-by-state path (list indexing beats numpy scalars)
@@ -230,7 +250,7 @@ class StateSpace:
                 places.append(self.K if s.carrying == i else self.K + 1)
             else:
                 f = self.floor_of.get(p, -1)
-                cell = int(self.key_cell_of[f]) if f >= 0 else -1
+                cell = self._py_key_cell[f] if f >= 0 else -1
                 if cell < 0:
                     raise Unencodable(f"a key lies on {p}, which held no key at the start")
                 places.append(cell)
@@ -301,11 +321,14 @@ class StateSpace:
         n, _ = step(self.maze, s, action)
         return -1 if no_change(s, n) else self.encode(n)
 
-    def moves(self, sid: int, order: Sequence[int] = R1_ORDER) -> list[tuple[int, int]]:
-        """(successor id, action) of every action that changes state ``sid``, in ``order``."""
+    def moves(self, sid: int, order: Sequence[int] | None = None) -> list[tuple[int, int]]:
+        """(successor id, action) of every action that changes state ``sid``, in ``order`` (by
+        default the study's successor order, with DROP where it is offered)."""
+        order = self.order if order is None else order
         if self.explicit:
-            out = [(self._explicit_step(sid, a), a) for a in order]
-            return [(n, a) for n, a in out if n >= 0]
+            s = self.decode(sid)  # once for all the actions
+            stepped = [(step(self.maze, s, a)[0], a) for a in order]
+            return [(self.encode(n), a) for n, a in stepped if not no_change(s, n)]
         m, nav = divmod(sid, self.N)
         base = m * self.N
         mech = dict((a, t) for t, a in self._mechanism_moves_scalar(m, nav)) if self._py_mech[nav] else {}
@@ -378,6 +401,6 @@ class StateSpace:
 
 
 @lru_cache(maxsize=64)
-def state_space(maze: Maze) -> StateSpace:
-    return StateSpace(maze)
+def state_space(maze: Maze, drop: bool = False) -> StateSpace:
+    return StateSpace(maze, drop)
 

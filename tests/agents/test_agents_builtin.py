@@ -11,14 +11,16 @@ from env.oracle import solve
 from env.sets import set_files
 
 
-def play(agent, maze, cap):
-    """Run ``agent`` on ``maze`` for at most ``cap`` steps; returns (solved, steps, actions)."""
-    state, history, actions = env.initial_state(maze), [], []
+def play(agent, maze, cap, protocol=None, state=None):
+    """Run ``agent`` on ``maze`` for at most ``cap`` steps (from ``state``, by default the start;
+    under ``protocol``, by default gridbench's); returns (solved, steps, actions)."""
+    protocol = protocol or Protocol()
+    state, history, actions = state or env.initial_state(maze), [], []
 
     async def run():
         nonlocal state
         for n in range(1, cap + 1):
-            d = await agent.act(Turn(maze, Protocol(), n, state, tuple(history), cap))
+            d = await agent.act(Turn(maze, protocol, n, state, tuple(history), cap))
             assert d.parse == "builtin" and d.action is not None
             nxt, event = env.step(maze, state, d.action)
             history.append(PastStep(n, d.action, event, state, nxt))
@@ -128,3 +130,42 @@ def test_oracle_is_exactly_optimal_under_the_study_rules(maze_id):
     optimal = solve(maze).optimal_actions
     solved, steps, _ = play(build_agent("builtin/oracle", Protocol()), maze, 3 * optimal)
     assert solved and steps == optimal
+
+
+# ---- with DROP offered (actions: with_drop) ----------------------------------------------------
+DROPPING = Protocol(style="study", prompt="minimal", start_info=False, mechanism_locations=False,
+                    actions="with_drop")
+DECOY = "study/r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1"  # kY: its wrong-colour key
+
+
+def test_the_oracle_agent_puts_a_decoy_key_down_when_drop_is_offered():
+    from env.oracle import action_distance
+    from env.state import DROP, FORWARD, PICKUP, RIGHT
+
+    maze = env.resolve_maze(DECOY)
+    state = env.initial_state(maze)
+    for a in (RIGHT, FORWARD, FORWARD, PICKUP):  # onto the decoy key, and take it
+        state, _ = env.step(maze, state, a)
+    assert action_distance(maze, state) is None
+    d = action_distance(maze, state, drop=True)
+    solved, steps, actions = play(build_agent("builtin/oracle", Protocol()), maze, 3 * d, DROPPING, state)
+    assert solved and steps == d and DROP in actions  # put down somewhere on a shortest way
+
+
+def test_the_random_agent_draws_from_the_offered_actions():
+    from env.state import DROP
+
+    maze = env.resolve_maze(DECOY)
+    _, _, six = play(build_agent("builtin/random", Protocol(), seed=3), maze, 300)
+    _, _, seven = play(build_agent("builtin/random", Protocol(), seed=3), maze, 300, DROPPING)
+    assert DROP not in six and DROP in seven
+
+
+def test_the_explorer_recovers_from_a_decoy_key_only_with_drop():
+    from env.state import DROP
+
+    maze = env.resolve_maze(DECOY)
+    cap = 3 * solve(maze).optimal_actions
+    stuck, _, without = play(build_agent("builtin/explorer", Protocol()), maze, cap)
+    solved, _, actions = play(build_agent("builtin/explorer", Protocol()), maze, 10 * cap, DROPPING)
+    assert DROP not in without and DROP in actions and solved

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from agents import parse_action
-from env.state import ACTIONS
+from env.state import ACTIONS, SIX_ACTIONS
 
 CORPUS = yaml.safe_load((Path(__file__).parent / "parse_corpus.yaml").read_text())
 
@@ -23,8 +23,10 @@ def test_corpus_reply_parses_as_expected(entry):
 
 def test_none_and_every_exact_name():
     assert parse_action(None) == (None, "invalid")
-    for i, name in enumerate(ACTIONS):
+    for i, name in enumerate(SIX_ACTIONS):
         assert parse_action(f"reasoning\nACTION: {name}") == (i, "exact")
+    # the gridbench style offers no drop (actions: with_drop is the study style's)
+    assert parse_action("ACTION: drop") == (None, "invalid")
 
 
 def test_only_the_last_line_counts():

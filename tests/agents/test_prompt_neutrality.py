@@ -120,8 +120,10 @@ def test_the_study_style_withholds_the_rules_where_the_study_did_and_states_them
     # the patterns catch the interaction rules and the stand-on-it sentence
     if skin == "classic":
         assert hints(t["hint"]["interaction_rules"]) and hints(t["hint"]["interaction_rules_stand"])
+    # DROP's rule (actions: with_drop) is a rule of the verbose level, sent with it alone
+    assert hints(t["drop_rule"])
     # the fixed sentences outside the observation, its outcome record and the probe hints tell nothing
-    told = {k: v for k, v in t.items() if k not in ("levels", "objects", "feedback", "hints", "hint")}
+    told = {k: v for k, v in t.items() if k not in ("levels", "objects", "feedback", "hints", "hint", "drop_rule")}
     for sentence in _strings(told):
         assert hints(sentence) == [], sentence
 

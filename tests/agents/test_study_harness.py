@@ -34,6 +34,7 @@ VARIANTS = {
        for h in ("switch", "state_change", "interaction_rules", "interaction_rules_stand")},
     "study-moves-remaining": Protocol(**{**WITH_TEXT, "moves_remaining": True}),
     **{f"study-feedback-{f}": Protocol(**{**WITH_TEXT, "feedback": f}) for f in ("minimal", "outcome", "hints")},
+    "study-actions-with_drop": Protocol(**{**FINAL, "actions": "with_drop"}),
 }
 
 
@@ -109,6 +110,8 @@ def test_protocols_without_the_new_fields_keep_their_json_and_hash():
     ({"preset": "study-final", "invalid_output": "noop", "requery": "corrective"}, "requery"),
     ({"preset": "gridbench-final", "hint": "switch"}, "hint"),
     ({"preset": "study-final", "hint": "stand"}, "hint"),
+    ({"preset": "gridbench-final", "actions": "with_drop"}, "actions"),  # the study style's field
+    ({"preset": "study-final", "actions": "drop"}, "actions"),
 ])
 def test_a_field_that_does_not_fit_is_refused_by_name(fields, field):
     with pytest.raises(BadInput) as err:
@@ -153,3 +156,79 @@ def test_a_past_query_of_a_multi_turn_chat_shows_its_own_moves_remaining(example
     # the last two past queries (steps 11 and 12) and the current one (step 13), cap 57
     assert [line for t in shown for line in t.splitlines() if line.startswith("Moves remaining")] == \
         ["Moves remaining: 47.", "Moves remaining: 46.", "Moves remaining: 45."]
+
+
+# ---- actions: with_drop ----------------------------------------------------------------------
+DECOY = "study/r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1"
+
+
+def test_golden_drop_in_the_verbose_rules_the_summary_and_the_text_record(walk):
+    """A multinet-r1 maze where the agent took the decoy key, tried DROP on a switch (nothing put
+    down) and put the key down further on: the action list, the verbose level's DROP rule, the
+    summary's drop event and the text record's outcomes."""
+    import env
+    from env.state import DROP, FORWARD, LEFT, PICKUP, RIGHT
+
+    maze = env.resolve_maze(DECOY)
+    F = FORWARD
+    history, state = walk(maze, [RIGHT, F, F, PICKUP, LEFT, LEFT, F, DROP, LEFT, LEFT, F, F, DROP])
+    events = [p.event for p in history]
+    assert events[3] == "pickup" and events[7] == "noop" and events[-1] == "drop"  # not on the switch
+    protocol = resolve_protocol({"preset": "study-baseline", "prompt": "verbose", "actions": "with_drop",
+                                 "feedback": "outcome", "context": "summary+recent", "history_frames": 6})
+    _golden("study-actions-with_drop-verbose",
+            render_for_humans(build_study_messages(_turn(maze, history, state, protocol))))
+
+
+def test_drop_is_offered_listed_and_read_only_with_drop():
+    from agents.actions import tokens_of
+    from agents.constraint import answer_lines
+    from agents.parse import parse_study
+    from env.state import DROP
+
+    plain, dropping = PRESETS["study-final"], Protocol(**{**FINAL, "actions": "with_drop"})
+    assert plain.offered == tuple(range(6)) and dropping.offered == tuple(range(7)) and DROP == 6
+    assert "actions" not in plain.to_dict() and dropping.to_dict()["actions"] == "with_drop"
+    assert dropping.changed_fields(plain) == ["actions"]
+    assert tokens_of("egocentric", True) == ("TURN_LEFT", "TURN_RIGHT", "MOVE_FORWARD", "PICKUP", "DROP",
+                                            "TOGGLE", "DONE")  # where the study listed it
+    assert tokens_of("cardinal", True)[4:6] == ("PICKUP", "DROP")
+    system = build_study_messages(_turn(env_example(), (), env_start(), dropping))[0]["content"]
+    assert "PICKUP, DROP, TOGGLE" in system
+    assert "DROP" not in build_study_messages(_turn(env_example(), (), env_start(), plain))[0]["content"]
+    # the answer line names DROP only where it is offered; the fallback never reads it
+    assert parse_study("FINAL_OUTPUT: DROP").status == "invalid"
+    assert parse_study("FINAL_OUTPUT: DROP", drop=True).tokens == ("DROP",)
+    assert parse_study("I will drop the key.", drop=True).tokens == ()
+    assert parse_study("FINAL_OUTPUT: MOVE_NORTH, DROP", action_space="cardinal", querying="trajectory",
+                       drop=True).tokens == ("MOVE_NORTH", "DROP")
+    assert "FINAL_OUTPUT: DROP" in answer_lines(Protocol(**{**FINAL, "actions": "with_drop", "constrain": "action"}))
+    assert "FINAL_OUTPUT: DROP" not in answer_lines(Protocol(**{**FINAL, "constrain": "action"}))
+
+
+def test_a_drop_reply_becomes_the_drop_step(example_maze):
+    import env
+
+    protocol = Protocol(**{**FINAL, "actions": "with_drop"})
+
+    class Model:  # what the policy asks of its model (agents.policy.Model)
+        budget, marks_cache, count_tokens = Budget(), False, len
+
+        async def call(self, messages):
+            return Completion(reply="FINAL_OUTPUT: DROP")
+
+    turn = _turn(example_maze, (), env.initial_state(example_maze), protocol)
+    decision = asyncio.run(StudyPolicy(Model()).act(turn))
+    assert decision.action == env.ACTIONS.index("drop") and decision.token == "DROP"
+
+
+def env_example():
+    import env
+
+    return env.resolve_maze("example")
+
+
+def env_start():
+    import env
+
+    return env.initial_state(env_example())

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from analysis.load import BUDGET_COLUMNS
 from env.minigrid_env import mechanism_info
 from env.oracle import action_distance, optimal_actions, tile_distance
-from env.state import ACTIONS, initial_state, step
+from env.state import ACTIONS, SIX_ACTIONS, initial_state, step
 from traces._schema import EPISODES, STEPS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -158,7 +158,7 @@ def demo_run(run_dir: Path, mazes, policies: dict[str, tuple[float, ...]], repea
     for name, p in policies.items():
         for m in mazes:
             for r in range(repeats):
-                acts = list(rng.choice(ACTIONS, size=max_steps, p=np.asarray(p) / sum(p)))
+                acts = list(rng.choice(SIX_ACTIONS, size=max_steps, p=np.asarray(p) / sum(p)))
                 reasoning = list(rng.integers(50, 500, size=max_steps))
                 row, st = play(m, acts, run=run, model_name=name, condition=condition, repeat=r,
                                reasoning_tokens=reasoning, tokens_out=[x + 20 for x in reasoning],

@@ -145,19 +145,19 @@ def test_start_facing_each_direction(facing, dx, dy):
     assert MazeEnv(maze).reset()[1]["dir"] == env.DIRECTIONS.index(facing)
 
 
-def test_actions_map_onto_minigrid_without_drop():
+def test_actions_map_onto_minigrid_and_drop_only_when_asked_for():
     from minigrid.core.actions import Actions
 
     from env.minigrid_env import TO_MINIGRID
 
-    assert [TO_MINIGRID[i] for i in range(6)] == [Actions.left, Actions.right, Actions.forward, Actions.pickup,
-                                                   Actions.toggle, Actions.done]
-    assert Actions.drop not in TO_MINIGRID.values()
+    assert [TO_MINIGRID[i] for i in range(7)] == [Actions.left, Actions.right, Actions.forward, Actions.pickup,
+                                                   Actions.toggle, Actions.done, Actions.drop]
     e = MazeEnv("example")
     assert e.action_space.n == 6
     e.reset()
     with pytest.raises(ValueError):
         e.step(6)
+    assert MazeEnv("example", drop=True).action_space.n == 7
 
 
 def test_the_episode_continues_after_the_goal_and_never_truncates():
@@ -177,7 +177,8 @@ MINIGRID_EVENTS = {"moved", "turned", "bump", "pickup", "swap", "door_unlocked",
 def test_every_event_name_is_in_the_design_list():
     # three others are multinet-r1's (tests/env/test_rulesets.py), three more multinet-pr57's
     # (tests/env/test_pr57.py)
-    assert set(EVENTS) == MINIGRID_EVENTS | {"teleported", "reset", "frozen"} | {"died", "froze", "rode"}
+    # "drop" is DROP's (tests/env/test_drop.py)
+    assert set(EVENTS) == MINIGRID_EVENTS | {"teleported", "reset", "frozen"} | {"died", "froze", "rode"} | {"drop"}
     seen = {ev for _, maze, actions, _, _ in CASES for ev in run_both(maze, actions)[0]}
     assert seen == MINIGRID_EVENTS
 

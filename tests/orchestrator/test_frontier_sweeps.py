@@ -32,6 +32,8 @@ def test_probes_change_only_the_hint():
     assert [c.changed for c in sweep.conditions] == [None, "hint", "hint", "hint", "hint"]
     assert {c.protocol.hint for c in sweep.conditions} == {"none", "switch", "state_change", "interaction_rules",
                                                            "interaction_rules_stand"}
+    # the study's probes offered DROP, every condition alike
+    assert {c.protocol.actions for c in sweep.conditions} == {"with_drop"}
 
 
 def test_the_frontier_dry_run_shows_the_mazes_and_each_arms_request_fields(tmp_path):
