@@ -165,7 +165,8 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
     mazes - 1 degrees of freedom) and ``p_value_iid`` treating every episode as independent. With a
     single added term the slope is zero exactly when the increment is, so ``p_value`` is the test of
     the increment. With one model the fixed effect is dropped, and ``r2`` is then the property's
-    own R^2. Without a ``cluster`` column, or with fewer than 2 clusters, ``p_value`` is NaN.
+    own R^2. Without a ``cluster`` column, or with no more clusters than the fit has coefficients
+    (the clustered covariance is then singular), ``p_value`` is NaN.
     """
     keep = [outcome, prop, group] + ([cluster] if cluster in frame else [])
     d = frame[keep].dropna()
@@ -180,15 +181,22 @@ def property_r2(frame: pd.DataFrame, prop: str, outcome: str = "progress_action"
     # patsy's formula parsing costs more than the fits themselves
     fixed = pd.get_dummies(d[group].astype(str), drop_first=True, dtype=float).to_numpy()
     base_X = np.column_stack([np.ones(len(d)), fixed])
+    full_X = np.column_stack([base_X, x])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = OLS(y, np.column_stack([base_X, x])).fit()
+        full = OLS(y, full_X).fit()
         base = OLS(y, base_X).fit()
-    if len(np.unique(x)) < 2:
+    # a property constant in the subset, or one the arms' fixed effects already fix (every arm
+    # on a maze set of its own), adds no column: its slope is then any split the pseudo-inverse
+    # happens to pick
+    if np.linalg.matrix_rank(full_X) == np.linalg.matrix_rank(base_X):
         return {**out, "r2": float(base.rsquared), "r2_model_only": float(base.rsquared), "r2_increment": 0.0,
                 "slope": float("nan"), "p_value": float("nan"), "p_value_iid": float("nan")}
     clustered = float("nan")
-    if cluster in d and d[cluster].nunique() >= 2:
+    # the clustered covariance sums one score per cluster, and the scores sum to zero (the normal
+    # equations): it has rank at most clusters - 1, so with no more clusters than coefficients it
+    # is singular, and a p-value read off it is rounding noise (one such moved with the numpy build)
+    if cluster in d and d[cluster].nunique() - 1 >= np.linalg.matrix_rank(full_X):
         groups = pd.factorize(d[cluster])[0]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
