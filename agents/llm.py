@@ -58,9 +58,9 @@ class LLMAgent:
     """An agent backed by one ``ModelConfig`` (``anthropic/...``, ``hosted_vllm/...``, ...).
 
     ``config.params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
-    (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own. A
-    protocol the model's provider family cannot honour is ``BadInput`` (a sweep refuses it when
-    it loads).
+    (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own.
+    ``protocol`` is one the model's provider family honours: a sweep checks every model and
+    condition when it loads (``orchestrator.sweep``), the one place that check is made.
     ``endpoint``: the URL of a server the sweep started for this model (it wins over
     ``config.api_base``). Cost comes from ``config.price``, else (litellm client) litellm's price
     table; the openai client without a price records 0.
@@ -82,10 +82,6 @@ class LLMAgent:
         """``offline``: only to build requests (a cost estimate); no key is read, nothing is sent.
         ``batch``: where a ``tier: batch`` model's requests go (the driver's lockstep rounds)."""
         self.config = config
-        refused = config.family.refusal(protocol, config.request_params)
-        if refused is not None:
-            where, why = refused
-            raise BadInput(config.name, where if where.startswith("params.") else f"protocol.{where}", why)
         fields, self.budget = config.family.request_fields(protocol, seed)
         fields.update(config.tier_facts.request_fields)
         if config.tier == "batch" and batch is None and not offline:
@@ -98,8 +94,7 @@ class LLMAgent:
         self.api_base = endpoint or config.api_base
         if config.client == "openai" and not self.api_base and not offline:
             raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
-        # a custom endpoint never gets a provider key from the environment by accident
-        api_key = None if offline else config.api_key() or ("EMPTY" if self.api_base else None)
+        api_key = None if offline else config.api_key(endpoint)
         self.transport: Transport
         if batch is not None or config.tier == "batch":
             self.transport = BatchTransport(config, fields, batch)

@@ -38,6 +38,8 @@ FORBIDDEN_PARAMS = {
     "headers": "headers could carry keys", "num_retries": "retries come from params.retries",
     "max_retries": "retries come from params.retries",
 }
+# the key sent to an endpoint that takes none: OpenAI-compatible clients refuse to send no key
+NO_KEY = "EMPTY"
 DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
 DEFAULT_RETRIES = 8
 # a batch arm's driver: how often it asks the provider about a batch in flight (Anthropic's and
@@ -76,7 +78,6 @@ class ModelConfig:
     params: dict[str, Any] = field(default_factory=dict)  # as the sweep wrote them
     price: Price | None = None
     client: str | None = None  # "litellm" | "openai"; None for built-in and human agents
-    served: bool = False  # the sweep starts this model's servers: the endpoint comes at run time
     provider: str | None = None  # the entry's own choice of provider family (docs/providers.md)
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
@@ -138,17 +139,18 @@ class ModelConfig:
             out["params"] = self.params
         return out
 
-    def api_key(self) -> str | None:
+    def api_key(self, endpoint: str | None = None) -> str | None:
         """The key from the environment variable ``api_key_env`` names; ``BadInput`` when unset.
-        A custom endpoint without a key variable gets a placeholder, never a provider key from the
-        environment by accident."""
+        An endpoint of its own (``api_base``, or ``endpoint``: a server the run started) without a
+        key variable gets ``NO_KEY``, never a provider key from the environment by accident; None
+        lets the provider's client read its own variable."""
         if self.api_key_env:
             key = os.environ.get(self.api_key_env)
             if not key:
                 raise BadInput(self.name, "api_key_env", f"environment variable {self.api_key_env} is not set")
             return key
-        if self.api_base or self.served:
-            return "EMPTY"
+        if self.api_base or endpoint:
+            return NO_KEY
         return None
 
     @classmethod
@@ -231,9 +233,9 @@ def _params(source: str, where: str, params: Any) -> tuple[dict[str, Any], float
 
 
 def _client(source: str, where: str, client: Any, model: str, api_base: str | None, served: bool) -> str | None:
-    """``auto``: the lean OpenAI-compatible client for self-hosted servers (served by this sweep,
-    or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would otherwise
-    spend their CPU in litellm; litellm for everything else."""
+    """``auto``: the lean OpenAI-compatible client for self-hosted servers (``served``: started by
+    the run, or ``hosted_vllm/`` with an ``api_base``), whose many concurrent episodes would
+    otherwise spend their CPU in litellm; litellm for everything else."""
     if client not in CLIENTS:
         raise BadInput(source, where, f"must be one of {', '.join(CLIENTS)} (got {client!r})")
     if model.startswith(("builtin/", "human/")):
@@ -251,11 +253,13 @@ def _client(source: str, where: str, client: Any, model: str, api_base: str | No
 AGENT_KEYS = ("name", "model", "api_base", "api_key_env", "params", "price", "client", "provider", "tier", "batch")
 
 
-def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, served: bool = False,
-                       engine: str | None = None, reasoning_parser: str | None = None) -> ModelConfig:
+def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *,
+                       served_as: str | None = None) -> ModelConfig:
     """Validate the agent-facing keys of a model entry (``AGENT_KEYS``); ``where`` prefixes field
-    names in errors (``models[2]``). ``served``: the sweep serves this model itself, with
-    ``engine`` (and vLLM's ``reasoning_parser``), which decide its provider family."""
+    names in errors (``models[2]``). ``served_as``: the run starts this model's servers, whose URL
+    comes at run time and which speak this provider family (the orchestrator's serve spec says
+    which: ``ServeSpec.speaks``); the entry's own ``provider`` still wins."""
+    served = served_as is not None
     at = f"{where}." if where else ""
     if "thinking" in entry:
         raise BadInput(source, f"{at}thinking", "thinking is set in the protocol now (thinking, effort, "
@@ -277,14 +281,14 @@ def parse_model_config(entry: dict[str, Any], source: str, where: str = "", *, s
         for k in ("api_base", "api_key_env", "params", "price", "provider"):
             if entry.get(k) is not None:
                 raise BadInput(source, f"{at}{k}", f"{model} is not called over an API: it takes no {k}")
-    family = family_for(model, provider=provider, engine=engine, reasoning_parser=reasoning_parser)
+    family = family_for(model, provider=provider if provider is not None else served_as)
     controlled = family.refusal_of_params(params)
     if controlled is not None:
         raise BadInput(source, f"{at}{controlled[0]}", controlled[1])
     tier = check_tier(source, f"{at}tier", entry.get("tier"), family)
     poll_s, wait_s = _batch(source, f"{at}batch", entry.get("batch"), tier)
     return ModelConfig(name=name, model=model, api_base=api_base, api_key_env=key_env, params=params,
-                       price=price, client=client, served=served, provider=provider, family=family,
+                       price=price, client=client, provider=provider, family=family,
                        timeout_s=timeout, retries=retries, tier=tier, batch_poll_s=poll_s, batch_round_wait_s=wait_s)
 
 

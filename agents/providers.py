@@ -385,16 +385,11 @@ _OPENAI_REASONING_6 = re.compile(r"^gpt-6")
 _KIMI_K2 = re.compile(r"kimi-k2\.[56]\b")
 
 
-def family_for(model: str, *, provider: str | None = None, engine: str | None = None,
-               reasoning_parser: str | None = None) -> ProviderFamily:
-    """The family of a litellm model string. ``provider``: the model entry's own choice, which
-    wins; ``engine``/``reasoning_parser``: how the sweep serves it, when it does."""
+def family_for(model: str, *, provider: str | None = None) -> ProviderFamily:
+    """The family of a litellm model string. ``provider``: a family chosen by name (the model
+    entry's own, or what the run's servers for it speak), which wins."""
     if provider is not None:
         return BY_NAME[provider]
-    if engine == "vllm":
-        return BY_NAME["vllm-reasoning" if reasoning_parser else "vllm"]
-    if engine == "llama_cpp":
-        return BY_NAME["llama-cpp"]
     prefix, _, name = model.partition("/")
     if prefix == "hosted_vllm":
         return BY_NAME["vllm"]

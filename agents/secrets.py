@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 
+from agents.model import NO_KEY
+
 REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
 _KEYLIKE = re.compile(
@@ -23,7 +25,7 @@ MIN_SECRET_CHARS = 8  # shorter values (a flag, "1") would blank out ordinary wo
 def scrub(text: str, known: tuple[str | None, ...] = ()) -> str:
     """``text`` with known secrets, secret-looking environment values and key-shaped strings replaced."""
     for secret in known:
-        if secret and len(secret) >= 4 and secret != "EMPTY":
+        if secret and len(secret) >= 4 and secret != NO_KEY:
             text = text.replace(secret, REDACTED)
     for name, value in os.environ.items():
         if len(value) >= MIN_SECRET_CHARS and _SECRET_NAME.search(name) and value in text:

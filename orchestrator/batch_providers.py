@@ -72,7 +72,7 @@ class AnthropicBatches(ProviderBatches):
         import anthropic
 
         base = config.api_base.rstrip("/").removesuffix("/v1") if config.api_base else None
-        self.client = anthropic.AsyncAnthropic(api_key=config.api_key() or "EMPTY", base_url=base,
+        self.client = anthropic.AsyncAnthropic(api_key=config.api_key(), base_url=base,
                                                max_retries=config.retries, timeout=config.timeout_s)
 
     async def submit(self, requests: dict[str, dict[str, Any]]) -> str:
@@ -115,7 +115,7 @@ class OpenAIBatches(ProviderBatches):
         import openai
 
         base = config.api_base or (MOONSHOT_BASE if config.family.name == "moonshot-kimi-k2" else None)
-        self.client = openai.AsyncOpenAI(api_key=config.api_key() or "EMPTY", base_url=base,
+        self.client = openai.AsyncOpenAI(api_key=config.api_key(), base_url=base,
                                          max_retries=config.retries, timeout=config.timeout_s)
 
     async def submit(self, requests: dict[str, dict[str, Any]]) -> str:

@@ -143,7 +143,7 @@ def profiles(target: Sweep, probe_episodes: pd.DataFrame) -> list[Profile]:
             if not calls:
                 continue
             tokens = {k: int(mine[k].sum()) for k in ("tokens_in", "tokens_cached", "tokens_out", "tokens_reasoning")}
-            price, source = price_of(m.config)
+            price, source = price_of(m)
             profile = Profile(m.name, c.name, m.identity(), c.protocol.hash, m.config.tier, len(mine), calls,
                               spent_usd=float(mine["cost_usd"].sum()), usd_per_query=None,
                               usd_per_query_standard=None, price_source=source, **tokens)
@@ -298,5 +298,5 @@ def typical_for(calibration: Calibration, sweep: Sweep) -> dict[tuple[str, str],
             p = by_key.get((m.name, c.name))
             if p is not None and p.identity == m.identity() and p.protocol_hash == c.protocol.hash:
                 out[(m.name, c.name)] = Calibrated(calibration.queries_per_episode.mean, p.output_per_query,
-                                                   p.standard_usd_per_query(price_of(m.config)[0]), source)
+                                                   p.standard_usd_per_query(price_of(m)[0]), source)
     return out

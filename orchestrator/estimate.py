@@ -38,7 +38,7 @@ from env.maze import Maze
 from env.state import initial_state, step
 from env.study_facts import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR
 from orchestrator.serving.limits import count_tokens, step_cap_of
-from orchestrator.sweep import EpisodeSpec
+from orchestrator.sweep import EpisodeSpec, ModelEntry
 
 # Without a prior for the family: the study's observed episode length, one model's 1,600 turns
 # that followed a move over its 50 episodes (the stall watchdog ended most of them), so about 33
@@ -167,7 +167,7 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
             e.gpu_hours_typical = (None if e.output_tokens_typical is None
                                    else e.output_tokens_typical / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR)
         e.tier = m.config.tier
-        price, e.price_source = price_of(m.config)
+        price, e.price_source = price_of(m)
         if price is None or e.cost_max_standard is None:
             e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = None
             continue
@@ -212,11 +212,12 @@ def _prompt_sum(first: int, growth: int, turns: float) -> float:
     return turns * first + growth * turns * (turns - 1) / 2
 
 
-def price_of(config: ModelConfig) -> tuple[Price | None, str]:
+def price_of(model: ModelEntry) -> tuple[Price | None, str]:
     """The price per token and where it came from."""
+    config = model.config
     if config.price is not None:
         return config.price, "sweep price"
-    if config.served:
+    if model.serve is not None:
         return None, "self-hosted"
     from agents.llm import table_price
 

@@ -57,7 +57,9 @@ class ModelEntry:
     built for it) and where and how its episodes run."""
 
     config: ModelConfig
-    max_concurrency: int | None = None  # None: as many as the cluster has room for (built-ins)
+    # episodes of this model in flight at once: DEFAULT_LLM_CONCURRENCY unless the entry says;
+    # None only for a built-in agent (as many as the cluster has room for) and a human
+    max_concurrency: int | None = None
     max_cost: float | None = None  # USD this model may spend in the run (finished and journaled steps)
     serve: ServeSpec | None = None
     # this model's own mazes (replacing the sweep's) and protocol fields (over every condition's):
@@ -67,6 +69,10 @@ class ModelEntry:
     # what the model's servers serve, as they report it once started (``Sweep.with_weights``);
     # not part of the identity: a file's path is, and its checksum is recorded with each episode
     weights: Weights | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is None and not self.builtin and not self.config.human:
+            object.__setattr__(self, "max_concurrency", DEFAULT_LLM_CONCURRENCY)
 
     @property
     def name(self) -> str:
@@ -314,7 +320,8 @@ def resolve_serve(model: ModelEntry, conditions: list[Condition], mazes: Sequenc
     spec = model.serve
     if spec is None:
         raise ValueError(f"{model.name} is not served")
-    concurrency = model.max_concurrency or DEFAULT_LLM_CONCURRENCY
+    concurrency = model.max_concurrency
+    assert concurrency is not None  # a served model is called: ModelEntry gives it one
     if spec.engine != "vllm":
         return spec.resolved(max_concurrency=concurrency)
     runs = [view for c in model_conditions(model, conditions) for view in views(c.protocol, mazes)]
@@ -439,8 +446,7 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
             # a GGUF path relative to the sweep file, as its mazes are
             serve = serve.model_copy(update={"model": str((base_dir / Path(serve.model).expanduser()).resolve())})
     config = parse_model_config({k: entry[k] for k in AGENT_KEYS if k in entry}, source, where,
-                                served=serve is not None, engine=serve.engine if serve is not None else None,
-                                reasoning_parser=serve.reasoning_parser if serve is not None else None)
+                                served_as=serve.speaks if serve is not None else None)
     if serve is not None and (config.builtin or config.human):
         raise BadInput(source, f"{where}.serve", "only litellm models are served")
     if serve is not None and config.request_name == config.model:
@@ -449,8 +455,6 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
     conc = entry.get("max_concurrency")
     if conc is not None and (isinstance(conc, bool) or not isinstance(conc, int) or conc < 1):
         raise BadInput(source, f"{where}.max_concurrency", f"must be a whole number >= 1 (got {conc!r})")
-    if conc is None and not config.builtin:
-        conc = DEFAULT_LLM_CONCURRENCY
     max_cost = entry.get("max_cost")
     if max_cost is not None:
         if isinstance(max_cost, bool) or not isinstance(max_cost, int | float) or max_cost <= 0:

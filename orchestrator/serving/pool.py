@@ -23,14 +23,7 @@ from env.files import atomic_write
 from orchestrator.serving.actor import ModelServer, ServerStartError
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
 from orchestrator.serving.spec import ServeSpec, Weights
-from orchestrator.sweep import (
-    DEFAULT_CONDITION,
-    DEFAULT_LLM_CONCURRENCY,
-    Condition,
-    ModelEntry,
-    Sweep,
-    resolve_serve,
-)
+from orchestrator.sweep import DEFAULT_CONDITION, Condition, ModelEntry, Sweep, resolve_serve
 
 STATUS_TIMEOUT_S = 30.0
 RECHECK_S = 1.0
@@ -58,26 +51,6 @@ def cluster_nodes() -> list[NodeCapacity]:
     ]
 
 
-@dataclass(frozen=True)
-class ServedEntry:
-    """A served model entry and its serve spec resolved for this sweep."""
-
-    entry: ModelEntry
-    spec: ServeSpec
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-    @property
-    def model(self) -> str:
-        return self.entry.model
-
-    @property
-    def max_concurrency(self) -> int:
-        return self.entry.max_concurrency or DEFAULT_LLM_CONCURRENCY
-
-
 def _alone(model: ModelEntry) -> ServeSpec:
     """A served entry's spec resolved for its own protocol fields and mazes (or the design example)."""
     from agents.protocol import resolve_protocol
@@ -95,9 +68,8 @@ class ServerPool:
         resolved for its own protocol and mazes alone."""
         self.run_dir = Path(run_dir).resolve()
         specs = specs or {}
-        self.models: dict[str, ServedEntry] = {
-            m.name: ServedEntry(m, specs.get(m.name) or _alone(m)) for m in models if m.serve is not None
-        }
+        self.models = {m.name: m for m in models if m.serve is not None}
+        self.specs = {name: specs.get(name) or _alone(m) for name, m in self.models.items()}
         self.actors: dict[str, list[Any]] = {}  # ModelServer actor handles (Any: see orchestrator/driver.py)
         self.info: dict[str, list[dict[str, Any]]] = {}
         self.nodes: dict[str, list[str]] = {}
@@ -133,31 +105,33 @@ class ServerPool:
             return
         nodes = cluster_nodes()
         # every placement first: a model the cluster cannot hold stops the run before any server starts
-        self.nodes = plan_models({name: m.spec for name, m in self.models.items()}, nodes)
+        self.nodes = plan_models(self.specs, nodes)
         pending = {}
         offset = 0
         for m in self.models.values():
+            spec = self.specs[m.name]
             placed = self.nodes[m.name]
             self.actors[m.name] = []
             for replica, node_id in enumerate(placed):
                 # no CPU request: the actor only supervises, and the server's threads are outside
                 # Ray's accounting anyway; holding a CPU here could starve the episodes' actors
                 resources = {"num_cpus": 0}
-                if m.spec.engine == "vllm":
-                    resources["num_gpus"] = m.spec.tensor_parallel_size
+                if spec.engine == "vllm":
+                    resources["num_gpus"] = spec.tensor_parallel_size
                 actor = ModelServer.options(
                     name=None, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
                     **resources,
                 ).remote(
-                    name=m.name, replica=replica, model=m.model, spec=m.spec,
+                    name=m.name, replica=replica, model=m.model, spec=spec,
                     log_path=str(self.log_path(m.name, replica)), port_offset=offset,
                 )
                 offset += 1
                 self.actors[m.name].append(actor)
                 pending[actor.start.remote()] = (m.name, replica)
-            per = m.spec.per_replica_concurrency(m.max_concurrency)
-            self.balancers[m.name] = ReplicaBalancer(m.spec.replicas, per)
-            self.healthy[m.name] = [False] * m.spec.replicas
+            assert m.max_concurrency is not None  # a served model is called: ModelEntry gives it one
+            per = spec.per_replica_concurrency(m.max_concurrency)
+            self.balancers[m.name] = ReplicaBalancer(spec.replicas, per)
+            self.healthy[m.name] = [False] * spec.replicas
             self.info[m.name] = [{} for _ in placed]
         refs = list(pending)
         try:
@@ -256,7 +230,7 @@ class ServerPool:
 
     def wait_ready(self, model_name: str, replica: int, timeout_s: float | None = None) -> dict[str, Any]:
         """Block while a replica restarts; raise ``ServerStartError`` if it failed for good."""
-        spec = self.models[model_name].spec
+        spec = self.specs[model_name]
         deadline = time.monotonic() + (timeout_s if timeout_s is not None else spec.startup_timeout_s + 30)
         while True:
             status = self.status(model_name, replica)

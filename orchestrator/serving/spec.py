@@ -168,6 +168,14 @@ class ServeSpec(BaseModel):
         return {k: dumped[k] for k in self.ANSWER_FIELDS}
 
     # ---- derived values ----------------------------------------------------------------
+    @property
+    def speaks(self) -> str:
+        """The provider family (agents/providers.py) of this spec's servers: what its requests
+        carry depends on the engine, and on vLLM's reasoning parser."""
+        if self.engine == "llama_cpp":
+            return "llama-cpp"
+        return "vllm-reasoning" if self.reasoning_parser else "vllm"
+
     def resolved(self, *, max_concurrency: int, images: int = 0, max_model_len: int | None = None) -> ServeSpec:
         """This spec with the sweep-dependent defaults filled in (what the spec gives wins).
 

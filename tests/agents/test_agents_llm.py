@@ -254,8 +254,12 @@ def test_thinking_per_provider_without_network(monkeypatch):
         return a.transport.body([{"role": "user", "content": "hi"}]), a.budget
 
     def refused(field, model, provider=None, **fields):
+        """Refused where it is checked, once: when a sweep holding it loads."""
+        from orchestrator.sweep import parse_sweep
+
+        entry = {"model": model, "api_key_env": "GRIDBENCH_TEST_KEY", **({"provider": provider} if provider else {})}
         with pytest.raises(BadInput) as err:
-            agent(model, provider, **fields)
+            parse_sweep({"mazes": ["example"], "models": [entry], "protocol": fields}, "t.yaml")
         assert err.value.field == f"protocol.{field}", err.value
 
     # Claude 4.7+: adaptive thinking with summarized display, an effort level, no sampling, no budget

@@ -28,8 +28,6 @@ from agents.usage import Usage
     ("openai/o3-mini", {}, "openai-reasoning"),
     ("openai/gpt-4o", {}, "generic"),
     ("hosted_vllm/Qwen/Qwen3.6-27B", {}, "vllm"),
-    ("hosted_vllm/Qwen/Qwen3.6-27B", {"engine": "vllm", "reasoning_parser": "qwen3"}, "vllm-reasoning"),
-    ("openai/gemma-3-270m", {"engine": "llama_cpp"}, "llama-cpp"),
     ("openai/gpt-5", {"provider": "vllm-reasoning"}, "vllm-reasoning"),
 ])
 def test_a_model_gets_its_family(model, served, family):

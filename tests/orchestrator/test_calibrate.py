@@ -193,7 +193,7 @@ def test_a_stored_calibration_describes_only_the_arms_as_they_were_probed(tmp_pa
     typical = typical_for(cal, frontier)
     assert set(typical) == {("astra", "default"), ("opus55", "default")}
     for (arm, _), t in typical.items():
-        price, _ = price_of(next(m for m in frontier.models if m.name == arm).config)
+        price, _ = price_of(next(m for m in frontier.models if m.name == arm))
         assert (t.calls_per_episode, t.output_per_call) == (40.0, 30.0)
         assert t.usd_per_call_standard == pytest.approx(
             (3000 * price.input + 1000 * (price.cached_input or price.input) + 300 * price.output) / 10)

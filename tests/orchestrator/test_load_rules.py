@@ -47,7 +47,6 @@ def sweep(**entry) -> dict:
 AT_LOAD = {
     ("agents/builtin.py", "make_builtin"): ({"model": "builtin/wizard"}, "models[0].model"),
     ("agents/llm.py", "__init__"): ({"model": "hosted_vllm/q", "client": "openai"}, "models[0].client"),
-    # (the agent's other rule there, a protocol its provider cannot honour: the cases below)
 }
 # checked before a run starts (they depend on the machine, not the file): see the test below
 AT_START = {

@@ -188,3 +188,36 @@ def test_shipped_main_and_ablation_are_150_and_540_episodes_on_the_shipped_sets(
     # the study's own mazes, under its rules
     assert {m.ruleset for m in (*main.mazes, *ablation.mazes)} == {"multinet-r1"}
     assert len({e.episode_id for e in ablation.episodes()}) == 540
+
+
+def test_a_model_entry_is_resolved_once_into_what_the_agent_servers_and_estimate_receive(maze_dir, sweep_dict, monkeypatch):
+    """The provider family of a served model is what its servers speak, decided by the serve spec
+    (agents/ knows no engine); the concurrency default is filled in one place; the placeholder key
+    goes only to an endpoint of the entry's own or one the run started."""
+    from agents.model import NO_KEY
+    from orchestrator.estimate import price_of
+    from orchestrator.sweep import DEFAULT_LLM_CONCURRENCY, ModelEntry
+
+    bundled = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
+    models = [
+        ORACLE,
+        {"name": "llama", "model": "openai/gemma", "serve": bundled},
+        {"name": "vllm", "model": "hosted_vllm/Qwen/Qwen3-8B", "serve": {"engine": "vllm"}, "max_concurrency": 9},
+        {"name": "parser", "model": "hosted_vllm/Qwen/Qwen3-8B-AWQ", "serve": {"engine": "vllm", "reasoning_parser": "qwen3"}},
+        {"name": "own", "model": "hosted_vllm/Qwen/Qwen3-8B-FP8", "serve": {"engine": "vllm"}, "provider": "vllm-reasoning"},
+        {"name": "hosted", "model": "openai/gpt-4o", "price": {"input": 1e-6, "output": 2e-6}},
+    ]
+    sweep = parse_sweep(sweep_dict(maze_dir, models=models, protocol={"observation": "text"}), "c.yaml")
+    by = {m.name: m for m in sweep.models}
+    assert {n: m.config.family.name for n, m in by.items() if n != "oracle"} == {
+        "llama": "llama-cpp", "vllm": "vllm", "parser": "vllm-reasoning", "own": "vllm-reasoning", "hosted": "generic"}
+    assert {n: m.max_concurrency for n, m in by.items()} == {
+        "oracle": None, "llama": DEFAULT_LLM_CONCURRENCY, "vllm": 9, "parser": DEFAULT_LLM_CONCURRENCY,
+        "own": DEFAULT_LLM_CONCURRENCY, "hosted": DEFAULT_LLM_CONCURRENCY}
+    # an entry built in code gets the same default as one read from a file
+    assert ModelEntry(config=by["hosted"].config).max_concurrency == DEFAULT_LLM_CONCURRENCY
+    # the run's server gets the placeholder, a hosted model's own variable is left to its client
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert by["llama"].config.api_key() is None and by["llama"].config.api_key("http://127.0.0.1:8401/v1") == NO_KEY
+    assert by["hosted"].config.api_key() is None
+    assert [price_of(by[n])[1] for n in ("llama", "hosted")] == ["self-hosted", "sweep price"]
