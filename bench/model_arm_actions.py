@@ -30,7 +30,7 @@ from bench_results import record
 
 from agents import build_agent, resolve_protocol
 from episodes.episode import run_episode
-from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights
+from orchestrator.serving.command_lines import llama_cpp_command, llama_cpp_weights
 from orchestrator.sweep import load_sweep
 from traces import EpisodeIdentity
 

@@ -33,7 +33,7 @@ from agents.types import Turn
 from env import initial_state, resolve_maze, step
 from env.oracle import solve
 from orchestrator.serving.bundled import BUNDLED_CHAT_FORMAT, BUNDLED_MODEL, BUNDLED_SPEC, bundled_model_path
-from orchestrator.serving.pool import ServerPool
+from orchestrator.serving.server_pool import ServerPool
 from orchestrator.serving.spec import parse_serve
 from orchestrator.sweep import ModelEntry
 

@@ -180,7 +180,7 @@ def _commands_of_test_specs() -> list[ServeCommand]:
 
 def _command(source: str, model: str, spec: Any) -> ServeCommand:
     from agents.model import request_name
-    from orchestrator.serving.commands import vllm_command
+    from orchestrator.serving.command_lines import vllm_command
     from orchestrator.serving.spec import NODE_IP
 
     # the actor's choices: the node's address for node-ip, the first port of the range

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from ray import ObjectRef
 
-    from orchestrator.serving.pool import Lease, ServerPool
+    from orchestrator.serving.server_pool import Lease, ServerPool
 
 MAX_ATTEMPTS = 3
 MAX_IN_FLIGHT = 512

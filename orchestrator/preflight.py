@@ -34,7 +34,7 @@ from agents.secrets import scrub
 from env.errors import BadInput
 
 if TYPE_CHECKING:
-    from orchestrator.serving.pool import ServerPool
+    from orchestrator.serving.server_pool import ServerPool
     from orchestrator.sweep import ModelEntry, Sweep
 
 # an endpoint that takes longer than this to accept a connection is unreachable for a run too

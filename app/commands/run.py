@@ -423,7 +423,7 @@ def _server_commands(sweep: Sweep) -> list[dict[str, object]]:
     import shlex
 
     from agents.model import request_name
-    from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights, vllm_command
+    from orchestrator.serving.command_lines import llama_cpp_command, llama_cpp_weights, vllm_command
     from orchestrator.serving.spec import NODE_IP, Weights
 
     out: list[dict[str, object]] = []
@@ -636,7 +636,7 @@ def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
     from orchestrator.connect import connect, disconnect
     from orchestrator.driver import Driver
     from orchestrator.serving.actor import ServerStartError
-    from orchestrator.serving.pool import ServerPool
+    from orchestrator.serving.server_pool import ServerPool
 
     started = connect(address)
     ray_up = time.monotonic()

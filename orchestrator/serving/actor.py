@@ -28,7 +28,7 @@ from typing import Any
 import ray
 
 from agents.model import request_name
-from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights, vllm_command
+from orchestrator.serving.command_lines import llama_cpp_command, llama_cpp_weights, vllm_command
 from orchestrator.serving.spec import NODE_IP, ServeSpec, Weights
 
 LOG_TAIL_LINES = 40

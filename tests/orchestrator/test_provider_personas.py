@@ -22,7 +22,7 @@ import pytest
 
 from agents import build_agent
 from episodes.episode import run_episode
-from orchestrator.serving.commands import vllm_command
+from orchestrator.serving.command_lines import vllm_command
 from orchestrator.sweep import load_sweep, model_conditions, shipped_sweeps
 from testing.scripted_server import ScriptedServer
 from traces import EpisodeIdentity

@@ -20,7 +20,7 @@ from sweep_runs import FAKE_KEY, FAST_PROTOCOL, KEY_ENV, MAZES, actor_node, acto
 from orchestrator.actors import ENV_SLOT
 from orchestrator.driver import Driver
 from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SPEC
-from orchestrator.serving.pool import ServerPool
+from orchestrator.serving.server_pool import ServerPool
 from orchestrator.sweep import load_sweep
 from testing.scripted_server import ScriptedServer
 

@@ -17,7 +17,7 @@ from agents import build_agent, resolve_protocol
 from env.oracle import solve
 from episodes.episode import run_episode
 from orchestrator.serving.bundled import BUNDLED_SPEC
-from orchestrator.serving.commands import llama_cpp_command, llama_cpp_weights
+from orchestrator.serving.command_lines import llama_cpp_command, llama_cpp_weights
 from orchestrator.sweep import load_sweep
 from traces import EpisodeIdentity
 

@@ -16,7 +16,7 @@ from env import resolve_maze
 from episodes.episode import run_episode
 from orchestrator.serving.actor import ServerStartError
 from orchestrator.serving.bundled import BUNDLED_MODEL, BUNDLED_SHA256, bundled_model_path, sha256_file
-from orchestrator.serving.pool import ServerPool
+from orchestrator.serving.server_pool import ServerPool
 from orchestrator.serving.spec import parse_serve
 from orchestrator.sweep import ModelEntry
 from traces import EpisodeIdentity

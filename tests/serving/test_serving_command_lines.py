@@ -6,7 +6,7 @@ import pytest
 
 from agents.model import request_name
 from env.errors import BadInput
-from orchestrator.serving.commands import llama_cpp_command, vllm_command
+from orchestrator.serving.command_lines import llama_cpp_command, vllm_command
 from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models, plan_replicas
 from orchestrator.serving.spec import parse_serve
 
