@@ -39,7 +39,8 @@ def report(
         bar.update(task, description="reading steps")
         from analysis.steps import annotate
 
-        steps = annotate(traces)
+        # no episode to report (all ended in error): no steps to read, and write_report says so
+        steps = annotate(traces) if not traces.episodes.empty else None
         bar.update(task, description="computing tables")
         # matplotlib, scipy and statsmodels load only once the steps are in DuckDB: the memory the
         # scan took for a while and theirs, held to the end, never add up (docs/report.md)
