@@ -21,12 +21,13 @@ from analysis.load import Traces
 from analysis.metrics import order_arms, with_pooled
 from analysis.sections import Built, Context, Section
 from analysis.stats import SEED
-from env.discovery import KINDS, LATER_KINDS, STAGES
+from env.discovery import KINDS, LATER_KINDS, STAGES, Timeline
 from env.maze import MULTINET_PR57
 from traces import episode_timelines
 
 SAMPLE = 2_000  # episodes per arm whose steps are read
 COLUMNS = ["run", "episode_id", "step", "action", "x", "y", "dir", "carrying", "mechanisms"]
+BATCH_ROWS = 8_192  # step rows per batch read
 
 
 def _eligible(traces: Traces) -> pd.DataFrame:
@@ -45,23 +46,17 @@ def _eligible(traces: Traces) -> pd.DataFrame:
 def episode_stages(traces: Traces) -> pd.DataFrame:
     """Per episode read and mechanism kind of its maze: the earliest step of each stage (NaN: never)."""
     eps = _eligible(traces)
-    ids = eps["episode_id"].astype(str).unique().tolist()
-    found: dict[tuple[str, str], list[pa.Table]] = {}
-    for run in traces.steps:
-        if not ids:
-            break
-        # the steps stay in Arrow batches until their episode is read: as Python rows all at once
-        # they took several times the memory
-        for batch in run.dataset.to_batches(columns=COLUMNS, filter=pc.field("episode_id").isin(ids)):
-            for key, rows in _by_episode(pa.Table.from_batches([batch]), run.name).items():
-                found.setdefault(key, []).append(rows)
+    # (run, episode id) -> its maze and how many step rows it wrote (the episode's ``steps``)
+    wanted = {(r.run, r.episode_id): (r.maze_id, None if pd.isna(r.steps) else int(r.steps))
+              for r in eps[["run", "episode_id", "maze_id", "steps"]].itertuples(index=False)}
+    done, overflow = _read_timelines(traces, wanted, eps["episode_id"].astype(str).unique().tolist())
+    if overflow:  # more rows than the episode's count said: read those episodes again, whole
+        again, _ = _read_timelines(traces, {k: (wanted[k][0], None) for k in overflow},
+                                   sorted({e for _, e in overflow}))
+        done.update(again)
     rows = []
-    for e in eps[["run", "episode_id", "arm", "maze_id"]].itertuples(index=False):
-        if (parts := found.get((e.run, e.episode_id))) is None:
-            continue
-        # rows as Python values (a null stays None, as the timelines read it)
-        mine = [row for part in parts for row in part.to_pylist()]
-        for t in _timelines(traces, e.maze_id, mine):
+    for e in eps[["run", "episode_id", "arm"]].itertuples(index=False):
+        for t in done.get((e.run, e.episode_id), ()):
             rows.append({"arm": e.arm, "run": e.run, "episode_id": e.episode_id, "kind": t.kind,
                          **{s: getattr(t, s) for s in STAGES}})
     cols = ["arm", "run", "episode_id", "kind", *STAGES]
@@ -71,7 +66,47 @@ def episode_stages(traces: Traces) -> pd.DataFrame:
     return per_object.groupby(["arm", "run", "episode_id", "kind"], sort=False)[list(STAGES)].min().reset_index()
 
 
-def _by_episode(table: pa.Table, run_name: str) -> dict[tuple[str, str], pa.Table]:
+Key = tuple[str, str]  # (run, episode id)
+
+
+def _read_timelines(traces: Traces, wanted: dict[Key, tuple[str, int | None]],
+                    ids: list[str]) -> tuple[dict[Key, list[Timeline]], set[Key]]:
+    """The timelines of the ``wanted`` episodes (key -> maze id and step rows expected, None: not
+    known) whose steps the runs hold, and the keys of those with more rows than expected.
+
+    The steps stay in Arrow until their episode is read, and an episode is read (and its rows let
+    go) as soon as all its rows have come: the steps are never all held at once, whatever the run's
+    size (as Python rows they took several times the memory of Arrow; all in Arrow, still the
+    report's peak). An episode whose count is unknown, or that has fewer rows than its count, is
+    read once every batch has come."""
+    done: dict[Key, list[Timeline]] = {}
+    pending: dict[Key, list[pa.Table]] = {}
+    seen: dict[Key, int] = {}
+    overflow: set[Key] = set()
+    for run in traces.steps:
+        if not ids:
+            break
+        # small batches, decoded in this thread: Arrow's reader threads each grew a heap of their
+        # own that the C library kept after the batches were freed, the report's peak
+        for batch in run.dataset.to_batches(columns=COLUMNS, filter=pc.field("episode_id").isin(ids),
+                                            batch_size=BATCH_ROWS, use_threads=False):
+            for key, part in _by_episode(pa.Table.from_batches([batch]), run.name).items():
+                if key not in wanted:
+                    continue
+                if key in done:
+                    overflow.add(key)
+                    continue
+                pending.setdefault(key, []).append(part)
+                seen[key] = seen.get(key, 0) + part.num_rows
+                expected = wanted[key][1]
+                if expected is not None and seen[key] >= expected:
+                    done[key] = _timelines(traces, wanted[key][0], pending.pop(key))
+    for key, parts in pending.items():
+        done[key] = _timelines(traces, wanted[key][0], parts)
+    return done, overflow
+
+
+def _by_episode(table: pa.Table, run_name: str) -> dict[Key, pa.Table]:
     """(run, episode id) -> that episode's rows of ``table``, in table order. The run folder's name
     stands in for a blank run column, as for the episodes."""
     if table.num_rows == 0:
@@ -92,10 +127,11 @@ def _by_episode(table: pa.Table, run_name: str) -> dict[tuple[str, str], pa.Tabl
             for a, b in zip(starts.tolist(), ends.tolist(), strict=True)}
 
 
-def _timelines(traces: Traces, maze_id: str, steps: list[dict]):
+def _timelines(traces: Traces, maze_id: str, parts: list[pa.Table]) -> list[Timeline]:
     maze = traces.mazes[maze_id]
     assert maze is not None  # _eligible kept known mazes only
-    return episode_timelines(maze, steps)
+    # rows as Python values (a null stays None, as the timelines read it)
+    return episode_timelines(maze, [row for part in parts for row in part.to_pylist()])
 
 
 def discovery(traces: Traces) -> pd.DataFrame:

@@ -155,15 +155,21 @@ SECTIONS: tuple[Section, ...] = (
 )
 
 
-def sections(traces: Traces) -> tuple[list[tuple[Section, Built]], dict]:
+def sections(traces: Traces, steps: steps_mod.StepTable | None = None) -> tuple[list[tuple[Section, Built]], dict]:
     """Build every section (``SECTIONS``): those built ``last`` after the others and the headline.
-    Returns the sections shown, in order, and the headline figures for metrics.json."""
+    Returns the sections shown, in order, and the headline figures for metrics.json. ``steps``:
+    the runs' steps already annotated (``analysis.steps.annotate``), else they are annotated here;
+    closed either way once the sections are built."""
     if traces.episodes.empty:
+        if steps is not None:
+            steps.close()
         where = ", ".join(str(d) for d in traces.run_dirs) or "runs"
         raise BadInput(where, "episodes", f"all {len(traces.errors)} episodes ended in error: nothing to report "
                                           "(rerun them with `gridbench run --retry-errors`)")
-    ctx = Context(traces, steps_mod.annotate(traces), figures.arm_colors(traces.arms))
+    if steps is None:
+        steps = steps_mod.annotate(traces)
     try:
+        ctx = Context(traces, steps, figures.arm_colors(traces.arms))
         built: dict[str, Built | None] = {}
         for last in (False, True):
             if last:
@@ -173,7 +179,7 @@ def sections(traces: Traces) -> tuple[list[tuple[Section, Built]], dict]:
                     part = built[s.key] = s.build(ctx)
                     ctx.tables.update(part.tables if part is not None else {})
     finally:
-        ctx.steps.close()
+        steps.close()
     return [(s, b) for s in SECTIONS if (b := built[s.key]) is not None], ctx.headline
 
 
@@ -330,13 +336,18 @@ class _Page:
                 f"<style>{CSS}</style></head><body>{''.join(self.body)}</body></html>")
 
 
-def write_report(traces: Traces, out_dir: str | Path,
-                 progress: Callable[[str], None] | None = None) -> dict:
-    """Write the report folder; returns metrics.json's content."""
+def write_report(traces: Traces, out_dir: str | Path, progress: Callable[[str], None] | None = None,
+                 steps: steps_mod.StepTable | None = None) -> dict:
+    """Write the report folder; returns metrics.json's content. ``steps``: as for ``sections``."""
     out_dir = Path(out_dir)
-    _check_replaceable(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    shown, head = sections(traces)
+    try:
+        _check_replaceable(out_dir)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+    except BaseException:
+        if steps is not None:
+            steps.close()
+        raise
+    shown, head = sections(traces, steps)
     try:
         with atomic_folder(out_dir) as tmp:
             page = _Page(head, shown)

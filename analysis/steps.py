@@ -66,6 +66,12 @@ TRACE_COLUMNS = ("maze_id", "step", "action", "event", "x", "y", "dir", "novel",
 # DuckDB's own memory (it spills to its temporary folder beyond it); the report's other parts
 # (the episodes table, figures) need the rest of a 4 GB budget
 MEMORY_LIMIT = "1GB"
+# DuckDB's allocator (jemalloc) gives back what a query freed: its background threads return it
+# within seconds, and a query that freed or held more than a few MB returns it when it ends. By
+# default it keeps up to 128 MB after each query (512 MB after a bulk free) until it decays, held
+# while the sections after it run (docs/report.md, *Memory and time*)
+ALLOCATOR: dict[str, str | bool] = {"allocator_background_threads": True, "allocator_flush_threshold": "4MB",
+             "allocator_bulk_deallocation_flush_threshold": "4MB"}
 
 
 def _sql_list(values: tuple[str, ...]) -> str:
@@ -178,7 +184,7 @@ class StepTable:
         self.folder = Path(tempfile.mkdtemp(prefix="gridbench-steps-"))
         self.con = duckdb.connect(str(self.folder / "steps.duckdb"), config={
             "memory_limit": MEMORY_LIMIT, "temp_directory": str(self.folder / "spill"),
-            "preserve_insertion_order": False})
+            "preserve_insertion_order": False, **ALLOCATOR})
         self.con.execute("SET enable_progress_bar = false")  # the report shows its own progress
         self._finalizer = weakref.finalize(self, _close, self.con, self.folder)
 

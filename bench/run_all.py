@@ -34,7 +34,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from bench_results import RESULTS_ENV, read  # noqa: E402
 
-NOT_SCRIPTS = {"run_all.py", "bench_results.py", "synthetic.py"}
+NOT_SCRIPTS = {"run_all.py", "bench_results.py", "synthetic.py", "cli_child.py"}
 QUICK_FLAG = re.compile(r"""add_argument\(\s*["']--quick["']""")
 
 

@@ -5,7 +5,9 @@
 The built-in agents (oracle, random, explorer) play the 214-maze pool 5 times (3,210 real
 episodes, about 200k steps; ``bench/synthetic.py``); runs of 3,000, 30,000 and 150,000 episodes
 (about 9.3M steps) are copies of them under new ids. At each size, every heavy step in a child
-process of its own (its wall time, and its peak RSS: the child's ``VmHWM`` when it ends):
+process of its own (its wall time, and its peak RSS: the child's ``VmHWM`` when it ends; a
+``gridbench`` command runs in ``bench/cli_child.py``, which imports only what the ``gridbench``
+script does):
 
 1. today's layout, one file per episode and table as the driver writes them: ``pd.read_parquet``
    of both tables and both tables through ``trace_dataset`` to pandas;
@@ -18,7 +20,11 @@ process of its own (its wall time, and its peak RSS: the child's ``VmHWM`` when 
 Up to ``--baseline-max`` episodes (default: the smallest size) the report also runs on the
 per-episode files before compaction, and on the compacted run with the report code of
 ``--baseline-ref`` (the last commit before the report streamed the steps through DuckDB; its
-``analysis`` package is taken from git), side by side.
+``analysis`` package is taken from git, first on the child's path), side by side. That package
+must still import with today's others: 2f47007c7b3f's does not (it reads runs through
+``orchestrator.traces``, since moved), and the comparison is then reported as not run. (Until
+2026-12-07 the child put the repository ahead of it on the path, so that the "baseline" it
+reported was today's code.)
 
 Sizes above ``--per-episode-max`` (default 30,000: building and compacting 300,000 small files
 at 150,000 would add about 18 minutes, past ``bench/run_all.py``'s limit per script, and their
@@ -58,6 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_results import record  # noqa: E402
+from cli_child import peak_rss  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -85,14 +92,6 @@ console = Console(stderr=True)
 
 
 # ---- child processes ------------------------------------------------------------------------------------
-def peak_rss() -> int:
-    """This process's peak RSS in bytes (``VmHWM``: its own, not inherited across exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
-
-
 def child_load(run: str, reader: str, table: str, repeats: int) -> None:
     """Load one table of ``run`` into pandas ``repeats`` times; print the best time, rows, peak RSS."""
     import pandas as pd
@@ -107,20 +106,6 @@ def child_load(run: str, reader: str, table: str, repeats: int) -> None:
         rows = len(frame)
         del frame
     print(json.dumps({"seconds": min(times), "rows": rows, "rss": peak_rss()}))
-
-
-def child_cli(result: str, argv: list[str]) -> None:
-    """Run ``gridbench ARGV`` in this process and write its exit code and peak RSS to ``result``."""
-    from app.cli import main
-
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    finally:
-        Path(result).write_text(json.dumps({"code": code, "rss": peak_rss()}))
-    sys.exit(code)
 
 
 def _env(first: Path | None = None) -> dict[str, str]:
@@ -141,8 +126,9 @@ def gridbench(*argv: str, analysis: Path | None = None) -> dict:
     it) and the child's peak RSS; ``analysis`` puts another ``analysis`` package first on the path."""
     with tempfile.NamedTemporaryFile(suffix=".json") as result:
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, __file__, "--child-cli", result.name, *argv], capture_output=True,
-                              text=True, env=_env(analysis))
+        # a child of its own that imports only what ``gridbench`` imports (not this module's libraries)
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("cli_child.py")), result.name, *argv],
+                              capture_output=True, text=True, env=_env(analysis))
         wall = time.perf_counter() - t
         if done.returncode != 0:
             raise RuntimeError(f"gridbench {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
@@ -204,10 +190,17 @@ def measure_size(base: Base, work: Path, n: int, *, per_episode: bool, previous:
     row["report"], row["report rss"] = got["seconds"], got["rss"]
     console.print(f"  gridbench report: {got['seconds']:.0f} s, peak RSS {got['rss'] / 2**20:.0f} MiB")
     if compare_reports and baseline is not None:
-        got = gridbench("report", str(run), "--out", str(out), analysis=baseline)
-        row["baseline report"], row["baseline report rss"] = got["seconds"], got["rss"]
-        console.print(f"  gridbench report, the report code before it streamed: {got['seconds']:.0f} s, "
-                      f"peak RSS {got['rss'] / 2**20:.0f} MiB")
+        try:
+            got = gridbench("report", str(run), "--out", str(out), analysis=baseline)
+        except RuntimeError as e:  # old report code need not import with today's packages
+            why = str(e).strip().splitlines()[-1]
+            console.print(f"[yellow]  gridbench report, the report code of --baseline-ref: did not run ({why})")
+            record(f"scale: gridbench report, {n:,} episodes: the code of --baseline-ref", "(reported)",
+                   f"did not run: {why}", None, None)
+        else:
+            row["baseline report"], row["baseline report rss"] = got["seconds"], got["rss"]
+            console.print(f"  gridbench report, the report code before it streamed: {got['seconds']:.0f} s, "
+                          f"peak RSS {got['rss'] / 2**20:.0f} MiB")
     shutil.rmtree(out, ignore_errors=True)
     view = work / f"view-{n}"
     shutil.rmtree(view, ignore_errors=True)
@@ -457,14 +450,10 @@ def main() -> int:
     ap.add_argument("--base", type=Path, help="a run to copy (default: play the built-in agents on the pool)")
     ap.add_argument("--keep", type=Path, help="work here and keep the base and the compacted runs")
     ap.add_argument("--child-load", nargs=4, help=argparse.SUPPRESS)
-    ap.add_argument("--child-cli", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_load:
         run, reader, table, repeats = args.child_load
         child_load(run, reader, table, int(repeats))
-        return 0
-    if args.child_cli:
-        child_cli(args.child_cli[0], args.child_cli[1:])
         return 0
 
     sizes = sorted(args.sizes or (QUICK_SIZES if args.quick else SIZES))

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from env import BadInput, initial_state, png_bytes, resolve_mazes, text_projection
+# env.render (and with it Minigrid, gymnasium and pygame) is imported inside `show`: every command
+# of the CLI imports this module, and `gridbench report` would otherwise carry them in its memory
+from env import BadInput, initial_state, resolve_mazes, text_projection
 from env.files import atomic_write
 from env.variants import record_of
 
@@ -28,7 +30,7 @@ def show(
     skin; a variant's text starts with what it changed and the maze it is the twin of; a 3D
     projection twin's frame is drawn in its own view unless --backend says otherwise)."""
     from env.maze import Maze
-    from env.render import check_renderable, frame, render_from_options
+    from env.render import check_renderable, frame, png_bytes, render_from_options
     from env.render_settings import RenderSettings, render_settings
     from env.variants import projection_of
 
