@@ -106,7 +106,7 @@ def test_client_auto_is_the_lean_openai_client_for_self_hosted_models_only(maze_
         {"name": "hosted", "model": "anthropic/claude-opus-4-8"},
         {"name": "vllm", "model": "hosted_vllm/q", "api_base": url},
         {"name": "vllm-env", "model": "hosted_vllm/q2"},  # endpoint from litellm's environment variable
-        {"name": "served", "model": "openai/gemma", "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}},
+        {"name": "served", "model": "openai/smollm2", "serve": {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}},
         {"name": "proxy", "model": "openai/gpt-4o", "api_base": url},
         {"name": "forced", "model": "openai/gpt-4o-mini", "api_base": url, "client": "openai"},
         {"name": "kept", "model": "hosted_vllm/q3", "api_base": url, "client": "litellm"},
@@ -201,7 +201,7 @@ def test_a_model_entry_is_resolved_once_into_what_the_agent_servers_and_estimate
     bundled = {"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"}
     models = [
         ORACLE,
-        {"name": "llama", "model": "openai/gemma", "serve": bundled},
+        {"name": "llama", "model": "openai/smollm2", "serve": bundled},
         {"name": "vllm", "model": "hosted_vllm/Qwen/Qwen3-8B", "serve": {"engine": "vllm"}, "max_concurrency": 9},
         {"name": "parser", "model": "hosted_vllm/Qwen/Qwen3-8B-AWQ", "serve": {"engine": "vllm", "reasoning_parser": "qwen3"}},
         {"name": "own", "model": "hosted_vllm/Qwen/Qwen3-8B-FP8", "serve": {"engine": "vllm"}, "provider": "vllm-reasoning"},

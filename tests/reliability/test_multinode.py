@@ -68,14 +68,14 @@ def test_served_model_episodes_run_on_the_server_node(cluster, tmp_path):
     c, nodes = cluster
     path = sweep_file(tmp_path / "served.yaml", mazes=str(copy_mazes(tmp_path / "mazes", ["scale-8"])), repeats=3,
                       protocol={**FAST_PROTOCOL, "max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15},
-                      models=[{"name": "gemma", "model": BUNDLED_MODEL, "max_concurrency": 3,
+                      models=[{"name": "smollm2", "model": BUNDLED_MODEL, "max_concurrency": 3,
                                "serve": {"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": 4096, "startup_timeout_s": 300}}])
     sweep = load_sweep(path)
     placed: list[tuple[str, str]] = []
     pool = ServerPool(tmp_path / "run", sweep.models)
     with pool:
-        server_node = pool.nodes["gemma"][0]
-        actor = pool.actors["gemma"][0]
+        server_node = pool.nodes["smollm2"][0]
+        actor = pool.actors["smollm2"][0]
         assert actor_node(actor) == server_node  # the server actor really is where the plan put it
         outcome = Driver(sweep, tmp_path / "run", pool=pool,
                          on_dispatch=lambda spec, a, n: placed.append((spec.episode_id, live_node(a)))).execute()

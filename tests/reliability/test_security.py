@@ -98,7 +98,7 @@ def secured_run(tmp_path_factory):
     models = [{"name": name, "model": f"openai/{name}", "api_base": s.url, "api_key_env": KEY_ENV,
                "params": {"timeout": 5, "retries": 1}, "price": {"input": 1e-6, "output": 1e-6},
                "max_concurrency": 1} for name, s in servers.items()]
-    models.append({"name": "gemma", "model": BUNDLED_MODEL, "api_key_env": KEY_ENV, "max_concurrency": 1,
+    models.append({"name": "smollm2", "model": BUNDLED_MODEL, "api_key_env": KEY_ENV, "max_concurrency": 1,
                    "serve": {"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": 4096, "startup_timeout_s": 300},
                    "protocol": {"max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15}})
     sweep = tmp / "secure.yaml"
@@ -140,7 +140,7 @@ def test_the_run_finished_with_the_failing_endpoints_as_errors(secured_run):
     assert secured_run["code"] == 1, secured_run["outputs"][1][-3000:]
     assert episodes.loc["denied", "termination"] == "error" and episodes.loc["denied", "error_class"] == "AuthenticationError"
     assert episodes.loc["broken", "termination"] == "error"
-    assert episodes.loc["works", "solved"] and episodes.loc["gemma", "termination"] != "error"
+    assert episodes.loc["works", "solved"] and episodes.loc["smollm2", "termination"] != "error"
     assert secured_run["codes"] == (0, 0)
     # the key did reach the endpoints, as the Authorization header: the test would notice a leak
     assert any(r.headers.get("authorization") == f"Bearer {FAKE_KEY}" for r in secured_run["requests"]["denied"])
@@ -162,7 +162,7 @@ def test_the_key_appears_in_no_output(secured_run):
                 assert part not in text, f"{path} holds the key"
     assert searched > 50  # traces, manifest, report, viewer, server log, Ray's logs
     run = secured_run["run"]
-    for expected in ("manifest.json", "servers/gemma-0.log", "report/report.md", "view/index.html"):
+    for expected in ("manifest.json", "servers/smollm2-0.log", "report/report.md", "view/index.html"):
         assert (run / expected).is_file(), expected
     assert list(secured_run["ray_tmp"].rglob("*.log")) or list(secured_run["ray_tmp"].rglob("*.out"))
     for text in secured_run["outputs"]:

@@ -28,9 +28,9 @@ PROTOCOL = dict(observation="text", thinking=False, max_output_tokens=16, temper
                 step_cap_factor=0.1, history_frames=0, icl_example=False)
 
 
-def gemma(**serve) -> ModelEntry:
+def smollm2(**serve) -> ModelEntry:
     spec = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct", "n_ctx": 4096, "startup_timeout_s": 300, **serve})
-    return ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="gemma"), serve=spec, max_concurrency=1)
+    return ModelEntry(config=ModelConfig.for_model(BUNDLED_MODEL, name="smollm2"), serve=spec, max_concurrency=1)
 
 
 def play(ray, lease, *, kill_pid=None, retries=None, attempts=1):
@@ -43,14 +43,14 @@ def play(ray, lease, *, kill_pid=None, retries=None, attempts=1):
     def episode(url):
         protocol = resolve_protocol(PROTOCOL)
         params = {} if retries is None else {"retries": retries}
-        agent = build_agent(ModelConfig.for_model(BUNDLED_MODEL, name="gemma", params=params), protocol,
+        agent = build_agent(ModelConfig.for_model(BUNDLED_MODEL, name="smollm2", params=params), protocol,
                             endpoint=url)
 
         def on_step(record):
             if kill_pid is not None and record.step == 1:
                 os.killpg(kill_pid, signal.SIGKILL)
 
-        identity = EpisodeIdentity(run="t", episode_id="e1", model_name="gemma", model=BUNDLED_MODEL,
+        identity = EpisodeIdentity(run="t", episode_id="e1", model_name="smollm2", model=BUNDLED_MODEL,
                                    condition="default", repeat=0, maze_id="example")
         result = asyncio.run(run_episode(resolve_maze("example"), agent, protocol, identity, on_step=on_step,
                                          attempts=attempts))
@@ -66,16 +66,16 @@ def test_bundled_model_is_found_and_verified():
 
 
 def test_episode_through_the_served_model_records_tokens_latency_and_replies(ray_local, tmp_path):
-    pool = ServerPool(tmp_path, [gemma()])
+    pool = ServerPool(tmp_path, [smollm2()])
     with pool:
-        status = pool.info["gemma"][0]
+        status = pool.info["smollm2"][0]
         assert status["state"] == "ready" and status["url"].startswith("http://127.0.0.1:")
-        lease = pool.acquire("gemma")
-        assert lease is not None and pool.acquire("gemma") is None  # max_concurrency 1
+        lease = pool.acquire("smollm2")
+        assert lease is not None and pool.acquire("smollm2") is None  # max_concurrency 1
         episode, steps = play(ray_local, lease)
         pool.release(lease)
         pid = status["pid"]
-        log = pool.log_path("gemma", 0)
+        log = pool.log_path("smollm2", 0)
     assert episode["termination"] != "error", episode["error_message"]
     assert len(steps) == episode["steps"] >= 1
     for row in steps:
@@ -92,18 +92,18 @@ def test_episode_through_the_served_model_records_tokens_latency_and_replies(ray
 
 
 def test_killed_server_is_restarted_and_its_episode_retried(ray_local, tmp_path):
-    pool = ServerPool(tmp_path, [gemma(max_restarts=1)])
+    pool = ServerPool(tmp_path, [smollm2(max_restarts=1)])
     with pool:
-        first = pool.acquire("gemma")
-        old_pid = pool.status("gemma", 0)["pid"]
+        first = pool.acquire("smollm2")
+        old_pid = pool.status("smollm2", 0)["pid"]
         # no agent retries: the request in flight when the server dies fails the episode at once
         episode, _ = play(ray_local, first, kill_pid=old_pid, retries=0)
         assert episode["termination"] == "error"
         assert pool.lost(first)  # the driver's cue to retry the episode
         pool.release(first)
-        status = pool.wait_ready("gemma", 0)
+        status = pool.wait_ready("smollm2", 0)
         assert status["restarts"] == 1 and status["generation"] == 1 and status["pid"] != old_pid
-        second = pool.acquire("gemma")
+        second = pool.acquire("smollm2")
         assert second.generation == 1 and second.url == first.url
         episode, steps = play(ray_local, second, attempts=2)
         pool.release(second)
@@ -111,12 +111,12 @@ def test_killed_server_is_restarted_and_its_episode_retried(ray_local, tmp_path)
         # a second death spends max_restarts: the model's remaining episodes cannot get a server
         os.killpg(status["pid"], signal.SIGKILL)
         for _ in range(100):
-            if pool.status("gemma", 0)["state"] == "failed":
+            if pool.status("smollm2", 0)["state"] == "failed":
                 break
             time.sleep(0.1)
         with pytest.raises(ServerStartError, match="max_restarts"):
-            pool.acquire("gemma")
-        log = pool.log_path("gemma", 0).read_text()
+            pool.acquire("smollm2")
+        log = pool.log_path("smollm2", 0).read_text()
     assert episode["termination"] != "error", episode["error_message"]
     assert episode["attempts"] == 2 and steps
     assert "restart 1/1" in log
@@ -125,11 +125,11 @@ def test_killed_server_is_restarted_and_its_episode_retried(ray_local, tmp_path)
 def test_server_that_exits_at_start_fails_with_its_log_tail(ray_local, tmp_path):
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"this is not a GGUF file\n" * 64)
-    pool = ServerPool(tmp_path, [gemma(model=str(broken))])
+    pool = ServerPool(tmp_path, [smollm2(model=str(broken))])
     with pytest.raises(ServerStartError) as err:
         pool.start()
     message = str(err.value)
-    assert "exited with code" in message and "gemma-0" in message
+    assert "exited with code" in message and "smollm2-0" in message
     assert "log tail" in message
     # the tail is the server's own words, not ours
     tail = message.split("log tail:", 1)[1]

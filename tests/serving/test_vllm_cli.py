@@ -49,7 +49,7 @@ def test_the_check_covers_every_vllm_served_model_and_test_spec(commands):
     assert "docs/cluster.md:" in sources and "bench/gpu_vllm_check.sh (vllm-small)" in sources
     specs, opaque = check.literal_test_specs()
     assert not opaque, f"serve specs in tests that are not literals, so never checked: {opaque}"
-    assert "tests/serving/test_serving_commands.py" in " ".join(where for where, _ in specs)
+    assert "tests/serving/test_serving_command_lines.py" in " ".join(where for where, _ in specs)
     # every way vllm_command can shape a command line is among them
     flags = {a for c in commands for a in c.argv}
     for flag in ("--distributed-executor-backend", "--no-enable-prefix-caching", "--enable-prefix-caching",
