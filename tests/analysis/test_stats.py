@@ -77,6 +77,24 @@ def test_r2_of_a_constant_property_is_the_model_term_alone(frame):
     assert got["r2_increment"] == 0.0 and np.isnan(got["slope"])
 
 
+def test_the_clustered_p_value_needs_more_mazes_than_coefficients(frame):
+    """The clustered covariance has rank at most mazes - 1 (the per-maze scores sum to zero): with
+    no more mazes than coefficients (here intercept, two arm effects, the property: 4) it is
+    singular and no clustered p-value is given; with more, it is statsmodels' own."""
+    from statsmodels.regression.linear_model import OLS
+
+    for mazes, given in ((4, False), (5, True), (40, True)):
+        d = frame.assign(maze_id=[f"m{i % mazes}" for i in range(len(frame))])
+        got = property_r2(d, "n_gates")
+        assert np.isnan(got["p_value"]) != given, mazes
+        assert got["p_value_iid"] < 0.01  # the episode-level test is there either way
+        if given:
+            X = np.column_stack([np.ones(len(d)), *_dummies(d["arm"]), d["n_gates"].to_numpy(dtype=float)])
+            fit = OLS(d["progress_action"].to_numpy(), X).fit(
+                cov_type="cluster", cov_kwds={"groups": pd.factorize(d["maze_id"])[0]}, use_t=True)
+            assert got["p_value"] == pytest.approx(fit.pvalues[-1], rel=1e-9)
+
+
 def test_r2_with_one_model_is_the_simple_regression(frame):
     one = frame[frame["arm"] == "kimi"]
     got = property_r2(one, "optimal_actions")
