@@ -23,7 +23,7 @@ from analysis.load import ALL, BANDS, grid_order  # noqa: E402
 DPI = 110
 WIDTH = 8.0
 OUTCOME_COLORS = {"progress": "#2a9d8f", "neutral": "#b0b0b0", "wasted": "#e76f51"}
-TERM_COLORS = {"solved": "#2a9d8f", "step_cap": "#e9c46a", "stall": "#e76f51", "parse_failed": "#9d4edd",
+TERM_COLORS = {"solved": "#2a9d8f", "died": "#264653", "step_cap": "#e9c46a", "stall": "#e76f51", "parse_failed": "#9d4edd",
                "exhausted": "#457b9d", "error": "#6c757d"}
 
 plt.rcParams.update({

@@ -1,6 +1,8 @@
 """How an episode ends (docs/design.md §5), checked after every step.
 
-``solved``: the step entered the goal; ``step_cap``: the steps reached ``ceil(factor x optimal)``;
+``solved``: the step entered the goal; ``died``: the step killed the agent on a maze whose
+``rules.death`` is ``fail`` (a dead agent can do nothing more, so every further turn would be paid
+for nothing); ``step_cap``: the steps reached ``ceil(factor x optimal)``;
 ``stall``: ``stall_window`` consecutive steps none of which reached a never-seen state, the start
 counting as seen. Under the gridbench style a state is its position, carried key and mechanism
 state, and the step cap is checked before the stall; under the study style it is the study's
@@ -22,7 +24,7 @@ from env.state import MazeState
 from traces import Ending
 
 # the endings these rules decide (the agent's own endings and ``error`` are decided elsewhere)
-RULE_ENDINGS: tuple[Ending, ...] = ("solved", "stall", "step_cap")
+RULE_ENDINGS: tuple[Ending, ...] = ("solved", "died", "stall", "step_cap")
 
 
 def step_cap_for(optimal: int, factor: float) -> int:
@@ -53,6 +55,7 @@ class TerminationRules:
     stall_window: int | None  # None: no stall watchdog
     signature: Callable[[MazeState], Hashable] = gridbench_signature
     stall_first: bool = False
+    death_ends: bool = False  # the maze's rules.death is "fail"
     seen: set[Hashable] = field(default_factory=set)
     since_novel: int = 0
     reason: Ending | None = None  # set once the episode has ended
@@ -60,8 +63,8 @@ class TerminationRules:
     @classmethod
     def start(cls, state: MazeState, step_cap: int, stall_window: int | None, *,
               signature: Callable[[MazeState], Hashable] = gridbench_signature,
-              stall_first: bool = False) -> TerminationRules:
-        return cls(step_cap, stall_window, signature, stall_first, seen={signature(state)})
+              stall_first: bool = False, death_ends: bool = False) -> TerminationRules:
+        return cls(step_cap, stall_window, signature, stall_first, death_ends, seen={signature(state)})
 
     @classmethod
     def for_episode(cls, maze: Maze, protocol: Protocol, start: MazeState, optimal: int) -> TerminationRules:
@@ -71,7 +74,7 @@ class TerminationRules:
         study = protocol.style == "study"
         return cls.start(start, step_cap_for(optimal, protocol.step_cap_factor), protocol.stall_window,
                          signature=study_signature(maze, protocol.drop) if study else gridbench_signature,
-                         stall_first=study)
+                         stall_first=study, death_ends=maze.rulebook.death == "fail")
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:
         """Record the state after step ``step`` (1-based); returns whether it was novel and sets
@@ -87,6 +90,8 @@ class TerminationRules:
         capped = step >= self.step_cap
         if event == "goal":
             self.reason = "solved"
+        elif event == "died" and self.death_ends:
+            self.reason = "died"
         elif stalled and (self.stall_first or not capped):
             self.reason = "stall"
         elif capped:

@@ -127,7 +127,7 @@ def _build(cls: type, row: dict[str, Any], names: dict[tuple[str, ...], str], pr
 # ---- the outcome vocabulary ------------------------------------------------------------------
 
 # every way an episode can end that is a model's outcome (docs/design.md §5)
-Ending = Literal["solved", "step_cap", "stall", "parse_failed", "exhausted"]
+Ending = Literal["solved", "died", "step_cap", "stall", "parse_failed", "exhausted"]
 ENDINGS: tuple[Ending, ...] = get_args(Ending)
 # an infrastructure failure after retries: never a model's outcome, left out of every metric
 ERROR: Final = "error"
@@ -250,7 +250,8 @@ class EpisodeRecord(TraceRecord):
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "
                                                "episode never started")
     step_cap: int | None = col("int32", "`ceil(step_cap_factor x optimal_actions)`")
-    termination: Termination = col("string", "`solved`, `step_cap`, `stall`, `parse_failed` (`requery_limit` replies in a "
+    termination: Termination = col("string", "`solved`, `died` (a kill cell under `rules.death: fail`), `step_cap`, "
+                                     "`stall`, `parse_failed` (`requery_limit` replies in a "
                                      "row gave no action), `exhausted` (a trajectory's actions ran out) or `error` "
                                      "(infrastructure failure: leave it out of metrics)")
     solved: bool = col("bool", "the agent entered the goal")

@@ -235,3 +235,35 @@ def test_recorded_state_is_the_state_each_step_reached():
     assert state.carrying == 0 and state.doors == (0,)  # the key was carried through an unlocked door
     with pytest.raises(ValueError):
         recorded_state(maze, 1, 1, 0, "no-such-key", json.loads(rows[0].mechanisms))
+
+
+@pytest.mark.parametrize("preset", ["gridbench-final", "study-final"])
+def test_a_death_that_fails_the_episode_ends_it_there_and_replays(preset, tmp_path):
+    """Under ``rules.death: fail`` a dead agent can change nothing: the episode ends ``died`` on
+    that step (it used to go on, every turn paid for, until the watchdog), in both styles, and its
+    replay agrees; under the default reading the same move resets the maze and play goes on."""
+    from env.maze import maze_from_dict
+    from episodes.replay import replay
+    from traces import write_episode, write_manifest
+
+    def maze(rules):
+        return maze_from_dict({
+            "format": "gridbench.maze/1", "id": "deadly", "ruleset": "multinet-pr57",
+            "grid": ["#######", "#.....#", "#.###.#", "#.....#", "#######"],
+            "start": {"pos": [1, 1], "dir": "east"}, "goal": [5, 1],
+            "objects": [{"id": "x", "kind": "kill", "pos": [3, 1]}], **({"rules": rules} if rules else {})})
+
+    protocol = Protocol.preset(preset)
+    forward = 2
+    died = play(maze({"death": "fail"}), Scripted([forward] * 40), protocol)
+    assert (died.episode.termination, died.episode.steps, died.episode.solved) == ("died", 2, False)
+    assert [s.event for s in died.steps] == ["moved", "died"]
+    assert died.episode.d_end_action is None  # the goal is lost
+    reset = play(maze(None), Scripted([forward] * 40), protocol)
+    assert reset.episode.termination != "died" and reset.episode.steps > 2
+    assert [s.event for s in reset.steps[:2]] == ["moved", "died"]
+    run_dir = tmp_path / "run"
+    write_episode(run_dir, died)
+    write_manifest(run_dir, run="r", sweep={"name": "t"}, mazes={maze({"death": "fail"}).checksum: maze({"death": "fail"}).to_dict()},
+                   invocation={"command": ["test"]})
+    assert replay(run_dir, "e", verify=True).ok
