@@ -279,6 +279,11 @@ TEMPLATE_OFF = {"chat_template_kwargs": {"enable_thinking": False}}
 CONSTRAINS_JSON_ONLY = "constrains replies to JSON at most, not to the protocol's answer line"
 VLLM_CACHED = "usage.prompt_tokens_details.cached_tokens, only when served with --enable-prompt-tokens-details"
 
+# what every Claude family shares: Anthropic's API (no seed, cache marks, its tiers and batches)
+ANTHROPIC_API: dict[str, Any] = dict(
+    seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
+    unconstrained_why=CONSTRAINS_JSON_ONLY, cached_tokens="usage.cache_read_input_tokens",
+)
 ANTHROPIC_ADAPTIVE_ON = {"thinking": {"type": "adaptive", "display": "summarized"}}
 ANTHROPIC_ADAPTIVE = ProviderFamily(
     name="anthropic-adaptive", title="Claude 4.7 and later (Anthropic)",
@@ -286,11 +291,9 @@ ANTHROPIC_ADAPTIVE = ProviderFamily(
     effort=Control(("output_config", "effort"), levels=CLAUDE_EFFORTS),
     fixed_sampling=("temperature", "top_p", "top_k"),
     fixed_why="Anthropic removed the sampling parameters from Claude Opus 4.7 on",
-    seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
-    unconstrained_why=CONSTRAINS_JSON_ONLY,
     reasoning_text="thinking blocks, with text only under display: summarized",
     reasoning_tokens="usage.output_tokens_details.thinking_tokens",
-    cached_tokens="usage.cache_read_input_tokens",
+    **ANTHROPIC_API,
 )
 OPENAI_REASONING = ProviderFamily(
     name="openai-reasoning", title="OpenAI reasoning models (o-series, GPT-5)",
@@ -320,11 +323,9 @@ FAMILIES: tuple[ProviderFamily, ...] = (
         budget_required=True, budget_below_cap=True,
         unsampled_with_thinking=("temperature", "top_k"),
         fixed_why="Anthropic's extended thinking does not take sampling changes",
-        seed=False, marks_cache=True, tiers=ANTHROPIC_TIERS, batch_api="anthropic",
-        unconstrained_why=CONSTRAINS_JSON_ONLY,
         reasoning_text="thinking blocks",
         reasoning_tokens="usage.output_tokens_details.thinking_tokens where reported, else counted from the text",
-        cached_tokens="usage.cache_read_input_tokens",
+        **ANTHROPIC_API,
     ),
     ProviderFamily(
         name="moonshot-kimi-k2", title="Kimi K2.5 / K2.6 (Moonshot)",
