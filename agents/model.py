@@ -2,10 +2,13 @@
 
 A sweep's model entry is parsed into a ``ModelConfig`` once, when the sweep is loaded
 (``parse_model_config``), and that object travels unchanged to every actor that builds an agent
-from it; every rule an agent could reject is checked here, so ``gridbench run --dry-run`` refuses
-a bad entry with the same one-line ``BadInput`` instead of every episode ending in error.
+from it; every rule of the entry an agent could reject is checked here (and each condition
+against the entry's provider family where the sweep's conditions are known, in
+``orchestrator.sweep``), so ``gridbench run --dry-run`` refuses a bad entry with the same one-line
+``BadInput`` instead of every episode ending in error; the agent checks none of it again.
 Placement (servers, concurrency, budgets, a model's own mazes) is the orchestrator's business
-and lives in ``orchestrator.sweep.ModelEntry``, which holds a ``ModelConfig``.
+and lives in ``orchestrator.sweep.ModelEntry``, which holds a ``ModelConfig``; nothing here knows
+how a model is served (a served entry's provider family comes in as ``served_as``).
 """
 
 from __future__ import annotations
