@@ -8,6 +8,8 @@ vary is said in words (``_no_variation``), never drawn on an axis stretched arou
 
 from __future__ import annotations
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -154,14 +156,17 @@ def _stacked_shares(shares: dict[str, tuple[np.ndarray, list[str], str]], ylabel
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, pad=24)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=4, frameon=False)
+    # the legend sits between the axes and the title: the title clears as many rows as it takes
+    ncol = len(shares) if len(shares) <= 7 else 4
+    ax.set_title(title, pad=10 + 14 * math.ceil(len(shares) / ncol))
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=ncol, frameon=False)
     return fig
 
 
 def terminations(t: pd.DataFrame) -> Figure:
     t = _only_arms(t)
-    kinds = [k for k in TERM_COLORS if k in t]
+    # the endings that happened (the table lists every one, zeros included)
+    kinds = [k for k in TERM_COLORS if k in t and t[k].sum() > 0]
     shares = {k: ((t[k] / t["episodes"]).to_numpy(dtype=float), [str(int(n)) for n in t[k]], TERM_COLORS[k])
               for k in kinds}
     return _stacked_shares(shares, [f"{a} (n={n})" for a, n in zip(t["arm"], t["episodes"], strict=True)],

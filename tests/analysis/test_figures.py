@@ -205,3 +205,17 @@ def test_an_arm_that_ended_farther_than_it_started_shows_its_bar_left_of_zero():
     _check_arm_rows(ax, t, "mean_progress_action", colors, offset=-0.2)
     _check_arm_rows(ax, t, "mean_progress_tile", colors, offset=0.2)
     plt.close(fig)
+
+
+def test_the_terminations_legend_names_what_happened_and_clears_the_title(built):
+    _, figs, tables = built
+    fig = figs["terminations"]
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    arms = tables["terminations"][tables["terminations"]["arm"] != ALL]
+    happened = [k for k in figures.TERM_COLORS if k in arms and arms[k].sum() > 0]
+    assert [t.get_text() for t in legend.get_texts()] == happened and "died" not in happened
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title, box = ax.title.get_window_extent(renderer), legend.get_window_extent(renderer)
+    assert title.y0 >= box.y1 - 1, (title, box)  # the title sits above the legend, not across it
