@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray import exceptions as rex
 
-from orchestrator.actors import ACTOR_LOST, Actors, Resume, Worker
 from episodes.episode import Suspended, failed_episode
+from orchestrator.actors import ACTOR_LOST, Actors, Resume, Worker
 from orchestrator.journal_actor import POLL_S, Spending
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
