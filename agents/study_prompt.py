@@ -28,7 +28,20 @@ from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
 from env.maze import CLASSIC, MULTINET_PR57, Maze
 from env.skins import skin_of, with_skin
-from env.state import DONE, DROP, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE, MazeState, ahead, arrow, dead, r1_landing
+from env.state import (
+    DONE,
+    DROP,
+    FORWARD,
+    LEFT,
+    PICKUP,
+    RIGHT,
+    TOGGLE,
+    MazeState,
+    ahead,
+    arrow,
+    dead,
+    r1_landing,
+)
 
 FACINGS = ("EAST", "SOUTH", "WEST", "NORTH")  # env.maze.DIRECTIONS order
 

@@ -43,9 +43,9 @@ from rich.table import Table  # noqa: E402
 
 from agents import build_agent  # noqa: E402
 from env.sets import set_dir  # noqa: E402
+from episodes.episode import run_episode  # noqa: E402
 from orchestrator.connect import connect  # noqa: E402
 from orchestrator.driver import Driver, Reporter  # noqa: E402
-from episodes.episode import run_episode  # noqa: E402
 from orchestrator.sweep import parse_sweep  # noqa: E402
 from traces import write_episode  # noqa: E402
 

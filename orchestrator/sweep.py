@@ -509,7 +509,7 @@ def _check_serve_limits(source: str, i: int, model: ModelEntry, conditions: list
     mazes = sweep.model_mazes(model) or sweep.mazes
     from orchestrator.serving.limits import images_per_request, longest_request
 
-    for c, (protocol, shown) in ((c, v) for c in model_conditions(model, conditions) for v in views(c.protocol, mazes)):
+    for c, (protocol, shown) in ((cond, v) for cond in model_conditions(model, conditions) for v in views(cond.protocol, mazes)):
         given = spec.limit_mm_per_prompt
         if given is not None:
             n = images_per_request(shown[0], protocol)

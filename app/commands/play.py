@@ -36,10 +36,10 @@ def play(
 ) -> None:
     """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
     from agents.protocol import resolve_protocol
-    from env import resolve_mazes
-    from env.names import check_name
     from app.web.play import default_run_name
     from app.web.play import play as play_mazes
+    from env import resolve_mazes
+    from env.names import check_name
 
     player = check_name("--name", "", name if name is not None else _default_name(), "player name")
     from env.render import check_renderable, render_from_options

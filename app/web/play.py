@@ -38,12 +38,12 @@ from agents.prompt import build_messages, fingerprint
 from agents.protocol import Protocol
 from agents.types import Decision, Turn
 from agents.usage import Usage
+from app.web.viewer import script_json, template
 from env import ACTIONS, BadInput, Maze
-from env.state import SIX_ACTIONS
 from env.names import check_name
+from env.state import SIX_ACTIONS
 from episodes.episode import EpisodeResult, run_episode
 from orchestrator.sweep import ModelEntry, episode_id
-from app.web.viewer import script_json, template
 from traces import EpisodeIdentity, completed_ids, read_manifest, write_episode, write_manifest
 
 HOST = "127.0.0.1"

@@ -42,7 +42,17 @@ from env.generator.topology import (
     neighbours,
     shortest_path,
 )
-from env.maze import COLORS, FORMAT, MINIGRID, MULTINET_PR57, MULTINET_R1, STUDY_RULESETS, Maze, Meta, maze_from_dict
+from env.maze import (
+    COLORS,
+    FORMAT,
+    MINIGRID,
+    MULTINET_PR57,
+    MULTINET_R1,
+    STUDY_RULESETS,
+    Maze,
+    Meta,
+    maze_from_dict,
+)
 
 GENERATOR_VERSION = 1
 # the rulesets the generator lays mazes out for

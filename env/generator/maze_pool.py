@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from env.files import atomic_folder, atomic_write
 from env.errors import BadInput
+from env.files import atomic_folder, atomic_write
 from env.generator.generator import TILES, GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
     Constraint,

@@ -18,10 +18,10 @@ from minigrid.utils import rendering as mg
 from PIL import Image
 
 import env
+from app.cli import main as cli_main
 from env import MazeEnv, drawing, initial_state, png_bytes, render_state, step, text_projection, tiles
 from env.maze import SKIN_NAMES
 from env.objects import Gate, Switch
-from app.cli import main as cli_main
 
 ALL = make(["#########",
             "#A.k.s..#",

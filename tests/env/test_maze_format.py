@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import env
+from app.cli import main as cli_main
 from env import BadInput, load_maze, resolve_maze, resolve_mazes, save_maze
 from env import sets as maze_sets
-from app.cli import main as cli_main
 
 EXAMPLE = json.loads((Path(env.__file__).parent / "mazes" / "hand" / "example.json").read_text())
 

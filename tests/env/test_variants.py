@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import env
+from app.cli import main as cli_main
 from env import initial_state, load_maze, maze_from_dict, render_state, resolve_maze, resolve_mazes, step
 from env.checks import run_checks
 from env.maze import COLORS, MULTINET_R1
@@ -36,7 +37,6 @@ from env.variants import (
     variant_id,
     variant_set,
 )
-from app.cli import main as cli_main
 
 GEOMETRIC = ("rotate-90", "rotate-180", "rotate-270", "mirror-lr", "mirror-tb")
 

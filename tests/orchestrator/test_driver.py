@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from app.cli import main as cli_main
-from orchestrator.driver import Driver
 from episodes.replay import replay
+from orchestrator.driver import Driver
 from orchestrator.sweep import parse_sweep
 from traces import Journals, read_manifest
 

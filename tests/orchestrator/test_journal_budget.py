@@ -10,8 +10,8 @@ import pytest
 
 from agents import Protocol, build_agent
 from env import resolve_maze
-from orchestrator.budget import Concurrency, Ledger
 from episodes.episode import run_episode
+from orchestrator.budget import Concurrency, Ledger
 from orchestrator.estimate import TYPICAL_TURNS, Observed, estimate
 from orchestrator.sweep import load_sweep, parse_sweep
 from traces import EpisodeIdentity, Journals

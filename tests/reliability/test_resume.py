@@ -27,8 +27,8 @@ import yaml
 from sweep_runs import FAKE_KEY, KEY_ENV, ROOT, assert_each_episode_once
 
 from env.sets import set_entries
-from orchestrator.driver import Driver
 from episodes.replay import replay
+from orchestrator.driver import Driver
 from orchestrator.sweep import load_sweep
 from testing.reading import walls_from_text
 from testing.scripted_server import ScriptedServer

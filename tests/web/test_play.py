@@ -18,10 +18,10 @@ import pytest
 from web_runs import run_async
 
 from agents import Protocol, Turn, build_messages
+from app.web.play import KEYS, play
 from env import initial_state, load_maze, resolve_maze, save_maze
 from env.maze import maze_from_dict
 from env.oracle import solve
-from app.web.play import KEYS, play
 from traces import read_manifest, read_run
 
 CORRIDOR = {

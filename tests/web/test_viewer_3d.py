@@ -14,8 +14,8 @@ from test_viewer import _open, column, index_of, records
 from web_runs import make_run
 
 from agents import resolve_protocol
-from episodes.replay import replay
 from app.web.viewer import build_view
+from episodes.replay import replay
 
 if importlib.util.find_spec("mujoco") is None:  # the 3d extra: scripts/install.sh --test installs it
     pytest.skip("mujoco is not installed", allow_module_level=True)
