@@ -18,13 +18,13 @@ script does):
    navigation to the first rows drawn, median of ``--loads``).
 
 Up to ``--baseline-max`` episodes (default: the smallest size) the report also runs on the
-per-episode files before compaction, and on the compacted run with the report code of
-``--baseline-ref`` (the last commit before the report streamed the steps through DuckDB; its
-``analysis`` package is taken from git, first on the child's path), side by side. That package
-must still import with today's others: 2f47007c7b3f's does not (it reads runs through
-``orchestrator.traces``, since moved), and the comparison is then reported as not run. (Until
-2026-12-07 the child put the repository ahead of it on the path, so that the "baseline" it
-reported was today's code.)
+per-episode files before compaction, and, when ``--baseline-ref`` names a commit, on the compacted
+run with that commit's report code (its ``analysis`` package taken from git, first on the child's
+path), side by side. That package must still import with today's others, or the comparison is
+reported as not run. There is no default: the commit it used to name (2f47007c7b3f, the last before
+the report streamed the steps through DuckDB) reads runs through ``orchestrator.traces``, since
+moved, and until 2026-12-07 the child put the repository ahead of it on the path, so that the
+"baseline" it reported was today's code.
 
 Sizes above ``--per-episode-max`` (default 30,000: building and compacting 300,000 small files
 at 150,000 would add about 18 minutes, past ``bench/run_all.py``'s limit per script, and their
@@ -80,7 +80,6 @@ GOAL_SIZE, FLAT_MID_SIZE = 150_000, 30_000
 # per-episode files are not built): about what compaction's parts hold at 150k episodes
 EPISODES_PER_FILE = 50_000
 # the report code before it streamed the steps (pandas over the whole steps table)
-BASELINE_REF = "2f47007c7b3f"
 DISK_MARGIN = 10 * 2**30  # left free for everyone else on the disk
 MEMORY_MARGIN = 4 * 2**30  # and in memory (the machine is shared)
 # the report of the base's own episodes (3,210 real ones, compacted): the peak RSS it may reach
@@ -444,7 +443,8 @@ def main() -> int:
                     help=f"largest size built as per-episode files (default {FLAT_MID_SIZE}; 0: every size that "
                          "fits the disk)")
     ap.add_argument("--repeats", type=int, default=3, help="loads of each compacted table (the best counts)")
-    ap.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the report code to compare with")
+    ap.add_argument("--baseline-ref", help="git ref of report code to run side by side with today's (its analysis "
+                    "package must still import with today's others; default: no comparison)")
     ap.add_argument("--baseline-max", type=int, help="largest size the baseline report runs on (default: the smallest)")
     ap.add_argument("--loads", type=int, default=3, help="browser loads of each viewer (the median counts)")
     ap.add_argument("--base", type=Path, help="a run to copy (default: play the built-in agents on the pool)")
@@ -478,7 +478,8 @@ def main() -> int:
         console.print(f"base: {base.episodes.num_rows:,} episodes, {base.steps.num_rows:,} steps")
         bytes_per_episode = size["bytes"] / base.episodes.num_rows
         baseline_max = args.baseline_max if args.baseline_max is not None else sizes[0]
-        baseline = baseline_analysis(args.baseline_ref, work / "baseline") if baseline_max else None
+        baseline = (baseline_analysis(args.baseline_ref, work / "baseline")
+                    if args.baseline_ref and baseline_max else None)
         small_met = args.quick or args.base is not None or small_report(base, work)
         rows: dict[int, dict] = {}
         previous = None
@@ -498,7 +499,7 @@ def main() -> int:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     extrapolate(rows)
-    met = summarize(rows, sizes, args.baseline_ref) and small_met
+    met = summarize(rows, sizes, args.baseline_ref or "") and small_met
     (Console() if sys.stdout.isatty() else Console(width=220)).print(f"{(time.perf_counter() - started) / 60:.0f} min in all; load average (1, 5, 15 min) "
                   f"{' '.join(f'{x:.1f}' for x in load_before)} at the start, "
                   f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the end")
