@@ -356,6 +356,8 @@ def summarize(rows: dict[int, dict], sizes: list[int], baseline_ref: str) -> boo
         table.add_column(f"{n:,} episodes ({rows[n]['steps']:,} steps)", justify="right")
     table.add_column("flat", justify="right")
     for key, label, unit in FIGURES:
+        if key.startswith("baseline") and not any(key in rows[n] for n in sizes):
+            continue  # no --baseline-ref: nothing was compared
         flat = _flat(rows, key, big, mid) if key in FLAT_FIGURES else None
         table.add_row(label, *[cell(rows[n], key, unit) for n in sizes], "" if flat is None else f"{flat:.2f}")
     out.print(table)
