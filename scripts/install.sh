@@ -41,32 +41,47 @@ python3 -m venv .venv
 # llama-cpp-python (the server of the bundled CPU model) ships as source only: pip compiles
 # llama.cpp, a C++ library of a few hundred files, which takes many minutes on a small machine.
 # It goes first, on its own, with its compiler's progress shown every twentieth of the way; the log
-# of the build is kept and shown only when it fails. pip's wheel cache makes a reinstall quick.
+# of the build is kept and shown only when it fails.
 llama=$(.venv/bin/python - <<'PY'
 import tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["run"]
-print(next(r for r in extra if r.startswith("llama-cpp-python")))
+print(next(r for r in extra if r.startswith("llama-cpp-python")).replace("[server]", ""))
 PY
 )
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "building ${llama} from source: it compiles llama.cpp (C++) for the bundled model's server;" \
-       "about 5 minutes on 2 cores (more when they are busy), with progress below ..."
+# portable, not llama.cpp's default -march=native: what it runs on, and why (docs/cluster.md)
+llama_cmake=$(bash scripts/llama_cmake_args.sh)
+# pip's wheel cache knows a wheel by its source, not by the flags it was built with (a native wheel
+# built before would come back): the wheel is built without it and kept under its flags instead,
+# which makes a reinstall quick
+key=$(printf '%s\n%s\n%s\n' "$llama" "$llama_cmake" "$(uname -m)" | sha256sum | cut -c1-16)
+wheels="${XDG_CACHE_HOME:-$HOME/.cache}/gridbench/llama-wheels/${key}"
+if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+  echo "building ${llama} from source (${llama_cmake}): it compiles llama.cpp (C++) for the" \
+       "bundled model's server; about 5 minutes on 2 cores (more when they are busy), with progress below ..."
   log=$(mktemp)
   started=$SECONDS
-  # ninja prints "[done/total] Building ..." per file: one line at each further twentieth
-  if ! .venv/bin/python -m pip install -v "${llama}" 2>&1 | tee "$log" | awk '
-      match($0, /^\[[0-9]+\/[0-9]+\]/) {
-        split(substr($0, 2, RLENGTH - 2), n, "/")
-        step = int(20 * n[1] / n[2])
-        if (step > shown) { shown = step; printf "  llama.cpp: %d of %d files compiled (%d%%)\n", n[1], n[2], 5 * step; fflush() }
-      }'; then
-    tail -n 40 "$log"; echo "install: building ${llama} failed (needs a C/C++ compiler: build-essential)"; exit 1
+  rm -rf "$wheels.partial"; mkdir -p "$wheels.partial"
+  if ! CMAKE_ARGS="$llama_cmake" .venv/bin/python -m pip wheel -v --no-deps --no-cache-dir \
+        -w "$wheels.partial" "${llama}" 2>&1 | tee "$log" | awk -v label=llama.cpp -f scripts/build_progress.awk \
+     || ! ls "$wheels.partial"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    tail -n 40 "$log"; rm -rf "$wheels.partial"
+    echo "install: building ${llama} failed (it needs a C/C++ compiler and CMake: build-essential cmake); log above"
+    exit 1
   fi
-  rm -f "$log"
-  echo "  built ${llama} in $(( (SECONDS - started) / 60 )) min"
+  mv "$log" "$wheels.partial/build.log"  # kept beside the wheel: the flags and compiler it was built with
+  rm -rf "$wheels"; mv "$wheels.partial" "$wheels"
+  echo "  built ${llama} in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
 fi
+.venv/bin/python -m pip install -q "$wheels"/llama_cpp_python-*.whl
 echo "installing gridbench[${extras}] and its dependencies (Ray, litellm, pyarrow, ...): a few minutes ..."
 # setuptools prints a page about editable installs of several top-level packages (env, agents,
 # orchestrator, analysis), which this layout knows and wants: keep the install quiet
 PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e ".[${extras}]"
+# a build is worth nothing until it answers: the bundled model's server is asked for an answer of
+# several tokens, so a llama.cpp that cannot run here fails the install, not the first run
+if ! .venv/bin/python -m orchestrator.serving.selfcheck; then
+  echo "install: the llama.cpp server does not answer (the line above says why); to build it again:" \
+       "rm -rf '${wheels}' && scripts/install.sh ${1:-}"
+  exit 1
+fi
 echo "installed gridbench[${extras}] into .venv"
