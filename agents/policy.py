@@ -8,7 +8,7 @@ markers, and the model's token counter.
 
 - ``GridbenchPolicy`` (``style: gridbench``): one call per step; a reply with no action is a
   no-op step, asked again with the reply and a reminder of the format (``reask``, at most
-  ``REASK_LIMIT`` times) or sent again unchanged (``requery``, ``requery_limit`` calls in a row
+  ``agents.protocol.REASK_LIMIT`` times) or sent again unchanged (``requery``, ``requery_limit`` calls in a row
   ending the episode); a multi-turn conversation shows the model its own past replies.
 - ``agents.study_agent.StudyPolicy`` (``style: study``): the study's querying modes, action
   lists and re-queries.
@@ -29,8 +29,6 @@ from agents.prompt import build_messages, fingerprint, reask_messages, with_cach
 from agents.transport import Completion
 from agents.types import REASK_SEPARATOR, Decision, Turn
 from agents.usage import Budget, Usage
-
-REASK_LIMIT = 2
 
 
 class Model(Protocol):
@@ -96,12 +94,11 @@ class GridbenchPolicy(Policy):
         calls: list[Completion] = []
         # calls after the first one that gave no action: a re-ask shows the reply and a reminder
         # of the format, a re-query sends the same request again
-        more = {"noop": 0, "reask": REASK_LIMIT, "requery": p.requery_limit - 1}[p.invalid_output]
         while True:
             completion = await self.model.call(messages)
             calls.append(completion)
             action, status = parse_action(completion.reply)
-            if action is not None or len(calls) > more:
+            if action is not None or len(calls) >= p.calls_per_turn:
                 break
             if p.invalid_output == "reask":
                 messages = reask_messages(messages, completion.reply)

@@ -33,6 +33,8 @@ Observation = Literal["image", "text", "image+text"]
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 Style = Literal["gridbench", "study"]
 # fields that mean something in one style only, with the value the other style must keep
+# re-asks after a reply with no action under the gridbench style's ``invalid_output: reask``
+REASK_LIMIT = 2
 GRIDBENCH_ONLY = {"start_info": False, "mechanism_locations": False, "steps_remaining": False}
 STUDY_ONLY = {"action_space": "egocentric", "querying": "step", "actions_anywhere": False, "feedback": "none",
               "hint": "none", "requery": "plain", "moves_remaining": False, "actions": "without_drop"}
@@ -166,6 +168,18 @@ class Protocol(BaseModel):
     def offered(self) -> tuple[int, ...]:
         """The action indices (``env.state.ACTIONS``) an agent may take under this protocol."""
         return tuple(range(len(ACTIONS) if self.drop else len(SIX_ACTIONS)))
+
+    @property
+    def calls_per_turn(self) -> int:
+        """The most model calls one turn can make: the first, and each re-ask (the gridbench
+        style's ``reask``: ``REASK_LIMIT``) or re-query (``requery``: up to ``requery_limit`` calls
+        in all) after a reply with no action. Both policies loop to exactly this; the cost bound,
+        the calibration's projection and the dry run multiply the step cap by it."""
+        if self.invalid_output == "requery":
+            return self.requery_limit
+        if self.invalid_output == "reask" and self.style == "gridbench":
+            return 1 + REASK_LIMIT
+        return 1  # noop, and the study style's reask, which its harness never had: a no-op step
 
     @property
     def uses_image(self) -> bool:

@@ -103,7 +103,7 @@ class StudyPolicy(Policy):
         calls: list[Completion] = []
         prompt_hash, image_hashes = "", list[str]()
         reply = StudyReply((), "invalid")
-        for attempt in range(p.requery_limit if p.invalid_output == "requery" else 1):
+        for attempt in range(p.calls_per_turn):
             messages = build_study_messages(turn, self._chat)
             if attempt and p.requery == "corrective":
                 messages = corrective_requery(messages, p, turn.maze.skin)

@@ -199,7 +199,8 @@ def project(specs: list[EpisodeSpec], qpe: QueriesPerEpisode, measured: list[Pro
 SCENARIO_NOTES = {
     "mean": "the sample's mean queries per episode (the study's own scenario)",
     "p90": "the sample's 90th percentile of queries per episode (numpy, linear interpolation)",
-    "cap": "each episode's call bound: its step cap (x3 with invalid_output: reask); the most it can make",
+    "cap": "each episode's call bound: its step cap times the calls a turn may make (3 with invalid_output: "
+           "reask, requery_limit with requery); the most it can make",
 }
 
 

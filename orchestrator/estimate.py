@@ -3,7 +3,9 @@
 Per model, over the episodes still to run, three figures: an upper bound, a typical figure,
 and where the typical figure comes from.
 
-- **calls**: at most the step cap of each episode (times three with ``invalid_output: reask``);
+- **calls**: at most ``calls_bound``: each episode's step cap times the calls one turn may make
+  under its protocol (``Protocol.calls_per_turn``: three with ``reask``, ``requery_limit`` with
+  ``requery``);
   typically the mean calls per episode of this model's finished episodes in the run, else the
   sweep's calibration (``gridbench calibrate``: the sample's mean queries per episode,
   ``orchestrator.calibration``), else the study's queries per episode for the model's provider
@@ -44,7 +46,6 @@ from orchestrator.sweep import EpisodeSpec, ModelEntry
 # that followed a move over its 50 episodes (the stall watchdog ended most of them), so about 33
 # turns with the first one.
 TYPICAL_TURNS = 33
-REASK_FACTOR = 3  # a turn with `invalid_output: reask` makes at most 1 + 2 calls
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,11 @@ class Calibrated:
 
 
 def calls_bound(spec: EpisodeSpec) -> int:
-    """The most calls an episode can make: its step cap, three a turn with ``invalid_output: reask``."""
+    """The most calls an episode can make: its step cap times the calls a turn may make
+    (``Protocol.calls_per_turn``). The one count of it: the estimate, the calibration's projection
+    and the dry run all read it."""
     protocol = spec.condition.protocol
-    factor = REASK_FACTOR if protocol.invalid_output == "reask" else 1
-    return step_cap_of(spec.maze, protocol.step_cap_factor) * factor
+    return step_cap_of(spec.maze, protocol.step_cap_factor) * protocol.calls_per_turn
 
 
 @dataclass
@@ -130,8 +132,7 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
             continue
         protocol = spec.condition.protocol
         cap = step_cap_of(spec.maze, protocol.step_cap_factor)
-        factor = REASK_FACTOR if protocol.invalid_output == "reask" else 1
-        calls_max = cap * factor
+        calls_max = calls_bound(spec)
         out_cap = protocol.max_output_tokens
         seen = (observed or {}).get(m.name)
         measured = (calibrated or {}).get((m.name, spec.condition.name))
@@ -171,7 +172,9 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         if price is None or e.cost_max_standard is None:
             e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = None
             continue
-        e.cost_max_standard += factor * (_prompt_sum(first, growth, cap) * price.input + cap * out_cap * price.output)
+        # each of a turn's calls sends that turn's prompt again (a re-ask adds a reply and a line)
+        e.cost_max_standard += protocol.calls_per_turn * (_prompt_sum(first, growth, cap) * price.input
+                                                          + cap * out_cap * price.output)
         if per_call is None or e.cost_typical_standard is None:
             e.cost_typical_standard = None
         elif usd_per_call is not None:
