@@ -40,7 +40,10 @@ def answer_cost(config: ModelConfig, priced_by: PricedBy, usage: Usage, response
         price = table_price(config.model)
         return factor * price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached) if price else 0.0
     try:
-        # litellm prices flex itself when the answer says so: the standard figure is asked for
-        return factor * float(litellm_module().completion_cost(completion_response=response, service_tier=None) or 0.0)
+        # the standard figure, whatever tier the answer names: litellm prices an answer that says
+        # `service_tier: flex` at the flex rate unless told the tier (None defers to the answer,
+        # and OpenAI's flex answers say flex), and the tier's factor above would halve it again
+        return factor * float(litellm_module().completion_cost(completion_response=response,
+                                                               service_tier="default") or 0.0)
     except Exception:
         return 0.0  # not in litellm's table: give the model a `price` in the sweep

@@ -194,3 +194,49 @@ def test_a_batch_line_carries_the_request_in_the_providers_own_shape(example_maz
                                                                   "output_tokens": 7}})
     assert (answer.reply, answer.reasoning, answer.finish_reason) == ("ACTION: left", "hm", "length")
     assert (answer.usage.tokens_in, answer.usage.tokens_cached, answer.usage.tokens_out) == (100, 90, 7)
+
+
+def one_answer(example_maze, srv, model: str, tier: str, client: str = "litellm"):
+    config = ModelConfig.for_model(model, api_base=srv.url, api_key_env=KEY_ENV, tier=tier, client=client)
+    protocol, t = turn(example_maze)
+    agent = LLMAgent(config, protocol, retry=FAST)
+
+    async def one():
+        try:
+            return await agent.act(t)
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(one()), srv.chat_requests[-1]
+
+
+@pytest.mark.parametrize("tier, factor", [("standard", 1.0), ("flex", 0.5)])
+def test_an_openai_answer_costs_its_tier_of_the_list_price_whatever_tier_it_names(example_maze, tier, factor):
+    """OpenAI's answers name the tier that served them (``service_tier: "flex"``); litellm prices
+    such an answer at the flex rate by itself, so a flex arm used to be recorded at a quarter of the
+    list price, half of its bill. OpenAI bills flex at half of list (docs/providers.md)."""
+    from agents.pricing import table_price
+
+    with ScriptedServer(script=["ACTION: left"], persona="openai-reasoning", model="gpt-5") as srv:
+        decision, request = one_answer(example_maze, srv, "openai/gpt-5", tier)
+    # the persona answers as OpenAI does: "service_tier": "flex" on a flex answer
+    assert request.body.get("service_tier") == ("flex" if tier == "flex" else None)
+    u, price = decision.usage, table_price("openai/gpt-5")
+    assert price is not None
+    assert u.cost_usd == pytest.approx(factor * price.cost(u.tokens_in, u.tokens_out, u.tokens_cached))
+
+
+@pytest.mark.parametrize("model, tier, factor", [
+    ("anthropic/claude-opus-4-8", "batch", 0.5), ("openai/gpt-5", "batch", 0.5), ("openai/gpt-5", "flex", 0.5),
+    ("moonshot/kimi-k2.6", "batch", 0.6), ("anthropic/claude-opus-4-8", "standard", 1.0),
+])
+def test_a_batch_answer_costs_its_tier_of_the_table_price(model, tier, factor):
+    """A provider batch's answers are priced from litellm's table (``priced_by: table``) at the tier's factor."""
+    from agents.pricing import answer_cost, table_price
+    from agents.usage import Usage
+
+    config = ModelConfig.for_model(model, tier=tier)
+    usage = Usage(tokens_in=12_000, tokens_out=3_000, tokens_cached=2_000)
+    price = table_price(model)
+    assert price is not None
+    assert answer_cost(config, "table", usage) == pytest.approx(factor * price.cost(12_000, 3_000, 2_000))
