@@ -23,7 +23,7 @@ import re
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agents.openai_compat import chat_body, usage_of
-from agents.transport import Answer, Completion, PricedBy, Request, Transport
+from agents.transport import Answer, Completion, PricedBy, Request, Transport, seeded
 
 if TYPE_CHECKING:
     from agents.model import ModelConfig
@@ -128,8 +128,8 @@ class BatchTransport(Transport):
         self.gateway = gateway
         self.marks_cache = config.family.marks_cache
 
-    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        return batch_body(chat_body(self.config, self.fields, messages), self.config.family.batch_api,
+    def body(self, messages: list[dict[str, Any]], seed: int | None = None) -> dict[str, Any]:
+        return batch_body(chat_body(self.config, seeded(self.fields, seed), messages), self.config.family.batch_api,
                           self.config.model)
 
     async def send(self, request: Request) -> Answer:

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -54,6 +55,16 @@ class RetryPolicy:
         return jittered
 
 
+def call_seed(base: int, step: int, call: int) -> int:
+    """The sampling seed of a step's ``call``-th call: one seed per call, drawn from the episode's
+    base seed, its step and the call's number. The same episode sends the same seeds again (a
+    resumed one too), while no two calls share one: with a single seed pinned to every request a
+    sampling model draws the same uniform every turn, and a re-query of the same request at a
+    temperature above 0 comes back word for word."""
+    digest = hashlib.sha256(f"{base}/{step}/{call}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1  # 0..2^31-1, the range every engine takes
+
+
 class Caller:
     """One model's calls: a transport's attempts under one retry loop, each answer timed and priced.
 
@@ -78,8 +89,10 @@ class Caller:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         rng: random.Random | None = None,
         on_rate_limit: Callable[[float | None], Any] | None = None,
+        seed: int = 0,
     ):
         self.transport = transport
+        self.seed = seed
         self.retry = retry
         self.name = name
         self.budget = budget
@@ -108,7 +121,7 @@ class Caller:
         self._calls += 1
         if self._image_detail is not None:
             messages = with_image_detail(messages, self._image_detail)
-        body = self.transport.body(messages)
+        body = self.transport.body(messages, seed=call_seed(self.seed, self._step, call))
         failures = rate_limited = 0
         waited = 0.0  # on rate limits, this call
         while True:

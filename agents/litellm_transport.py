@@ -32,6 +32,7 @@ from agents.transport import (
     Request,
     Transport,
     retry_after_seconds,
+    seeded,
 )
 from agents.types import InfraError
 
@@ -99,14 +100,14 @@ class LiteLLMTransport(Transport):
         except Exception:
             self._supported = []
 
-    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def body(self, messages: list[dict[str, Any]], seed: int | None = None) -> dict[str, Any]:
         """Everything passed to ``litellm.acompletion`` for these messages (the key excepted): the
         family's fields, those litellm refuses at the top level inside ``extra_body``."""
         self._resolve_provider()
         kwargs: dict[str, Any] = {"model": self.config.model, "messages": messages, "num_retries": 0,
                                   "timeout": self.config.timeout_s}
         extra: dict[str, Any] = {}
-        for key, value in self.fields.items():
+        for key, value in seeded(self.fields, seed).items():
             if key in self.config.family.litellm_extra_body or (key == "service_tier"
                                                                 and key not in self._supported):
                 extra[key] = value

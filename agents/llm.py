@@ -106,7 +106,7 @@ class LLMAgent:
             self.transport, retry or RetryPolicy(max_retries=config.retries, rate_limited_s=config.timeout_s),
             name=config.name, budget=self.budget, secrets=(api_key,), image_detail=config.image_detail,
             cost=partial(answer_cost, config, self.transport.priced_by), count_tokens=partial(count_tokens, config.model),
-            sleep=sleep, rng=random.Random(seed), on_rate_limit=on_rate_limit)
+            sleep=sleep, rng=random.Random(seed), on_rate_limit=on_rate_limit, seed=seed)
         self.policy = POLICIES[protocol.style](self.caller)
 
     async def act(self, turn: Turn) -> Decision:

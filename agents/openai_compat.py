@@ -30,6 +30,7 @@ from agents.transport import (
     Transport,
     classify_status,
     retry_after_seconds,
+    seeded,
 )
 from agents.usage import Usage
 
@@ -212,8 +213,8 @@ class OpenAICompatTransport(Transport):
         self.fields = fields
         self.client = OpenAICompatClient(api_base, api_key, config.timeout_s) if api_base else None
 
-    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        return chat_body(self.config, self.fields, messages)
+    def body(self, messages: list[dict[str, Any]], seed: int | None = None) -> dict[str, Any]:
+        return chat_body(self.config, seeded(self.fields, seed), messages)
 
     async def send(self, request: Request) -> Answer:
         assert self.client is not None, "a transport built without an endpoint sends nothing"

@@ -143,6 +143,11 @@ def retry_after_seconds(value: Any) -> float | None:
 PricedBy = Literal["litellm", "table", "none"]
 
 
+def seeded(fields: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """The family's request fields with this call's seed, where they carry one."""
+    return fields if seed is None or "seed" not in fields else {**fields, "seed": seed}
+
+
 class Transport(ABC):
     """One way of sending a model's chat requests (see the module's docstring)."""
 
@@ -152,8 +157,10 @@ class Transport(ABC):
     priced_by: PricedBy = "none"
 
     @abstractmethod
-    def body(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """What this transport sends for these messages (no key in it)."""
+    def body(self, messages: list[dict[str, Any]], seed: int | None = None) -> dict[str, Any]:
+        """What this transport sends for these messages (no key in it); ``seed``: this call's
+        sampling seed (``agents.caller.call_seed``) in place of the base seed, where the
+        provider takes one."""
 
     @abstractmethod
     async def send(self, request: Request) -> Answer:

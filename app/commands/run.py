@@ -340,6 +340,16 @@ def _summary_table(outcome: RunOutcome, sweep: Sweep) -> Table:
     return table
 
 
+def _bundled_lines(sweep: Sweep) -> list[str]:
+    """What an arm served from the bundled model is for, said beside its numbers."""
+    from orchestrator.serving.bundled import BUNDLED_TITLE, is_bundled
+
+    return [f"{m.name} is the bundled {BUNDLED_TITLE}, served on the CPU: "
+            "it is here to show that the whole pipeline runs (a served model, its requests, parsing, traces, "
+            "the report), not to rank; its scores say nothing of what a capable model does"
+            for m in sweep.models if m.serve is not None and is_bundled(m.serve.model)]
+
+
 def _error_lines(outcome: RunOutcome, sweep: Sweep) -> list[str]:
     """Per arm with episodes in error: how many, and the cause of the first (by when it ended)."""
     from traces import ERROR
@@ -608,6 +618,8 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
                  soft_wrap=True)
     for r in requests:  # seed: the condition's base seed; each repeat adds its index
         detail = f"; every image part: detail {r['image_detail']}" if r["image_detail"] else ""
+        if "seed" in r["fields"]:  # type: ignore[operator]
+            detail += "; seed: the base, each call sending its own drawn from it (docs/protocol.md)"
         stdout.print(f"{r['model']} ({r['model_string']}, family {r['family']}) in {r['condition']}: every request "
                      f"carries {json.dumps(r['fields'], sort_keys=True)}{detail}",
                      markup=False, highlight=False, soft_wrap=True)
@@ -725,6 +737,8 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
         stderr.print(summary_line(store, compact_with_progress(store, stderr)))
     if outcome.stop is None or (outcome.episodes is not None and len(outcome.episodes)):
         stdout.print(_summary_table(outcome, s))
+    for line in _bundled_lines(s):
+        stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     for line in _error_lines(outcome, s):
         stdout.print(line, markup=False, highlight=False, soft_wrap=True)
     if s.max_cost is not None or any(not m.builtin for m in s.models):

@@ -32,6 +32,7 @@ BUNDLED_MODEL = "openai/smollm2-135m-instruct"
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_NAME = "smollm2-135m-instruct"
 BUNDLED_SPEC = f"{BUNDLED_PREFIX}{BUNDLED_NAME}"
+BUNDLED_TITLE = "SmolLM2-135M-Instruct (135M parameters, Q4_1)"
 # ChatML turns with the text parts of each message joined (see llama_server.py)
 BUNDLED_CHAT_FORMAT = "chatml-text"
 

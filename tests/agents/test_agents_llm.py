@@ -15,7 +15,7 @@ import pytest
 
 import env
 from agents import InfraError, ModelConfig, Protocol, Turn, build_agent
-from agents.caller import RetryPolicy
+from agents.caller import RetryPolicy, call_seed
 from agents.litellm_transport import litellm_module, read_response
 from agents.llm import LLMAgent
 from agents.model import request_name
@@ -104,7 +104,8 @@ def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, 
     assert u.tokens_in > 0 and u.tokens_out == 100 + (len(reply) + 3) // 4
     assert u.latency_s > 0 and u.cost_usd == 0.0  # not in litellm's price table
     body = req.body
-    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 5000, 11)
+    # the call's own seed, drawn from the episode's (11), the step (1) and the call's number (0)
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 5000, call_seed(11, 1, 0))
     # a provider with no known thinking controls: no switch, effort or budget is sent, and none recorded
     assert not {"reasoning_effort", "thinking", "chat_template_kwargs", "thinking_token_budget"} & set(body)
     assert d.budget == Budget(thinking=None, thinking_budget=None, reasoning_effort=None, max_output_tokens=5000)
@@ -113,6 +114,32 @@ def test_one_request_per_turn_with_pinned_sampling_and_accounting(example_maze, 
     assert len(req.images()) == 1 and req.images()[0].startswith("data:image/png;base64,")
     assert d.image_hashes and len(d.prompt_hash) == 16
     assert KEY not in repr(d)
+
+
+def test_each_call_sends_its_own_seed_and_the_same_episode_sends_the_same_seeds(example_maze, key_env, client):
+    """A re-query sends the same request again: with one seed pinned to every request a sampling
+    engine would answer it word for word. Each call's seed differs; running again repeats them."""
+    protocol = Protocol(icl_example=False, temperature=1.0, invalid_output="requery", requery_limit=3)
+
+    def seeds() -> list[int]:
+        with ScriptedServer(script=["no idea", "still none", "ACTION: left", "ACTION: right"]) as srv:
+            agent = agent_for(srv, key_env, client=client, protocol=protocol)
+
+            async def two_turns():
+                try:
+                    for step in (1, 2):
+                        agent.caller.begin_turn(step)
+                        await agent.policy.act(Turn(example_maze, protocol, step, env.initial_state(example_maze), (), 57))
+                finally:
+                    await agent.aclose()
+
+            asyncio.run(two_turns())
+            return [r.body["seed"] for r in srv.chat_requests]
+
+    first = seeds()
+    assert first == [call_seed(11, 1, 0), call_seed(11, 1, 1), call_seed(11, 1, 2), call_seed(11, 2, 0)]
+    assert len(set(first)) == 4 and all(0 <= s < 2**31 for s in first)
+    assert seeds() == first
 
 
 def test_price_per_token_and_estimated_reasoning(example_maze, key_env, client):
@@ -393,7 +420,7 @@ def test_openai_client_body_is_what_an_openai_compatible_server_expects(example_
         (req,) = srv.chat_requests
     body = req.body
     assert d.action == 0 and req.path == "/v1/chat/completions"  # the trailing slash is tolerated
-    assert body["model"] == "Qwen/Qwen3-8B" and body["seed"] == 5 and body["top_p"] == 0.8
+    assert body["model"] == "Qwen/Qwen3-8B" and body["seed"] == call_seed(5, 1, 0) and body["top_p"] == 0.8
     assert body["top_k"] == 20 and body["chat_template_kwargs"] == {"enable_thinking": True, "custom": 1}
     assert not {"extra_body", "timeout", "retries", "num_retries", "api_base", "api_key"} & set(body)
     assert body["messages"] == agent.transport.body(body["messages"])["messages"]

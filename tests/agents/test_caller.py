@@ -36,7 +36,7 @@ class Outcomes(Transport):
         self.outcomes = list(outcomes)
         self.requests: list[Request] = []
 
-    def body(self, messages):
+    def body(self, messages, seed=None):
         return {"messages": messages}
 
     async def send(self, request):
