@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 import types
 
@@ -44,6 +45,33 @@ app = typer.Typer(
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
+
+
+def reflowed(text: str | None) -> str | None:
+    """A docstring's paragraphs, each joined onto one line: the help renderer keeps a docstring's
+    line breaks, which were written for the source, and wraps again around them, breaking lines
+    mid-sentence."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _reflow_help(typer_app: typer.Typer) -> None:
+    """Every command's and group's help as paragraphs of one line each (see ``reflowed``)."""
+    for command in typer_app.registered_commands:
+        command.help = reflowed(command.help or (command.callback.__doc__ if command.callback else None))
+    for group in typer_app.registered_groups:
+        if isinstance(group.help, str):
+            group.help = reflowed(group.help)
+        if group.typer_instance is not None:
+            info = group.typer_instance.info
+            if isinstance(info.help, str):
+                info.help = reflowed(info.help)
+            _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
 
 
 def fail(message: str, code: int = 2) -> None:
