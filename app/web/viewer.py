@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from agents.model import is_builtin
 from agents.prompt import event_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
@@ -507,8 +508,13 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
     summary.files.append(write_data(data / "mazes.js", "mazes", js_string(json_text(mazes))))
     summary.files.append(write_data(data / "tiles.js", "tiles", js_string(json_text(tile_sheets(tile_sizes)))))
     summary.files.extend(copy_static(out_dir))
+    # the arms played by built-in agents: the page's headline counts them apart from the models, as
+    # the report does (docs/report.md)
+    references = sorted({name for name, model in zip(index.column("model_name").to_pylist(),
+                                                     index.column("model").to_pylist(), strict=True)
+                         if name is not None and is_builtin(model or "")})
     payload = {"format": FORMAT, "run": run_name, "episodes": n, "shown": list(INDEX_COLUMNS),
-               "columns": columns_json, "step_files": starts, "step_values": source.codes.values(),
+               "references": references, "columns": columns_json, "step_files": starts, "step_values": source.codes.values(),
                "default_tile_size": DEFAULT_TILE_SIZE}
     summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
     # the page last: a bundle with an index.html is complete

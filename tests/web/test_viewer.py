@@ -441,7 +441,19 @@ def test_index_pages_filters_sorts_and_searches(small_run, tmp_path, page):
     run = compacted_copies(small_run, tmp_path / "run", copies=84)  # 252 episodes
     build_view(run, progress=False)
     _open(page, (run / "view" / "index.html").as_uri(), "index")
-    assert page.inner_text("#totals").startswith("252 episodes, 168 solved")
+    # the models' episodes, with each built-in agent's counted apart, as the report counts them
+    ix = index_of(run / "view")
+    name_of = dict(zip(column(ix, "model"), column(ix, "model_name"), strict=False))
+    oracle, rand = name_of["builtin/oracle"], name_of["builtin/random"]
+    assert ix["references"] == sorted([oracle, rand])
+    won: dict[str, int] = {}
+    for name, solved in zip(column(ix, "model_name"), column(ix, "solved"), strict=True):
+        won[name] = won.get(name, 0) + bool(solved)
+    model = won[name_of["hostile"]]
+    assert won[oracle] == 84 and model + won[oracle] + won[rand] == 168  # the count the page pooled before
+    refs = ", ".join(f"{n} {won[n]}/84" for n in sorted([oracle, rand]))
+    assert page.inner_text("#totals") == (f"84 episodes, {model} solved ({100 * model / 84:.1f}%) "
+                                          f"(references apart: {refs})")
     assert page.inner_text("#count") == "showing 252 of 252"
     assert page.inner_text("#page") == "page 1 of 3" and page.locator("#rows tr").count() == 100
     page.click("#page-next")

@@ -56,6 +56,20 @@ window.gridbench = window.gridbench || {};
   const PAGE = 100;
   const show = (v) => v === null || v === undefined ? "" : typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : String(v);
 
+  // The models' episodes and solves, with each built-in agent's counted apart (the report's
+  // headline: a reference's solves are never pooled with the models').
+  function headline(references, value) {
+    const N = gb.index.N, refs = new Map(references.map((name) => [name, [0, 0]]));
+    let episodes = 0, solved = 0;
+    for (let i = 0; i < N; i++) {
+      const won = value("solved", i) === true, ref = refs.get(value("model_name", i));
+      if (ref) { ref[0] += won ? 1 : 0; ref[1] += 1; } else { episodes += 1; solved += won ? 1 : 0; }
+    }
+    const apart = refs.size ? " (references apart: " +
+      Array.from(refs, ([name, [won, n]]) => name + " " + won + "/" + n).join(", ") + ")" : "";
+    return episodes + " episodes, " + solved + " solved (" + (100 * solved / Math.max(1, episodes)).toFixed(1) + "%)" + apart;
+  }
+
   function setUp(ix) {
     const N = ix.episodes, cols = ix.columns;
     // a column's value for episode i; coded columns hold codes into their values
@@ -68,11 +82,7 @@ window.gridbench = window.gridbench || {};
     gb.index = { ix, N, value };
 
     $("run").textContent = "gridbench run " + ix.run;
-    let solved = 0;
-    const solvedCol = cols.solved;
-    const yes = solvedCol.values.indexOf(true);
-    for (let i = 0; i < N; i++) if (solvedCol.codes[i] === yes) solved++;
-    $("totals").textContent = N + " episodes, " + solved + " solved (" + (100 * solved / Math.max(1, N)).toFixed(1) + "%)";
+    $("totals").textContent = headline(ix.references || [], value);
 
     for (const key of FILTERS) {
       const select = $("f-" + key);
