@@ -130,11 +130,11 @@ def test_calibrate_projects_the_frontier_sweep_from_what_it_measured(ray_cluster
         assert profile["tier"] == entries[arm]["tier"]
 
     # the projection over frontier's 50 episodes per arm: USD per query x queries, each episode's
-    # queries its step cap at most
+    # queries at most its step cap times the calls a turn may make (the study's requery: 3)
     target = load_sweep(frontier)
     caps = [step_cap_for(solve(s.maze).optimal_actions or 0, s.condition.protocol.step_cap_factor)
-            for s in target.episodes() if s.model.name == "astra"]
-    assert len(caps) == 50
+            * s.condition.protocol.calls_per_turn for s in target.episodes() if s.model.name == "astra"]
+    assert len(caps) == 50 and {s.condition.protocol.calls_per_turn for s in target.episodes()} == {3}
     queries = {"mean": sum(min(mean, c) for c in caps), "p90": sum(min(p90, c) for c in caps), "cap": sum(caps)}
     suggested = 0.0
     for arm in ("astra", "opus55"):
