@@ -26,6 +26,7 @@ from analysis.load import GROUP, Traces
 from analysis.metrics import order_arms
 from analysis.sections import Built, Context, Section
 from analysis.stats import NO_VARIATION, mean_ci
+from env.mechanics import removal_twins
 from env.variants import PROJECTION, record_of
 
 OUTCOMES = {"progress": "progress_action", "solve_rate": "solved"}
@@ -185,9 +186,8 @@ def projection_invariance(effects: pd.DataFrame, traces: Traces) -> tuple[pd.Dat
 
 # ---- by mechanism ---------------------------------------------------------------------------------
 
-# each removal twin and the mechanism it takes out (env.variants)
-REMOVED_MECHANISM = {"no-switches": "switch-gate", "no-keys": "key-door", "no-portals": "portal",
-                     "no-deaths": "death tile", "no-ice": "ice", "no-turntables": "turntable"}
+# each removal twin and the label of the mechanism it takes out (env.mechanics)
+REMOVED_MECHANISM = {twin: m.label for twin, m in removal_twins().items()}
 
 
 def by_mechanism(effects: pd.DataFrame) -> pd.DataFrame:

@@ -16,12 +16,14 @@ from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
 from env.files import atomic_write
+from env.mechanics import MECHANICS, kinds_only_in
 from env.names import NAME_RULE, is_name
 
 FORMAT = "gridbench.maze/1"
 COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
 SWITCH_COLORS = (*COLORS, "white")  # the study drew some switches white (docs/maze-format.md)
 PORTAL_COLORS = (*COLORS, "cyan")  # the later harness's portals come in purple and cyan pairs
+BLOCK_COLORS = (*COLORS, "brown")  # the study's pushable box (ogbench M7) is brown
 DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 MINIGRID, MULTINET_R1, MULTINET_PR57 = "minigrid", "multinet-r1", "multinet-pr57"
@@ -31,10 +33,12 @@ STUDY_RULESETS = (MULTINET_R1, MULTINET_PR57)
 # how objects are drawn and named (env.skins); the default is left out of the content and checksum
 CLASSIC = "classic"
 SKIN_NAMES = (CLASSIC, "neutral")
-# kinds of object that only the multinet-r1 ruleset has (docs/maze-format.md#rulesets)
-R1_KINDS = ("teleporter", "hazard", "block", "kill", "frozen")
-PR57_KINDS = ("turntable",)  # and what only multinet-pr57 adds to them
-KINDS = ("key", "door", "switch", "gate", *R1_KINDS, *PR57_KINDS)
+# every kind of object, in the order of the mechanics they make (env.mechanics); the kinds only the
+# study's rulesets have (docs/maze-format.md#rulesets), and what only multinet-pr57 adds to them
+KINDS = tuple(k for m in MECHANICS for k in m.kinds)
+STUDY_KINDS = kinds_only_in(*STUDY_RULESETS)
+PR57_KINDS = kinds_only_in(MULTINET_PR57)
+R1_KINDS = tuple(k for k in STUDY_KINDS if k not in PR57_KINDS)
 DEATH_RULES = ("reset", "fail")  # multinet-pr57: what entering a kill cell does
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 MAX_SIDE = 64
@@ -94,7 +98,7 @@ class TeleporterObject(_Strict):
 class BlockObject(_Strict):
     id: str
     kind: Literal["block"]
-    color: Color
+    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "brown"]
     pos: Pos
 
 

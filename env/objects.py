@@ -31,6 +31,7 @@ NEUTRAL_IDX = 17
 TURNTABLE_IDX = 18
 WHITE_IDX = 6
 CYAN_IDX = 7
+BROWN_IDX = 8
 
 _TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
           ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX), ("neutral", NEUTRAL_IDX),
@@ -48,6 +49,11 @@ constants.COLORS.setdefault("cyan", np.array([0, 219, 219]))
 constants.COLOR_TO_IDX.setdefault("cyan", CYAN_IDX)
 constants.IDX_TO_COLOR.setdefault(CYAN_IDX, "cyan")
 assert COLOR_TO_IDX["cyan"] == CYAN_IDX
+# the study's pushable box (ogbench M7) is brown
+constants.COLORS.setdefault("brown", np.array([139, 90, 43]))
+constants.COLOR_TO_IDX.setdefault("brown", BROWN_IDX)
+constants.IDX_TO_COLOR.setdefault(BROWN_IDX, "brown")
+assert COLOR_TO_IDX["brown"] == BROWN_IDX
 
 
 class Switch(WorldObj):

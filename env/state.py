@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, Maze
+from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, STUDY_KINDS, Maze
 
 # The six actions every protocol offers, then DROP, which only a protocol with ``actions:
 # with_drop`` offers (the study's revised harness; agents.protocol): it comes last so that the six
@@ -146,8 +146,7 @@ def drop_cell_free(maze: Maze, s: MazeState, cell: tuple[int, int]) -> bool:
 @lru_cache(maxsize=512)
 def _tile_cells(maze: Maze) -> frozenset[tuple[int, int]]:
     """The cells of the study's tiles (portals, hazards, blocks, death tiles, ice, turntables)."""
-    kinds = ("teleporter", "hazard", "block", "kill", "frozen", "turntable")
-    return frozenset().union(*(maze.cells_of(k) for k in kinds))
+    return frozenset().union(*(maze.cells_of(k) for k in STUDY_KINDS))
 
 
 def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from env.maze import (
     DIRECTIONS,
     DOOR_STATES,
-    PR57_KINDS,
     R1_KINDS,
+    STUDY_KINDS,
     BlockObject,
     DoorObject,
     GateObject,
@@ -21,8 +21,6 @@ from env.maze import (
 )
 from env.skins import Skin, skin_of
 from env.state import MazeState, arrow
-
-STUDY_KINDS = (*R1_KINDS, *PR57_KINDS)  # drawn on the map with one letter a kind
 
 AGENT_GLYPHS = (">", "v", "<", "^")  # east, south, west, north
 _BASE_LEGEND = "# wall   . floor   G goal   > v < ^ you (facing east, south, west, north)"

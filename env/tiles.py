@@ -15,7 +15,16 @@ from minigrid.core.grid import Grid
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 
 from env.drawing import fast_drawing
-from env.maze import CLASSIC, COLORS, DIRECTIONS, DOOR_STATES, PORTAL_COLORS, SKIN_NAMES, SWITCH_COLORS
+from env.maze import (
+    BLOCK_COLORS,
+    CLASSIC,
+    COLORS,
+    DIRECTIONS,
+    DOOR_STATES,
+    PORTAL_COLORS,
+    SKIN_NAMES,
+    SWITCH_COLORS,
+)
 from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
@@ -67,6 +76,8 @@ def _classic_tiles() -> Iterator[WorldObj | None]:
         yield Teleporter(c)
     for arrow in range(4):  # multinet-pr57's turntables, their arrow east, south, west, north
         yield Turntable(arrow)
+    for c in BLOCK_COLORS[len(COLORS):]:  # the study's brown box (after every earlier tile: their places hold)
+        yield Box(c)
 
 
 def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int | None]]:

@@ -33,7 +33,8 @@ from typing import Any
 
 from env.checks import CheckResult, run_checks
 from env.errors import BadInput
-from env.maze import COLORS, DIRECTIONS, STUDY_RULESETS, Maze, infer_category, maze_from_dict
+from env.maze import COLORS, DIRECTIONS, MINIGRID, STUDY_RULESETS, Maze, infer_category, maze_from_dict
+from env.mechanics import removal_twins
 from env.names import MAX_NAME
 from env.oracle import solve
 from env.skins import SKINS, with_skin
@@ -41,8 +42,8 @@ from env.skins import SKINS, with_skin
 # kinds, by family, in the order a variant set lists them
 ISOMORPHIC = ("rotate", "mirror", "recolor")
 # the study's later tiles, each kind removed (its cells left as floor): the no-mechanism twins the
-# discovery of each kind is measured against
-TILE_REMOVALS = {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen", "no-turntables": "turntable"}
+# discovery of each kind is measured against (each mechanic declares its twin: env.mechanics)
+TILE_REMOVALS = {twin: m.kinds[0] for twin, m in removal_twins().items() if MINIGRID not in m.rulesets}
 ABLATIONS = ("no-switches", "no-keys", "no-distractors", "drop-link", *TILE_REMOVALS)
 CONTROLS = ("control-none", "control-other")
 PROJECTION = "projection"

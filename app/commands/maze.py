@@ -123,6 +123,29 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+@maze_app.command("mechanics")
+def mechanics_cmd(
+    as_json: bool = typer.Option(False, "--json", help="one JSON document: a list with an object per mechanic"),
+) -> None:
+    """Every mechanic the mazes can hold, from its own module (env/mechanics/): its object kinds, the rulesets that have it, the study's task-file fields that name it, its removal twin, and whether the generator lays it."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from env.mechanics import MECHANICS
+
+    if as_json:
+        typer.echo(json.dumps([m.to_dict() for m in MECHANICS], indent=2))
+        return
+    table = Table("mechanic", "kinds", "rulesets", "study fields", "removal twin", "generated", "module",
+                  title="mechanics", show_lines=False)
+    for m in MECHANICS:
+        table.add_row(m.name, ", ".join(m.kinds), ", ".join(m.rulesets), ", ".join(m.study_fields) or "-",
+                      m.removal or "-", "yes" if m.generated else "", m.module)
+    Console().print(table)
+
+
 @maze_app.command("import")
 def import_cmd(
     spec: str = typer.Argument(..., help="minigrid:<EnvId>[@seed] or multinet:<task file or folder> "

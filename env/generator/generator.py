@@ -53,14 +53,16 @@ from env.maze import (
     Meta,
     maze_from_dict,
 )
+from env.mechanics import generated
 
 GENERATOR_VERSION = 1
 # the rulesets the generator lays mazes out for
 GENERATOR_RULESETS = (MINIGRID, MULTINET_R1, MULTINET_PR57)
 # the later mechanisms a multinet-pr57 maze can be given (GenParams.tile), with the object kind
-# each becomes and the removal twin (env.variants) that takes it out again
-TILE_OBJECT = {"portal": "teleporter", "death": "kill", "ice": "frozen", "turntable": "turntable"}
-TILE_TWIN = {"portal": "no-portals", "death": "no-deaths", "ice": "no-ice", "turntable": "no-turntables"}
+# each becomes and the removal twin (env.variants) that takes it out again, as each declares them
+# (env.mechanics)
+TILE_OBJECT = {m.name: m.kinds[0] for m in generated()}
+TILE_TWIN = {m.name: str(m.removal) for m in generated()}
 TILES = ("none", *TILE_OBJECT)
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80

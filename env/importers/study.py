@@ -36,6 +36,7 @@ from typing import Any
 
 from env.errors import BadInput
 from env.maze import (
+    BLOCK_COLORS,
     COLORS,
     DEATH_RULES,
     DIRECTIONS,
@@ -47,6 +48,7 @@ from env.maze import (
     Maze,
     maze_from_dict,
 )
+from env.mechanics import later_fields, study_fields
 from env.names import MAX_NAME, is_name, name_chars
 
 Cell = tuple[int, int]
@@ -63,9 +65,7 @@ FIELDS: dict[str, frozenset[str]] = {
                    "mechanisms", "rules", "goal", "metadata", "max_steps", "dependency_chain", "distractors"}),
     "maze": frozenset({"dimensions", "walls", "start", "goal", "layout", "mechanisms"}),
     "maze.layout": frozenset({"walls", "start", "goal"}),
-    "mechanisms": frozenset({"keys", "doors", "switches", "gates", "blocks", "hazards", "teleporters",
-                             "kill_cells", "death_portals", "frozen_tiles", "freeze_steps", "rotating_tiles",
-                             "rotating_initial_directions"}),
+    "mechanisms": study_fields(),  # each mechanic names its own (env.mechanics)
     "rules": frozenset({"key_consumption", "switch_type", "hidden_mechanisms", "observability", "view_size"}),
     "goal": frozenset({"type", "goal_type", "target", "auxiliary_conditions"}),
     "keys": frozenset({"id", "position", "color"}),
@@ -77,7 +77,7 @@ FIELDS: dict[str, frozenset[str]] = {
     "hazards": frozenset({"id", "position", "hazard_type"}),
 }
 # what only the later harness's files hold: such a file is played under multinet-pr57
-LATER_FIELDS = ("death_portals", "rotating_tiles", "rotating_initial_directions")
+LATER_FIELDS = later_fields()
 
 
 @dataclass
@@ -423,8 +423,10 @@ def _teleporters(r: _Reader, mech: dict) -> list[dict]:
 def _solid(r: _Reader, mech: dict) -> list[dict]:
     """Blocks (drawn in their colour) and hazards. The R1 rulebook never pushes a block, whatever
     ``pushable`` says, and neither does gridbench: under multinet-r1 a pushable block is played as
-    R1 played it, a cell never entered; the later harness's box maze (M7 ``box_0``) is refused,
-    since a push is what it is about and gridbench has no push rule."""
+    R1 played it, a cell never entered (the later harness's box maze, M7 ``box_0``, imports so: its
+    brown box then closes the passage it stands in, and the maze has no solution); under
+    multinet-pr57 a pushable block is refused, since a push is what such a maze is about and
+    gridbench has no push rule."""
     out = []
     for i, b in enumerate(r.items(mech, "blocks")):
         f = f"mechanisms.blocks[{i}]"
@@ -434,7 +436,7 @@ def _solid(r: _Reader, mech: dict) -> list[dict]:
         if pushable and r.later:
             raise r.bad(f"{f}.pushable", f"true: {MULTINET_PR57} has no push rule (the R1 rulebook never pushes, "
                                          "under which this maze would be another one)")
-        out.append({"id": r.ident(b, f), "kind": "block", "color": r.color(b.get("color", "grey"), f"{f}.color"),
+        out.append({"id": r.ident(b, f), "kind": "block", "color": r.color(b.get("color", "grey"), f"{f}.color", BLOCK_COLORS),
                     "pos": r.place(b.get("position"), f"{f}.position")})
     for i, h in enumerate(r.items(mech, "hazards")):
         f = f"mechanisms.hazards[{i}]"

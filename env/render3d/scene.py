@@ -27,7 +27,7 @@ from env.state import MazeState, arrow
 SPEC_COLORS = {
     "red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0),
     "purple": (0.44, 0.19, 1.0), "yellow": (1.0, 1.0, 0.0), "grey": (0.39, 0.39, 0.39),
-    "white": (1.0, 1.0, 1.0), "cyan": (0.0, 219 / 255, 219 / 255),
+    "white": (1.0, 1.0, 1.0), "cyan": (0.0, 219 / 255, 219 / 255), "brown": (139 / 255, 90 / 255, 43 / 255),
 }
 TURNTABLE = (1.0, 168 / 255, 64 / 255)  # the 2D glyph's orange and its dark arrow
 TURNTABLE_ARROW = (40 / 255, 28 / 255, 16 / 255)

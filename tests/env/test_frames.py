@@ -249,14 +249,14 @@ def test_atlas_names_every_tile_once():
     atlas, rows = tiles.tile_atlas(8)
     # per colour: a key, 3 doors, 2 switches, 2 gates; the white switches; per switch colour the
     # study's disc without and with its state core; per colour a teleporter and a block; lava, kill, ice;
-    # multinet-pr57's cyan portal and its turntable with the arrow each way
-    objects = 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1) + 2 * len(env.COLORS) + 3 + 1 + 4
+    # multinet-pr57's cyan portal and its turntable with the arrow each way; the study's brown box
+    objects = 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1) + 2 * len(env.COLORS) + 3 + 1 + 4 + 1
     # floor, wall and goal, each object in the classic skin, and each again in the neutral one
     assert len(rows) == len(list(tiles.all_tiles())) == 3 + 2 * objects
     assert atlas.shape == (len(rows) * 8, len(tiles.AGENT_DIRS) * 8, 3)
     classic = {"key-red", "door-red-locked", "door-grey-open", "switch-blue-on", "gate-purple-closed",
                "switch-white-disc", "switch-yellow-disc-on", "teleporter-purple", "block-grey", "hazard", "kill",
-               "frozen", "teleporter-cyan", "turntable-east", "turntable-north"}
+               "frozen", "teleporter-cyan", "turntable-east", "turntable-north", "block-brown"}
     assert {"floor", "wall", "goal"} | classic | {f"neutral/{name}" for name in classic} <= set(rows)
 
 

@@ -135,7 +135,7 @@ REFUSED = [
     ("mechanisms.teleporters[0].position_b", [4, 2]), ("mechanisms.teleporters[0].color", "orange"),
     ("mechanisms.teleporters[0].bidirectional", "yes"),
     ("mechanisms.blocks[0].id", None), ("mechanisms.blocks[0].position", [10, 6]),
-    ("mechanisms.blocks[0].color", "brown"), ("mechanisms.blocks[0].pushable", True),
+    ("mechanisms.blocks[0].color", "orange"), ("mechanisms.blocks[0].pushable", True),
     ("mechanisms.hazards[0].id", None), ("mechanisms.hazards[0].position", [4, 3]),
     ("mechanisms.hazards[0].hazard_type", "fire"),
     ("mechanisms.kill_cells[0]", [4, 1]), ("mechanisms.death_portals[0]", "x"), ("mechanisms.frozen_tiles[0]", [2, 1]),

@@ -1,0 +1,46 @@
+"""What a mechanic declares about itself (``Mechanic``); ``env.mechanics`` holds one of each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# the rulesets (env.maze defines them; named here too so that env.maze may import this package)
+MINIGRID, MULTINET_R1, MULTINET_PR57 = "minigrid", "multinet-r1", "multinet-pr57"
+
+
+@dataclass(frozen=True)
+class Mechanic:
+    """One mechanic of the mazes: its objects, where it may stand, how the study's task files name
+    it, the twin that takes it out again and whether the generator lays it.
+
+    - ``name``: the mechanic's name (``portal``), also the generator's ``tile`` for a later tile;
+    - ``label``: its words in the report's tables (``death tile``);
+    - ``kinds``: the object kinds of the maze file that make it (``teleporter``);
+    - ``rulesets``: the rulesets whose mazes may hold it;
+    - ``study_fields``: the lists under ``mechanisms`` of the study's task files that hold it, and
+      ``later_fields`` those of them only the later harness's files have (a file with one is
+      played under multinet-pr57);
+    - ``removal``: the variant kind of its removal twin (env.variants), None when it has none;
+    - ``generated``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``) and the
+      discovery set draws it;
+    - ``discovered``: the discovery timelines follow it (env.discovery);
+    - ``summary``: one line on what it does.
+    """
+
+    name: str
+    label: str
+    kinds: tuple[str, ...]
+    rulesets: tuple[str, ...]
+    study_fields: tuple[str, ...] = ()
+    later_fields: tuple[str, ...] = ()
+    removal: str | None = None
+    generated: bool = False
+    discovered: bool = False
+    summary: str = ""
+    module: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "label": self.label, "kinds": list(self.kinds), "rulesets": list(self.rulesets),
+                "module": self.module, "study_fields": list(self.study_fields),
+                "later_fields": list(self.later_fields), "removal_twin": self.removal,
+                "generated": self.generated, "discovered": self.discovered, "summary": self.summary}

@@ -1,0 +1,9 @@
+"""Blocks: solid cells in a colour. No rulebook gridbench plays pushes one (the study's R1 rulebook
+never did, whatever a file's ``pushable`` says)."""
+
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic
+
+MECHANIC = Mechanic(
+    name="block", label="block", kinds=("block",), rulesets=(MULTINET_R1, MULTINET_PR57),
+    study_fields=("blocks",), summary="a solid cell that nothing moves", module=__name__,
+)

@@ -1,0 +1,8 @@
+"""Hazards: cells the agent never enters (the study's lava)."""
+
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic
+
+MECHANIC = Mechanic(
+    name="hazard", label="hazard", kinds=("hazard",), rulesets=(MULTINET_R1, MULTINET_PR57),
+    study_fields=("hazards",), summary="a cell the agent cannot enter", module=__name__,
+)
