@@ -11,7 +11,7 @@ points now. Every step reports one event and the mechanism state in ``info``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -21,7 +21,7 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import CLASSIC, Maze, MazeObject
+from env.maze import CLASSIC, DIRECTIONS, DOOR_STATES, Maze, MazeObject
 from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
 from env.sets import resolve_maze
 from env.state import (
@@ -60,15 +60,40 @@ _NO_TRUNCATION = 2**31 - 1
 T = TypeVar("T", bound=WorldObj)
 
 
-def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> tuple[Grid, list[Key]]:
-    """A Minigrid ``Grid`` showing ``state``; returns it with the key objects by index.
+def look(maze: Maze, obj: MazeObject, value: Any = None, switch_frames: str = "distinct") -> WorldObj:
+    """What ``obj`` of ``maze`` is drawn as when its state is ``value``: a door's state (0 open, 1
+    closed, 2 locked), a switch's on, a gate's open, a turntable's arrow (0..3); nothing for the
+    rest. The one place that says how a cell looks under each ruleset: ``build_grid`` draws with
+    it, and the viewer names its tiles with it (``cell_looks``).
 
-    Under multinet-r1 the objects look as the MultiNet study drew them: switches as discs, gates
-    as grey doors, a used-up key gone, the agent over a key it stands on (docs/maze-format.md).
-    ``switch_frames`` is the protocol field of that name (docs/protocol.md): ``distinct`` draws a
-    switch's state (gridbench's glyph; under multinet-r1 the study's disc with the core it added
-    after its run), ``study`` the disc alone, the same on and off, as every R1 frame showed it."""
+    Under the study's rulesets the objects look as the MultiNet study drew them: switches as
+    discs, gates as grey doors (docs/maze-format.md). ``switch_frames`` is the protocol field of
+    that name (docs/protocol.md): ``distinct`` draws a switch's state (gridbench's glyph; under
+    the study's rulesets its disc with the core it added after its run), ``study`` the disc alone,
+    the same on and off, as every R1 frame showed it."""
     r1 = maze.study_rules
+    if obj.kind == "door":
+        return Door(obj.color, is_open=value == 0, is_locked=value == 2)
+    if obj.kind == "switch":
+        if r1 or switch_frames == "study":
+            return DiscSwitch(obj.color, is_on=bool(value), shows_state=switch_frames != "study")
+        return Switch(obj.color, is_on=bool(value))
+    if obj.kind == "gate":
+        return Door("grey", is_open=bool(value)) if r1 else Gate(obj.color, is_open=bool(value))
+    if obj.kind == "key":
+        return Key(obj.color)
+    if obj.kind == "teleporter":
+        return Teleporter(obj.color)
+    if obj.kind == "block":
+        return Box(obj.color)
+    if obj.kind == "turntable":
+        return Turntable(value or 0)
+    return _CELL_GLYPHS[obj.kind]()
+
+
+def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> tuple[Grid, list[Key]]:
+    """A Minigrid ``Grid`` showing ``state``, each object as ``look`` draws it, a used-up key gone
+    and the agent over a key it stands on (multinet-r1); returns it with the key objects by index."""
     grid = Grid(maze.width, maze.height)
     walls = maze.walls
     for x in range(maze.width):
@@ -77,31 +102,54 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
                 grid.set(x, y, Wall())
     grid.set(*maze.goal, Goal())
     for i, d in enumerate(maze.doors):
-        st = state.doors[i]
-        grid.set(*d.pos, Door(d.color, is_open=st == 0, is_locked=st == 2))
+        grid.set(*d.pos, look(maze, d, state.doors[i]))
     for i, s in enumerate(maze.switches):
-        if r1 or switch_frames == "study":
-            grid.set(*s.pos, DiscSwitch(s.color, is_on=state.switches[i], shows_state=switch_frames != "study"))
-        else:
-            grid.set(*s.pos, Switch(s.color, is_on=state.switches[i]))
+        grid.set(*s.pos, look(maze, s, state.switches[i], switch_frames))
     for g, is_open in zip(maze.gates, maze.gates_open(state.switches), strict=True):
-        grid.set(*g.pos, Door("grey", is_open=is_open) if r1 else Gate(g.color, is_open=is_open))
+        grid.set(*g.pos, look(maze, g, is_open))
     for o in maze.objects:
         if o.kind == "teleporter":
-            grid.set(*o.pos, Teleporter(o.color))
-            grid.set(*o.to, Teleporter(o.color))
-        elif o.kind == "block":
-            grid.set(*o.pos, Box(o.color))
-        elif o.kind in _CELL_GLYPHS:
-            grid.set(*o.pos, _CELL_GLYPHS[o.kind]())
+            grid.set(*o.pos, look(maze, o))
+            grid.set(*o.to, look(maze, o))
         elif o.kind == "turntable":
-            grid.set(*o.pos, Turntable(arrow(maze, state, o.pos) or 0))
-    keys = [Key(k.color) for k in maze.keys]
+            grid.set(*o.pos, look(maze, o, arrow(maze, state, o.pos)))
+        elif o.kind not in ("key", "door", "switch", "gate"):
+            grid.set(*o.pos, look(maze, o))
+    keys = [cast(Key, look(maze, k)) for k in maze.keys]
     for i, p in enumerate(state.keys):
         if p is not None:
             grid.set(*p, keys[i])
             keys[i].cur_pos = p
     return grid, keys
+
+
+# what the traces' mechanism state (env.state.mechanism_info) records of each stateful kind: the
+# field and its values as written there, each with the value ``look`` takes
+_RECORDED: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
+    "door": ("doors", tuple((name, i) for i, name in enumerate(DOOR_STATES))),
+    "switch": ("switches", (("true", True), ("false", False))),
+    "gate": ("gates", (("true", True), ("false", False))),
+    "turntable": ("arrows", tuple((name, i) for i, name in enumerate(DIRECTIONS))),
+    "key": ("keys", (("", None),)),
+}
+
+
+def cell_looks(maze: Maze, switch_frames: str = "distinct") -> list[dict[str, Any]]:
+    """How a viewer draws each object of ``maze`` from a recorded state, in the order
+    ``build_grid`` lays them (keys last): the state field that holds its value (None: it has no
+    state), the cells it covers (none for a key: it lies where the state says), and the tile name
+    (``env.tiles.tile_name``, in the maze's skin) for each value the field can record. The viewer
+    knows no ruleset: this is the ruleset's look, read off ``look``."""
+    from env.tiles import tile_name
+
+    prefix = "" if maze.skin == CLASSIC else f"{maze.skin}/"
+    out = []
+    for obj in sorted(maze.objects, key=lambda o: o.kind == "key"):
+        field, values = _RECORDED.get(obj.kind, (None, (("", None),)))
+        cells = [] if obj.kind == "key" else [obj.pos, *([obj.to] if obj.kind == "teleporter" else [])]
+        out.append({"id": obj.id, "field": field, "cells": [list(c) for c in cells],
+                    "tiles": {name: prefix + tile_name(look(maze, obj, value, switch_frames)) for name, value in values}})
+    return out
 
 
 def in_skin(grid: Grid, skin: str) -> Grid:

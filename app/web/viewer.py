@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from string import Template
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -43,12 +43,14 @@ import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agents.model import is_builtin
+from agents.protocol import Protocol
 from agents.prompt import event_summary
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
 from env.discovery import STAGES
 from env.files import atomic_write
 from env.oracle import solve
+from env.minigrid_env import cell_looks
 from env.render import RenderSettings, frame
 from env.tiles import AGENT_DIRS, tile_atlas
 from traces import (
@@ -66,6 +68,7 @@ from traces import (
 )
 
 FORMAT = "gridbench.view/1"
+SWITCH_FRAMES: tuple[str, ...] = get_args(Protocol.model_fields["switch_frames"].annotation)
 # the columns of the index table, in display order
 INDEX_COLUMNS = (
     "model_name", "model", "condition", "maze_id", "repeat", "grid", "category", "termination",
@@ -501,7 +504,10 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
         if stale not in summary.files:
             stale.unlink()
 
-    mazes = {m.checksum: {"maze": m.to_dict(), "start": start_state(m), "path": optimal_path(m)}
+    # how each object is drawn from a recorded state, under either switch_frames: the page knows no
+    # ruleset (env.minigrid_env.cell_looks)
+    mazes = {m.checksum: {"maze": m.to_dict(), "start": start_state(m), "path": optimal_path(m),
+                          "looks": {frames: cell_looks(m, frames) for frames in SWITCH_FRAMES}}
              for m in maze_of_code if m is not None}
     tile_sizes = sorted({int(p.get("tile_size") or DEFAULT_TILE_SIZE) for p in protocols["values"]} or
                         {DEFAULT_TILE_SIZE})

@@ -330,3 +330,40 @@ def test_a_skin_changes_every_object_cell_of_the_frame_and_the_text_and_never_a_
         assert (text_a[:rows] != text_b[:rows]) == bool(shown - {s.pos})
         assert (text_a[-1] != text_b[-1]) == (s.carrying >= 0)  # the inventory
         assert text_a != text_b  # the legend
+
+
+@pytest.mark.parametrize("switch_frames", ["distinct", "study"])
+def test_cell_looks_name_every_cell_as_the_frame_draws_it(switch_frames):
+    """The viewer draws from ``cell_looks`` and a recorded state, knowing no ruleset: along each
+    maze's optimal plan (every ruleset, both skins, doors, switches, gates, keys, portals, death
+    tiles, ice, turntables), each cell's name is the tile of ``drawn_grid``'s object there."""
+    from env.minigrid_env import cell_looks, drawn_grid
+    from env.oracle import solve
+    from env.sets import resolve_mazes
+    from env.state import initial_state, mechanism_info, step
+    from env.skins import with_skin
+
+    mazes = [*resolve_mazes(["example", "study", "study-m7m10"])]
+    mazes += [with_skin(m, "neutral") for m in mazes[:3]]
+    assert {m.ruleset for m in mazes} == {"minigrid", "multinet-r1", "multinet-pr57"}
+    assert {"teleporter", "kill", "frozen", "turntable", "key", "gate"} <= {o.kind for m in mazes for o in m.objects}
+    for maze in mazes:
+        looks = cell_looks(maze, switch_frames)
+        state = initial_state(maze)
+        for action in [None, *solve(maze).plan]:
+            if action is not None:
+                state, _ = step(maze, state, action)
+            recorded = mechanism_info(maze, state)
+            shown = {}
+            for o in looks:
+                value = recorded.get(o["field"], {}).get(o["id"]) if o["field"] else None
+                if o["field"] == "keys":
+                    if value is not None:
+                        shown[tuple(value)] = o["tiles"][""]
+                    continue
+                for cell in o["cells"]:
+                    shown[tuple(cell)] = o["tiles"]["" if value is None else str(value).lower()]
+            grid = drawn_grid(maze, state, switch_frames)
+            drawn = {(x, y): tiles.tile_name(grid.get(x, y)) for x in range(maze.width) for y in range(maze.height)
+                     if grid.get(x, y) is not None and grid.get(x, y).type not in ("wall", "goal")}
+            assert shown == drawn, (maze.id, state)

@@ -237,7 +237,7 @@ window.gridbench = window.gridbench || {};
       cur = s;
       slider.value = String(s);
       $("step-label").textContent = "step " + s + " / " + n;
-      if (drawn) gb.frames.draw(canvas, maze, stateAt(s), sheet, protocol.switch_frames);
+      if (drawn) gb.frames.draw(canvas, entry, stateAt(s), sheet, protocol.switch_frames);
       if (frames3d) $("frame3d").src = frames3d[s];
       marker.setAttribute("x1", X(s)); marker.setAttribute("x2", X(s));
       if (s === 0) {
