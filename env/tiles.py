@@ -83,10 +83,11 @@ def _classic_tiles() -> Iterator[WorldObj | None]:
 def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int | None]]:
     """Every (cell content, agent direction or None) pair a frame (in ``skin``) can show."""
     for obj in all_tiles(skin):
-        # the agent never stands on a wall, a closed door or gate, a block, a hazard or a kill
-        # cell; on a key only under multinet-r1, where keys are walkable
+        # the agent never stands on a wall, a closed door or gate, a block or a hazard; on a key
+        # only under multinet-r1, where keys are walkable; on a kill cell only once dead on it
+        # (multinet-pr57 with rules.death: fail, whose last frame shows it there)
         look = obj.inner if isinstance(obj, NeutralGlyph) else obj
-        enterable = look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key)
+        enterable = look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key | KillCell)
         for agent_dir in AGENT_DIRS:
             if agent_dir is None or enterable:
                 yield obj, agent_dir

@@ -117,6 +117,12 @@ def test_the_failing_death_reading_ends_the_episode_and_the_oracle_avoids_it():
     assert "rules" not in reset.to_dict() and fail.to_dict()["rules"]["death"] == "fail"
     dead, events = run(fail, [FORWARD, FORWARD])
     assert events == ["moved", "died"] and dead.pos == (3, 1)
+    # the last frame shows the agent dead on the tile: the viewer's tile atlas has that tile
+    from env.minigrid_env import drawn_grid
+    from env.tiles import shown_tiles, tile_name
+
+    on_tile = tile_name(drawn_grid(fail, dead).get(3, 1))
+    assert on_tile == "kill" and (on_tile, dead.dir) in {(tile_name(o), d) for o, d in shown_tiles()}
     # nothing happens any more, and the oracle knows the goal is lost
     assert run(fail, [LEFT, FORWARD, TOGGLE], dead)[0].pos == (3, 1)
     assert action_distance(fail, dead) is None and solve(fail, dead).status == "unsolvable"
