@@ -8,7 +8,7 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -18,32 +18,36 @@ from env.errors import BadInput, pydantic_field
 from env.files import atomic_write
 from env.mechanics import MECHANICS, kinds_only_in
 from env.names import NAME_RULE, is_name
+from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1, STUDY_RULESETS, Ruleset
 
 FORMAT = "gridbench.maze/1"
-COLORS = ("red", "green", "blue", "purple", "yellow", "grey")
-SWITCH_COLORS = (*COLORS, "white")  # the study drew some switches white (docs/maze-format.md)
-PORTAL_COLORS = (*COLORS, "cyan")  # the later harness's portals come in purple and cyan pairs
-BLOCK_COLORS = (*COLORS, "brown")  # the study's pushable box (ogbench M7) is brown
-DIRECTIONS = ("east", "south", "west", "north")  # Minigrid 0..3
+# each list of values declared once, as the type the file's fields take; the tuple read off it
+Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
+SwitchColor = Literal[Color, "white"]  # the study drew some switches white (docs/maze-format.md)
+PortalColor = Literal[Color, "cyan"]  # the later harness's portals come in purple and cyan pairs
+BlockColor = Literal[Color, "brown"]  # the study's pushable box (ogbench M7) is brown
+Direction = Literal["east", "south", "west", "north"]  # Minigrid 0..3
+SkinName = Literal["classic", "neutral"]
+DeathRule = Literal["reset", "fail"]  # multinet-pr57: what entering a kill cell does
+COLORS: tuple[str, ...] = get_args(Color)
+SWITCH_COLORS: tuple[str, ...] = get_args(SwitchColor)
+PORTAL_COLORS: tuple[str, ...] = get_args(PortalColor)
+BLOCK_COLORS: tuple[str, ...] = get_args(BlockColor)
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
-MINIGRID, MULTINET_R1, MULTINET_PR57 = "minigrid", "multinet-r1", "multinet-pr57"
-RULESETS = (MINIGRID, MULTINET_R1, MULTINET_PR57)
-# the study's rulebooks: R1, and the later harness's (its "PR #57" tiles) that adds turntables
-STUDY_RULESETS = (MULTINET_R1, MULTINET_PR57)
 # how objects are drawn and named (env.skins); the default is left out of the content and checksum
-CLASSIC = "classic"
-SKIN_NAMES = (CLASSIC, "neutral")
+SKIN_NAMES: tuple[str, ...] = get_args(SkinName)
+CLASSIC = SKIN_NAMES[0]
+DEATH_RULES: tuple[str, ...] = get_args(DeathRule)
 # every kind of object, in the order of the mechanics they make (env.mechanics); the kinds only the
 # study's rulesets have (docs/maze-format.md#rulesets), and what only multinet-pr57 adds to them
 KINDS = tuple(k for m in MECHANICS for k in m.kinds)
 STUDY_KINDS = kinds_only_in(*STUDY_RULESETS)
 PR57_KINDS = kinds_only_in(MULTINET_PR57)
 R1_KINDS = tuple(k for k in STUDY_KINDS if k not in PR57_KINDS)
-DEATH_RULES = ("reset", "fail")  # multinet-pr57: what entering a kill cell does
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 MAX_SIDE = 64
 
-Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
 Pos = tuple[int, int]
 
 
@@ -69,7 +73,7 @@ class DoorObject(_Strict):
 class SwitchObject(_Strict):
     id: str
     kind: Literal["switch"]
-    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "white"]
+    color: SwitchColor
     pos: Pos
     on: bool = False
     controls: tuple[str, ...] = ()
@@ -89,7 +93,7 @@ class TeleporterObject(_Strict):
 
     id: str
     kind: Literal["teleporter"]
-    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "cyan"]
+    color: PortalColor
     pos: Pos
     to: Pos
     bidirectional: bool = True
@@ -98,7 +102,7 @@ class TeleporterObject(_Strict):
 class BlockObject(_Strict):
     id: str
     kind: Literal["block"]
-    color: Literal["red", "green", "blue", "purple", "yellow", "grey", "brown"]
+    color: BlockColor
     pos: Pos
 
 
@@ -127,7 +131,7 @@ class TurntableObject(_Strict):
     id: str
     kind: Literal["turntable"]
     pos: Pos
-    dir: Literal["east", "south", "west", "north"]
+    dir: Direction
 
 
 MazeObject = Annotated[
@@ -144,12 +148,12 @@ class Rules(_Strict):
     freeze_steps: int = Field(5, ge=1, le=1000)  # actions a frozen tile swallows
     # multinet-pr57 only: a kill cell puts the maze back to its start and the episode goes on (the
     # harness), or ends the episode in failure (what the study's maze descriptions say)
-    death: Literal["reset", "fail"] = "reset"
+    death: DeathRule = "reset"
 
 
 class Start(_Strict):
     pos: Pos
-    dir: Literal["east", "south", "west", "north"]
+    dir: Direction
 
 
 class Meta(BaseModel):
@@ -185,9 +189,9 @@ class Maze(BaseModel):
 
     format: Literal["gridbench.maze/1"]
     id: str
-    ruleset: Literal["minigrid", "multinet-r1", "multinet-pr57"] = "minigrid"
+    ruleset: Ruleset = "minigrid"
     rules: Rules | None = None  # the study's rulesets only; left out, the rulebook's defaults
-    skin: Literal["classic", "neutral"] = "classic"  # looks and words only (env.skins), never dynamics
+    skin: SkinName = "classic"  # looks and words only (env.skins), never dynamics
     grid: tuple[str, ...]
     start: Start
     goal: Pos

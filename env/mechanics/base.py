@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# the rulesets (env.maze defines them; named here too so that env.maze may import this package)
-MINIGRID, MULTINET_R1, MULTINET_PR57 = "minigrid", "multinet-r1", "multinet-pr57"
+from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
+
+__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic"]
 
 
 @dataclass(frozen=True)
