@@ -127,7 +127,9 @@ def check_cmd(
 def mechanics_cmd(
     as_json: bool = typer.Option(False, "--json", help="one JSON document: a list with an object per mechanic"),
 ) -> None:
-    """Every mechanic the mazes can hold, from its own module (env/mechanics/): its object kinds, the rulesets that have it, the study's task-file fields that name it, its removal twin, and whether the generator lays it."""
+    """Every mechanic the mazes can hold, from its own module (env/mechanics/): its object kinds,
+    the rulesets that have it, the study's task-file fields that name it, its removal twin, and
+    whether the generator lays it."""
     import json
 
     from rich.console import Console

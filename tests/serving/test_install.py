@@ -6,6 +6,7 @@ llama-cpp-python 0.3.36 on a 2-core x86-64 machine, each line cut at 160 charact
 lines are whole compiler command lines) and the checkout's paths replaced.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -64,6 +65,7 @@ def test_llama_cpp_is_built_portable_unless_a_native_build_is_asked_for(tmp_path
     assert run_args(tmp_path, "fpu", ARCH="aarch64") == ["-DGGML_NATIVE=OFF"]
 
 
+@pytest.mark.skipif(os.environ.get("GRIDBENCH_LLAMA_NATIVE") == "1", reason="a native build was asked for")
 def test_the_installed_llama_cpp_uses_no_instruction_beyond_the_portable_set():
     """A native build on this machine would enable what its CPU has (AVX-512, AMX, VNNI)."""
     llama_cpp = pytest.importorskip("llama_cpp")
