@@ -41,12 +41,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from env.maze import DIR_VECTORS, MULTINET_PR57, KeyObject, Maze, MazeObject, SwitchObject, TeleporterObject
+from env.maze import (
+    DIR_VECTORS,
+    MULTINET_PR57,
+    STUDY_KINDS,
+    KeyObject,
+    Maze,
+    MazeObject,
+    SwitchObject,
+    TeleporterObject,
+)
+from env.mechanics import MECHANICS
 from env.state import FORWARD, PICKUP, TOGGLE, MazeState, ahead, r1_landing, step
 
 STAGES = ("contact", "attempt", "success", "use")
-KINDS = ("key", "door", "switch", "gate", "teleporter", "turntable", "kill", "frozen")
-LATER_KINDS = KINDS[4:]  # the study's later tiles, read off the replayed step
+# the kinds whose discovery is followed, as each mechanic declares it (env.mechanics), in its order
+KINDS = tuple(k for m in MECHANICS if m.discovered for k in m.kinds)
+LATER_KINDS = tuple(k for k in KINDS if k in STUDY_KINDS)  # the study's later tiles, read off the replayed step
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import pytest
 
 from analysis.twins import REMOVED_MECHANISM
 from app.cli import main as cli_main
+from env.discovery import KINDS as DISCOVERY_KINDS
+from env.discovery import LATER_KINDS as LATER_DISCOVERY_KINDS
 from env.generator.generator import TILE_OBJECT, TILE_TWIN, TILES
 from env.importers.study import FIELDS, LATER_FIELDS
 from env.maze import KINDS, PR57_KINDS, R1_KINDS, STUDY_KINDS, load_maze
@@ -52,6 +54,9 @@ def test_every_list_read_off_the_registry_is_what_it_was():
         "keys", "doors", "switches", "gates", "blocks", "hazards", "teleporters", "kill_cells", "death_portals",
         "frozen_tiles", "freeze_steps", "rotating_tiles", "rotating_initial_directions"})
     assert LATER_FIELDS == ("death_portals", "rotating_tiles", "rotating_initial_directions")
+    # the discovery timelines' kinds: the same set, in the registry's order (turntable now last)
+    assert DISCOVERY_KINDS == ("key", "door", "switch", "gate", "teleporter", "kill", "frozen", "turntable")
+    assert set(LATER_DISCOVERY_KINDS) == {"teleporter", "turntable", "kill", "frozen"}
 
 
 def test_each_mechanic_is_one_module_and_each_kind_belongs_to_one_mechanic():
