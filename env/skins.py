@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from env.maze import CLASSIC, DOOR_STATES, SKIN_NAMES, Maze, maze_from_dict
+from env.mechanics import MECHANICS
 
-# The words a skin defines: per kind a noun and its plural; per visible state an adjective.
-STATE_WORDS = ("door_locked", "door_closed", "door_open", "switch_on", "switch_off", "gate_closed", "gate_open")
-# The text map's letters: per kind (keys and multinet-r1's kinds) or per kind and visible state.
-GLYPH_NAMES = ("key", *STATE_WORDS, "teleporter", "hazard", "block", "kill", "frozen", "turntable")
+# The words a skin defines: per kind a noun and its plural; per visible state an adjective; the
+# text map's letters per kind (keys and the study's kinds) or per kind and visible state. Each
+# mechanic declares its own (env.mechanics, ``Mechanic.words``); a skin gathers them.
+STATE_WORDS = tuple(state for m in MECHANICS for state in m.words[CLASSIC].states)
+GLYPH_NAMES = tuple(glyph for m in MECHANICS for glyph in m.words[CLASSIC].glyphs)
 
 
 @dataclass(frozen=True)
@@ -63,41 +65,19 @@ def _plural_name(kind: str) -> str:
     return {"switch": "switches"}.get(kind, kind + "s")
 
 
-def _skin(name: str, nouns: dict[str, tuple[str, str]], states: dict[str, str], glyphs: dict[str, str],
-          legend_names: dict[str, str] | None = None) -> Skin:
+def _skin(name: str) -> Skin:
+    """The skin ``name`` as the mechanics declare it (every one declares every skin's words)."""
+    words = [m.words[name] for m in MECHANICS]
+    nouns = {kind: pair for w in words for kind, pair in w.nouns.items()}
+    states = {state: word for w in words for state, word in w.states.items()}
+    glyphs = {glyph: letter for w in words for glyph, letter in w.glyphs.items()}
     assert set(states) == set(STATE_WORDS) and set(glyphs) == set(GLYPH_NAMES), name
+    legend = {kind: word for w in words for kind, word in w.legend.items()}
     return Skin(name, MappingProxyType(nouns), MappingProxyType(states), MappingProxyType(glyphs),
-                MappingProxyType(legend_names or {}))
+                MappingProxyType(legend))
 
 
-SKINS: dict[str, Skin] = {
-    CLASSIC: _skin(
-        CLASSIC,
-        {"key": ("key", "keys"), "door": ("door", "doors"), "switch": ("switch", "switches"),
-         "gate": ("gate", "gates"),
-         # multinet-r1's kinds are named by what they look like, never by what they do
-         "teleporter": ("ring", "rings"), "block": ("box", "boxes"), "hazard": ("lava cell", "lava cells"),
-         "kill": ("skull", "skulls"), "frozen": ("frosted tile", "frosted tiles"),
-         "turntable": ("pointer tile", "pointer tiles")},
-        {"door_locked": "locked", "door_closed": "closed", "door_open": "open", "switch_on": "on",
-         "switch_off": "off", "gate_closed": "closed", "gate_open": "open"},
-        {"key": "K", "door_locked": "L", "door_closed": "D", "door_open": "/", "switch_off": "S",
-         "switch_on": "*", "gate_closed": "X", "gate_open": "_", "teleporter": "O", "hazard": "~",
-         "block": "B", "kill": "x", "frozen": "=", "turntable": "@"},
-        {"hazard": "lava"},
-    ),
-    "neutral": _skin(
-        "neutral",
-        {"key": ("dax", "daxes"), "door": ("wug", "wugs"), "switch": ("fep", "feps"), "gate": ("zib", "zibs"),
-         "teleporter": ("vek", "veks"), "block": ("tev", "tevs"), "hazard": ("lorp", "lorps"),
-         "kill": ("nuv", "nuvs"), "frozen": ("pim", "pims"), "turntable": ("mib", "mibs")},
-        {"door_locked": "marked", "door_closed": "filled", "door_open": "hollow", "switch_on": "bright",
-         "switch_off": "dim", "gate_closed": "filled", "gate_open": "hollow"},
-        {"key": "d", "door_locked": "Q", "door_closed": "W", "door_open": "w", "switch_off": "f",
-         "switch_on": "F", "gate_closed": "Z", "gate_open": "z", "teleporter": "e", "hazard": "r",
-         "block": "t", "kill": "n", "frozen": "p", "turntable": "m"},
-    ),
-}
+SKINS: dict[str, Skin] = {name: _skin(name) for name in SKIN_NAMES}
 assert tuple(SKINS) == SKIN_NAMES
 
 

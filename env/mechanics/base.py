@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
-__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic"]
+__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic", "Words"]
+
+
+@dataclass(frozen=True)
+class Words:
+    """How one skin (env.skins) names a mechanic's objects and writes them on the text map: per
+    kind a noun and its plural, named by what it looks like, never by what it does; per visible
+    state an adjective (``door_locked``: ``locked``); the map's letter per kind, or per kind and
+    visible state; and the map legend's name where it differs from the noun."""
+
+    nouns: dict[str, tuple[str, str]]
+    glyphs: dict[str, str]
+    states: dict[str, str] = field(default_factory=dict)
+    legend: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -25,7 +38,8 @@ class Mechanic:
     - ``generated``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``) and the
       discovery set draws it;
     - ``discovered``: the discovery timelines follow it (env.discovery);
-    - ``summary``: one line on what it does.
+    - ``summary``: one line on what it does;
+    - ``words``: per skin, how the text map and the prompts name it (``Words``).
     """
 
     name: str
@@ -38,6 +52,7 @@ class Mechanic:
     generated: bool = False
     discovered: bool = False
     summary: str = ""
+    words: dict[str, Words] = field(default_factory=dict)
     module: str = ""
 
     def to_dict(self) -> dict[str, object]:

@@ -1,9 +1,12 @@
 """Blocks: solid cells in a colour. No rulebook gridbench plays pushes one (the study's R1 rulebook
 never did, whatever a file's ``pushable`` says)."""
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
 
 MECHANIC = Mechanic(
     name="block", label="block", kinds=("block",), rulesets=(MULTINET_R1, MULTINET_PR57),
-    study_fields=("blocks",), summary="a solid cell that nothing moves", module=__name__,
+    study_fields=("blocks",), summary="a solid cell that nothing moves",
+    words={"classic": Words({"block": ("box", "boxes")}, {"block": "B"}),
+           "neutral": Words({"block": ("tev", "tevs")}, {"block": "t"})},
+    module=__name__,
 )

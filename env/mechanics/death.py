@@ -1,11 +1,14 @@
 """Death tiles (kill cells): entering one puts the maze back at its start, or under
 ``rules.death: fail`` (multinet-pr57) ends the episode."""
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
 
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
     generated=True, discovered=True,
-    summary="entering it puts the maze back at its start (rules.death: fail ends the episode)", module=__name__,
+    summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
+    words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
+           "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
+    module=__name__,
 )

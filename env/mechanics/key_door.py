@@ -1,9 +1,18 @@
 """Keys and locked doors: a key is picked up (one at a time) and opens the door of its colour."""
 
-from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic
+from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Words
 
 MECHANIC = Mechanic(
     name="key-door", label="key-door", kinds=("key", "door"), rulesets=(MINIGRID, MULTINET_R1, MULTINET_PR57),
     study_fields=("keys", "doors"), removal="no-keys", discovered=True,
-    summary="a key, carried one at a time, unlocks the door of its colour", module=__name__,
+    summary="a key, carried one at a time, unlocks the door of its colour",
+    words={
+        "classic": Words({"key": ("key", "keys"), "door": ("door", "doors")},
+                         {"key": "K", "door_locked": "L", "door_closed": "D", "door_open": "/"},
+                         {"door_locked": "locked", "door_closed": "closed", "door_open": "open"}),
+        "neutral": Words({"key": ("dax", "daxes"), "door": ("wug", "wugs")},
+                         {"key": "d", "door_locked": "Q", "door_closed": "W", "door_open": "w"},
+                         {"door_locked": "marked", "door_closed": "filled", "door_open": "hollow"}),
+    },
+    module=__name__,
 )

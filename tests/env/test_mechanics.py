@@ -111,3 +111,20 @@ def test_the_study_box_maze_imports_under_r1_plays_and_has_no_solution(tmp_path,
     code, _, err = run_cli(capsys, "maze", "import", f"multinet:{BOX}", "--ruleset", "multinet-pr57",
                            "--out", str(tmp_path / "pr57.json"))
     assert code == 2 and "mechanisms.blocks[0].pushable" in err and not (tmp_path / "pr57.json").exists()
+
+
+def test_the_skins_gathered_from_the_mechanics_are_the_skins_before_the_move():
+    """Every noun, state word, map letter and legend name of each skin, as recorded from
+    env/skins.py before the mechanics declared them (``skins_before_registry.json``)."""
+    from env.skins import GLYPH_NAMES, SKINS, STATE_WORDS
+
+    before = json.loads((Path(__file__).parent / "skins_before_registry.json").read_text())
+    assert list(STATE_WORDS) == before["state_words"] and sorted(GLYPH_NAMES) == sorted(before["glyph_names"])
+    for name, skin in SKINS.items():
+        recorded = before["skins"][name]
+        assert {k: list(v) for k, v in skin.nouns.items()} == recorded["nouns"]
+        assert dict(skin.states) == recorded["states"] and dict(skin.glyphs) == recorded["glyphs"]
+        assert dict(skin.legend_names) == recorded["legend_names"]
+    assert set(SKINS) == set(before["skins"])
+    # every mechanic names itself in every skin
+    assert all(set(m.words) == set(SKINS) for m in MECHANICS)
