@@ -10,7 +10,7 @@ points now. Every step reports one event and the mechanism state in ``info``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -18,11 +18,12 @@ from gymnasium import spaces
 from minigrid.core.actions import Actions as MinigridActions
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
-from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldObj
+from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
 from env.maze import CLASSIC, DIRECTIONS, DOOR_STATES, Maze, MazeObject
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
+from env.mechanics import of_kind
+from env.objects import Gate, NeutralGlyph, Switch
 from env.sets import resolve_maze
 from env.state import (
     ACTIONS,
@@ -55,7 +56,6 @@ TO_MINIGRID = {
     DROP: int(MinigridActions.drop),
 }
 MISSION = "reach the goal"
-_CELL_GLYPHS: dict[str, Callable[[], WorldObj]] = {"hazard": Lava, "kill": KillCell, "frozen": FrozenTile}
 _NO_TRUNCATION = 2**31 - 1
 T = TypeVar("T", bound=WorldObj)
 
@@ -63,32 +63,12 @@ T = TypeVar("T", bound=WorldObj)
 def look(maze: Maze, obj: MazeObject, value: Any = None, switch_frames: str = "distinct") -> WorldObj:
     """What ``obj`` of ``maze`` is drawn as when its state is ``value``: a door's state (0 open, 1
     closed, 2 locked), a switch's on, a gate's open, a turntable's arrow (0..3); nothing for the
-    rest. The one place that says how a cell looks under each ruleset: ``build_grid`` draws with
-    it, and the viewer names its tiles with it (``cell_looks``).
-
-    Under the study's rulesets the objects look as the MultiNet study drew them: switches as
-    discs, gates as grey doors (docs/maze-format.md). ``switch_frames`` is the protocol field of
-    that name (docs/protocol.md): ``distinct`` draws a switch's state (gridbench's glyph; under
-    the study's rulesets its disc with the core it added after its run), ``study`` the disc alone,
-    the same on and off, as every R1 frame showed it."""
-    r1 = maze.study_rules
-    if obj.kind == "door":
-        return Door(obj.color, is_open=value == 0, is_locked=value == 2)
-    if obj.kind == "switch":
-        if r1 or switch_frames == "study":
-            return DiscSwitch(obj.color, is_on=bool(value), shows_state=switch_frames != "study")
-        return Switch(obj.color, is_on=bool(value))
-    if obj.kind == "gate":
-        return Door("grey", is_open=bool(value)) if r1 else Gate(obj.color, is_open=bool(value))
-    if obj.kind == "key":
-        return Key(obj.color)
-    if obj.kind == "teleporter":
-        return Teleporter(obj.color)
-    if obj.kind == "block":
-        return Box(obj.color)
-    if obj.kind == "turntable":
-        return Turntable(value or 0)
-    return _CELL_GLYPHS[obj.kind]()
+    rest. ``switch_frames`` is the protocol field of that name (docs/protocol.md). Each mechanic
+    draws its own objects (``Mechanic.draws``, env.mechanics); ``build_grid`` draws with this, and
+    the viewer names its tiles with it (``cell_looks``)."""
+    draws = of_kind(obj.kind).draws
+    assert draws is not None, obj.kind
+    return cast(WorldObj, draws(maze, obj, value, switch_frames))
 
 
 def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") -> tuple[Grid, list[Key]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
@@ -39,7 +41,10 @@ class Mechanic:
       discovery set draws it;
     - ``discovered``: the discovery timelines follow it (env.discovery);
     - ``summary``: one line on what it does;
-    - ``words``: per skin, how the text map and the prompts name it (``Words``).
+    - ``words``: per skin, how the text map and the prompts name it (``Words``);
+    - ``draws``: how its objects are drawn in 2D, ``(maze, object, value, switch_frames) ->`` the
+      Minigrid world object (env.minigrid_env.look, which says what ``value`` is for each kind);
+      each module imports Minigrid only when it draws.
     """
 
     name: str
@@ -53,6 +58,7 @@ class Mechanic:
     discovered: bool = False
     summary: str = ""
     words: dict[str, Words] = field(default_factory=dict)
+    draws: Callable[[Any, Any, Any, str], Any] | None = None
     module: str = ""
 
     def to_dict(self) -> dict[str, object]:
