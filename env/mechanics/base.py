@@ -8,7 +8,18 @@ from typing import Any
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
-__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic", "Words"]
+__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic", "Scene3D", "Words"]
+
+
+@dataclass(frozen=True)
+class Scene3D:
+    """How one kind is built into the 3D scene (env.render3d.scene): ``draw(builder, object)``
+    adds its geoms, each tagged with the look it belongs to; ``look(maze, state, i)`` is the look a
+    state gives the ``i``-th object of the kind (None: it always looks the same). The drawing
+    functions import the scene's helpers when they run, so no mechanic loads the 3D code."""
+
+    draw: Callable[[Any, Any], None]
+    look: Callable[[Any, Any, int], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,9 @@ class Mechanic:
     - ``words``: per skin, how the text map and the prompts name it (``Words``);
     - ``draws``: how its objects are drawn in 2D, ``(maze, object, value, switch_frames) ->`` the
       Minigrid world object (env.minigrid_env.look, which says what ``value`` is for each kind);
-      each module imports Minigrid only when it draws.
+      each module imports Minigrid only when it draws;
+    - ``scene``: per kind, how it is built into the 3D scene (``Scene3D``; keys are the scene's
+      moving bodies, drawn by the key-door module's ``draw_key``).
     """
 
     name: str
@@ -59,6 +72,7 @@ class Mechanic:
     summary: str = ""
     words: dict[str, Words] = field(default_factory=dict)
     draws: Callable[[Any, Any, Any, str], Any] | None = None
+    scene: dict[str, Scene3D] = field(default_factory=dict)
     module: str = ""
 
     def to_dict(self) -> dict[str, object]:

@@ -3,7 +3,7 @@ never did, whatever a file's ``pushable`` says)."""
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -13,10 +13,22 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return Box(obj.color)
 
 
+def draw_block(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import DARK, SPEC_COLORS
+
+    c = SPEC_COLORS[o.color]
+    cx, cy = cell_centre(*o.pos)
+    h = 0.6 * b.camera.wall_height
+    b.box(cx, cy, (0.42, 0.42, h / 2), 0.0, c)
+    b.box(cx, cy, (0.30, 0.30, 0.01), h, DARK)  # a dark lid, as Minigrid's box is hollow
+
+
 MECHANIC = Mechanic(
     name="block", label="block", kinds=("block",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("blocks",), summary="a solid cell that nothing moves",
     words={"classic": Words({"block": ("box", "boxes")}, {"block": "B"}),
            "neutral": Words({"block": ("tev", "tevs")}, {"block": "t"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"block": Scene3D(draw_block)},
+    module=__name__,
 )

@@ -3,7 +3,7 @@
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -13,6 +13,20 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return KillCell()
 
 
+def draw_kill(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import DARK
+
+    cx, cy = cell_centre(*o.pos)
+    b.disc(cx, cy, 0.46, 0.0, 0.03, (0.35, 0.05, 0.05))
+    z = 0.35 * b.camera.wall_height + 0.1
+    b.geom("sphere", (0.2,), (cx, cy, z), (0.9, 0.9, 0.9))  # a skull: cranium, sockets, jaw
+    for dx in (-0.08, 0.08):
+        for dy in (-0.08, 0.08):
+            b.geom("sphere", (0.06,), (cx + dx, cy + dy, z + 0.12), DARK)
+    b.box(cx, cy, (0.12, 0.12, 0.04), z - 0.24, (0.9, 0.9, 0.9))
+
+
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
@@ -20,5 +34,6 @@ MECHANIC = Mechanic(
     summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"kill": Scene3D(draw_kill)},
+    module=__name__,
 )

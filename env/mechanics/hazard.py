@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -12,10 +12,21 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return Lava()
 
 
+def draw_hazard(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import DARK
+
+    cx, cy = cell_centre(*o.pos)
+    b.box(cx, cy, (0.47, 0.47, 0.02), 0.0, (1.0, 0.50, 0.0))
+    for dy in (-0.25, 0.0, 0.25):  # dark waves, as Minigrid's lava
+        b.box(cx, cy + dy, (0.36, 0.035, 0.005), 0.04, DARK)
+
+
 MECHANIC = Mechanic(
     name="hazard", label="hazard", kinds=("hazard",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("hazards",), summary="a cell the agent cannot enter",
     words={"classic": Words({"hazard": ("lava cell", "lava cells")}, {"hazard": "~"}, legend={"hazard": "lava"}),
            "neutral": Words({"hazard": ("lorp", "lorps")}, {"hazard": "r"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"hazard": Scene3D(draw_hazard)},
+    module=__name__,
 )

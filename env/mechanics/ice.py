@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -12,11 +12,20 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return FrozenTile()
 
 
+def draw_frozen(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+
+    cx, cy = cell_centre(*o.pos)
+    b.box(cx, cy, (0.47, 0.47, 0.01), 0.0, (0.84, 0.91, 0.96))
+    b.geom("ellipsoid", (0.32, 0.32, 0.06 + 0.08 * b.camera.wall_height), (cx, cy, 0.0), (1.0, 1.0, 1.0))
+
+
 MECHANIC = Mechanic(
     name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", generated=True, discovered=True,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",
     words={"classic": Words({"frozen": ("frosted tile", "frosted tiles")}, {"frozen": "="}),
            "neutral": Words({"frozen": ("pim", "pims")}, {"frozen": "p"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"frozen": Scene3D(draw_frozen)},
+    module=__name__,
 )

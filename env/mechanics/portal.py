@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -12,11 +12,29 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return Teleporter(obj.color)
 
 
+def draw_teleporter(b: Any, o: Any) -> None:
+    """Both ends a ring on the floor; an end one can enter has a dark core with a coloured dot
+    and a translucent beacon, so the two ends are seen from afar; a one-way exit has neither."""
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import DARK, FLOOR, SPEC_COLORS
+
+    c = SPEC_COLORS[o.color]
+    ends = [(o.pos, True), (o.to, o.bidirectional)]
+    for pos, entrance in ends:
+        cx, cy = cell_centre(*pos)
+        b.disc(cx, cy, 0.42, 0.0, 0.04, c)
+        b.disc(cx, cy, 0.28, 0.04, 0.02, DARK if entrance else FLOOR)
+        if entrance:
+            b.disc(cx, cy, 0.12, 0.06, 0.03, c)
+            b.disc(cx, cy, 0.10, 0.09, b.camera.wall_height + 1.0, c, alpha=0.45)
+
+
 MECHANIC = Mechanic(
     name="portal", label="portal", kinds=("teleporter",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("teleporters",), removal="no-portals", generated=True, discovered=True,
     summary="entering one end of a portal lands the agent on its other end",
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"teleporter": Scene3D(draw_teleporter)},
+    module=__name__,
 )

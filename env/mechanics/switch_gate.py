@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Words
+from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -23,6 +23,43 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return Door("grey", is_open=bool(value)) if study_rules else Gate(obj.color, is_open=bool(value))
 
 
+def draw_gate(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import FLOOR, SPEC_COLORS, TILE_INSET, mixed, span
+
+    c, h = SPEC_COLORS[o.color], b.camera.wall_height
+    closed, opened = f"{o.id}:closed", f"{o.id}:open"
+    for offset in (-0.3, 0.0, 0.3):  # three bars, full height when closed, stubs when open
+        span(b, o.pos, 0.05, 0.05, h, 0.0, offset, c, closed)
+        span(b, o.pos, 0.05, 0.05, 0.12, 0.0, offset, c, opened)
+    for z in (0.25 * h, 0.75 * h):  # two rails
+        span(b, o.pos, 0.46, 0.04, 0.05, z, 0.0, c, closed)
+    cx, cy = cell_centre(*o.pos)  # the gate's ground: the floor tinted with its colour, apart from walls
+    b.box(cx, cy, (0.5 - TILE_INSET, 0.5 - TILE_INSET, 0.004), -0.01, mixed(FLOOR, c, 0.35))
+
+
+def look_gate(maze: Any, state: Any, i: int) -> str:
+    return "open" if maze.gates_open(state.switches)[i] else "closed"
+
+
+def draw_switch(b: Any, o: Any) -> None:
+    from env.render3d.cameras import cell_centre
+    from env.render3d.scene import DARK, SPEC_COLORS, scaled
+
+    c = SPEC_COLORS[o.color]
+    cx, cy = cell_centre(*o.pos)
+    b.disc(cx, cy, 0.40, 0.0, 0.03, DARK)  # the plate
+    b.disc(cx, cy, 0.26, 0.03, 0.14, scaled(c, 0.5), f"{o.id}:off")  # raised, dimmed button
+    b.disc(cx, cy, 0.11, 0.17, 0.01, DARK, f"{o.id}:off")
+    b.disc(cx, cy, 0.34, 0.03, 0.04, c, f"{o.id}:on")  # pressed, bright, with a white light
+    b.disc(cx, cy, 0.13, 0.07, 0.02, (1.0, 1.0, 1.0), f"{o.id}:on")
+    b.disc(cx, cy, 0.31, 0.03, 0.08, c, f"{o.id}:any")  # switch_frames: study, the state not shown
+
+
+def look_switch(maze: Any, state: Any, i: int) -> str:
+    return "on" if state.switches[i] else "off"
+
+
 MECHANIC = Mechanic(
     name="switch-gate", label="switch-gate", kinds=("switch", "gate"),
     rulesets=(MINIGRID, MULTINET_R1, MULTINET_PR57), study_fields=("switches", "gates"), removal="no-switches",
@@ -35,5 +72,6 @@ MECHANIC = Mechanic(
                          {"switch_off": "f", "switch_on": "F", "gate_closed": "Z", "gate_open": "z"},
                          {"switch_on": "bright", "switch_off": "dim", "gate_closed": "filled", "gate_open": "hollow"}),
     },
-    draws=draws, module=__name__,
+    draws=draws, scene={"gate": Scene3D(draw_gate, look_gate), "switch": Scene3D(draw_switch, look_switch)},
+    module=__name__,
 )

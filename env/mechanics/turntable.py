@@ -3,7 +3,7 @@ move from the tile goes where the arrow points."""
 
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, Mechanic, Words
+from env.mechanics.base import MULTINET_PR57, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -13,6 +13,35 @@ def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
     return Turntable(value or 0)
 
 
+def draw_turntable(b: Any, o: Any) -> None:
+    """A raised orange disc with a dark arrow for each way it can point; the state shows one."""
+    import math
+
+    from env.maze import DIRECTIONS
+    from env.render3d.cameras import DIRECTION_YAW, cell_centre
+    from env.render3d.scene import TURNTABLE, TURNTABLE_ARROW
+
+    cx, cy = cell_centre(*o.pos)
+    b.disc(cx, cy, 0.44, 0.0, 0.05, TURNTABLE)
+    for d, name in enumerate(DIRECTIONS):
+        yaw = math.radians(DIRECTION_YAW[d])
+        ux, uy = math.cos(yaw), math.sin(yaw)
+        tag = f"{o.id}:{name}"
+        b.geom("box", (0.16, 0.04, 0.012), (cx - 0.06 * ux, cy - 0.06 * uy, 0.062), TURNTABLE_ARROW, tag,
+               euler=f"0 0 {DIRECTION_YAW[d]:.1f}")
+        for side in (45.0, -45.0):  # the head, a chevron pointing the arrow's way
+            a = math.radians(DIRECTION_YAW[d] + 180.0 + side)
+            b.geom("box", (0.13, 0.035, 0.012), (cx + 0.16 * ux + 0.09 * math.cos(a), cy + 0.16 * uy + 0.09 * math.sin(a), 0.062),
+                   TURNTABLE_ARROW, tag, euler=f"0 0 {DIRECTION_YAW[d] + 180.0 + side:.1f}")
+
+
+def look_turntable(maze: Any, state: Any, i: int) -> str:
+    from env.maze import DIRECTIONS
+    from env.state import arrow
+
+    return DIRECTIONS[arrow(maze, state, maze.turntables[i].pos) or 0]
+
+
 MECHANIC = Mechanic(
     name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
@@ -20,5 +49,6 @@ MECHANIC = Mechanic(
     discovered=True, summary="a forward move from it goes where its turning arrow points",
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
-    draws=draws, module=__name__,
+    draws=draws, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
+    module=__name__,
 )

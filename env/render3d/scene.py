@@ -6,22 +6,23 @@ frame shows the tagged geoms whose tag is in the state's set of looks (``looks``
 others to a group that is never drawn, so a new state never recompiles the model. Keys and the
 agent are mocap bodies, moved to their cells.
 
-Each kind of object is one entry of ``MECHANISMS``: how it is drawn (its geoms, with their tags)
-and which look a state gives it. A maze holding a kind with no entry is refused when its scene
-is asked for (``check_drawable``), never drawn half.
+Each kind of object is one entry of ``MECHANISMS``, gathered from the mechanic that draws it
+(``env.mechanics``, ``Mechanic.scene``): how it is drawn (its geoms, with their tags) and which
+look a state gives it. A maze holding a kind with no entry is refused when its scene is asked
+for (``check_drawable``), never drawn half.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from env.errors import BadInput
-from env.maze import CLASSIC, DIRECTIONS, DOOR_STATES, Maze
-from env.render3d.cameras import DIRECTION_YAW, Camera, cell_centre
-from env.state import MazeState, arrow
+from env.maze import CLASSIC, Maze
+from env.mechanics import MECHANICS
+from env.mechanics.base import Scene3D
+from env.mechanics.key_door import draw_key
+from env.render3d.cameras import Camera, cell_centre
+from env.state import MazeState
 
 # colours, RGB 0..1: the 2D frames' own (Minigrid's), so a colour reads the same in both
 SPEC_COLORS = {
@@ -45,12 +46,12 @@ def _rgba(rgb: tuple[float, float, float], alpha: float = 1.0) -> str:
     return " ".join(f"{c:.3f}" for c in (*rgb, alpha))
 
 
-def _mixed(a: tuple[float, float, float], b: tuple[float, float, float], k: float) -> tuple[float, float, float]:
+def mixed(a: tuple[float, float, float], b: tuple[float, float, float], k: float) -> tuple[float, float, float]:
     """``a`` with a share ``k`` of ``b``."""
     return (a[0] + k * (b[0] - a[0]), a[1] + k * (b[1] - a[1]), a[2] + k * (b[2] - a[2]))
 
 
-def _scaled(rgb: tuple[float, float, float], k: float) -> tuple[float, float, float]:
+def scaled(rgb: tuple[float, float, float], k: float) -> tuple[float, float, float]:
     return (rgb[0] * k, rgb[1] * k, rgb[2] * k)
 
 
@@ -104,9 +105,9 @@ class _Body:
         self.builder.bodies.extend([*lines, "</body>"])
 
 
-# ---- the mechanisms: one entry each ---------------------------------------------------------
+# ---- the mechanisms: helpers their drawings share (each mechanic draws its own: env.mechanics) ----
 
-def _across(maze: Maze, pos: tuple[int, int]) -> bool:
+def spans_x(maze: Maze, pos: tuple[int, int]) -> bool:
     """A barrier on ``pos`` spans the x axis (its passage runs north-south)? Walls west and east
     mean the passage runs north-south; otherwise it is taken to run east-west."""
     x, y = pos
@@ -118,165 +119,20 @@ def _across(maze: Maze, pos: tuple[int, int]) -> bool:
     return True
 
 
-def _span(b: SceneBuilder, pos: tuple[int, int], along: float, across: float, h: float, z0: float, offset: float,
+def span(b: SceneBuilder, pos: tuple[int, int], along: float, across: float, h: float, z0: float, offset: float,
           rgb: tuple[float, float, float], tag: str) -> None:
     """A box across a barrier's passage: ``along`` is its half length across the passage,
     ``offset`` moves it along the span (so posts sit at the ends)."""
     cx, cy = cell_centre(*pos)
-    if _across(b.maze, pos):
+    if spans_x(b.maze, pos):
         b.box(cx + offset, cy, (along, across, h / 2), z0, rgb, tag)
     else:
         b.box(cx, cy + offset, (across, along, h / 2), z0, rgb, tag)
 
 
-def draw_door(b: SceneBuilder, o: Any) -> None:
-    c, h = SPEC_COLORS[o.color], b.camera.wall_height
-    for look in ("closed", "locked"):
-        tag = f"{o.id}:{look}"
-        _span(b, o.pos, 0.5, 0.14, h, 0.0, 0.0, c, tag)
-        if look == "locked":  # a dark band along the top and a dark keyhole plate on both faces
-            _span(b, o.pos, 0.4, 0.06, 0.02, h, 0.0, DARK, tag)
-            _span(b, o.pos, 0.07, 0.17, 0.3, 0.35 * h, 0.0, DARK, tag)
-        else:  # a pale handle on both faces
-            _span(b, o.pos, 0.05, 0.18, 0.08, 0.45 * h, 0.25, (0.95, 0.95, 0.9), tag)
-    tag = f"{o.id}:open"  # posts at both ends and a threshold strip
-    for end in (-0.42, 0.42):
-        _span(b, o.pos, 0.08, 0.14, h, 0.0, end, c, tag)
-    _span(b, o.pos, 0.34, 0.14, 0.015, 0.0, 0.0, c, tag)
-
-
-def look_door(maze: Maze, state: MazeState, i: int) -> str:
-    return DOOR_STATES[state.doors[i]]
-
-
-def draw_gate(b: SceneBuilder, o: Any) -> None:
-    c, h = SPEC_COLORS[o.color], b.camera.wall_height
-    closed, opened = f"{o.id}:closed", f"{o.id}:open"
-    for offset in (-0.3, 0.0, 0.3):  # three bars, full height when closed, stubs when open
-        _span(b, o.pos, 0.05, 0.05, h, 0.0, offset, c, closed)
-        _span(b, o.pos, 0.05, 0.05, 0.12, 0.0, offset, c, opened)
-    for z in (0.25 * h, 0.75 * h):  # two rails
-        _span(b, o.pos, 0.46, 0.04, 0.05, z, 0.0, c, closed)
-    cx, cy = cell_centre(*o.pos)  # the gate's ground: the floor tinted with its colour, apart from walls
-    b.box(cx, cy, (0.5 - TILE_INSET, 0.5 - TILE_INSET, 0.004), -0.01, _mixed(FLOOR, c, 0.35))
-
-
-def look_gate(maze: Maze, state: MazeState, i: int) -> str:
-    return "open" if maze.gates_open(state.switches)[i] else "closed"
-
-
-def draw_switch(b: SceneBuilder, o: Any) -> None:
-    c = SPEC_COLORS[o.color]
-    cx, cy = cell_centre(*o.pos)
-    b.disc(cx, cy, 0.40, 0.0, 0.03, DARK)  # the plate
-    b.disc(cx, cy, 0.26, 0.03, 0.14, _scaled(c, 0.5), f"{o.id}:off")  # raised, dimmed button
-    b.disc(cx, cy, 0.11, 0.17, 0.01, DARK, f"{o.id}:off")
-    b.disc(cx, cy, 0.34, 0.03, 0.04, c, f"{o.id}:on")  # pressed, bright, with a white light
-    b.disc(cx, cy, 0.13, 0.07, 0.02, (1.0, 1.0, 1.0), f"{o.id}:on")
-    b.disc(cx, cy, 0.31, 0.03, 0.08, c, f"{o.id}:any")  # switch_frames: study, the state not shown
-
-
-def look_switch(maze: Maze, state: MazeState, i: int) -> str:
-    return "on" if state.switches[i] else "off"
-
-
-def draw_teleporter(b: SceneBuilder, o: Any) -> None:
-    """Both ends a ring on the floor; an end one can enter has a dark core with a coloured dot
-    and a translucent beacon, so the two ends are seen from afar; a one-way exit has neither."""
-    c = SPEC_COLORS[o.color]
-    ends = [(o.pos, True), (o.to, o.bidirectional)]
-    for pos, entrance in ends:
-        cx, cy = cell_centre(*pos)
-        b.disc(cx, cy, 0.42, 0.0, 0.04, c)
-        b.disc(cx, cy, 0.28, 0.04, 0.02, DARK if entrance else FLOOR)
-        if entrance:
-            b.disc(cx, cy, 0.12, 0.06, 0.03, c)
-            b.disc(cx, cy, 0.10, 0.09, b.camera.wall_height + 1.0, c, alpha=0.45)
-
-
-def draw_block(b: SceneBuilder, o: Any) -> None:
-    c = SPEC_COLORS[o.color]
-    cx, cy = cell_centre(*o.pos)
-    h = 0.6 * b.camera.wall_height
-    b.box(cx, cy, (0.42, 0.42, h / 2), 0.0, c)
-    b.box(cx, cy, (0.30, 0.30, 0.01), h, DARK)  # a dark lid, as Minigrid's box is hollow
-
-
-def draw_hazard(b: SceneBuilder, o: Any) -> None:
-    cx, cy = cell_centre(*o.pos)
-    b.box(cx, cy, (0.47, 0.47, 0.02), 0.0, (1.0, 0.50, 0.0))
-    for dy in (-0.25, 0.0, 0.25):  # dark waves, as Minigrid's lava
-        b.box(cx, cy + dy, (0.36, 0.035, 0.005), 0.04, DARK)
-
-
-def draw_kill(b: SceneBuilder, o: Any) -> None:
-    cx, cy = cell_centre(*o.pos)
-    b.disc(cx, cy, 0.46, 0.0, 0.03, (0.35, 0.05, 0.05))
-    z = 0.35 * b.camera.wall_height + 0.1
-    b.geom("sphere", (0.2,), (cx, cy, z), (0.9, 0.9, 0.9))  # a skull: cranium, sockets, jaw
-    for dx in (-0.08, 0.08):
-        for dy in (-0.08, 0.08):
-            b.geom("sphere", (0.06,), (cx + dx, cy + dy, z + 0.12), DARK)
-    b.box(cx, cy, (0.12, 0.12, 0.04), z - 0.24, (0.9, 0.9, 0.9))
-
-
-def draw_frozen(b: SceneBuilder, o: Any) -> None:
-    cx, cy = cell_centre(*o.pos)
-    b.box(cx, cy, (0.47, 0.47, 0.01), 0.0, (0.84, 0.91, 0.96))
-    b.geom("ellipsoid", (0.32, 0.32, 0.06 + 0.08 * b.camera.wall_height), (cx, cy, 0.0), (1.0, 1.0, 1.0))
-
-
-def draw_key(b: SceneBuilder, o: Any, scale: float = 1.0, tag: str | None = None, z0: float = 0.0) -> None:
-    """A key lying flat, its bow west of its centre (geoms relative to its mocap body)."""
-    c, s = SPEC_COLORS[o.color], scale
-    b.disc(-0.16 * s, 0.0, 0.13 * s, z0, 0.06 * s, c, tag)
-    b.disc(-0.16 * s, 0.0, 0.05 * s, z0, 0.07 * s, DARK, tag)
-    b.box(0.08 * s, 0.0, (0.14 * s, 0.035 * s, 0.03 * s), z0, c, tag)
-    for dx in (0.12, 0.2):
-        b.box(dx * s, -0.06 * s, (0.025 * s, 0.04 * s, 0.03 * s), z0, c, tag)
-
-
-def draw_turntable(b: SceneBuilder, o: Any) -> None:
-    """A raised orange disc with a dark arrow for each way it can point; the state shows one."""
-    cx, cy = cell_centre(*o.pos)
-    b.disc(cx, cy, 0.44, 0.0, 0.05, TURNTABLE)
-    for d, name in enumerate(DIRECTIONS):
-        yaw = math.radians(DIRECTION_YAW[d])
-        ux, uy = math.cos(yaw), math.sin(yaw)
-        tag = f"{o.id}:{name}"
-        b.geom("box", (0.16, 0.04, 0.012), (cx - 0.06 * ux, cy - 0.06 * uy, 0.062), TURNTABLE_ARROW, tag,
-               euler=f"0 0 {DIRECTION_YAW[d]:.1f}")
-        for side in (45.0, -45.0):  # the head, a chevron pointing the arrow's way
-            a = math.radians(DIRECTION_YAW[d] + 180.0 + side)
-            b.geom("box", (0.13, 0.035, 0.012), (cx + 0.16 * ux + 0.09 * math.cos(a), cy + 0.16 * uy + 0.09 * math.sin(a), 0.062),
-                   TURNTABLE_ARROW, tag, euler=f"0 0 {DIRECTION_YAW[d] + 180.0 + side:.1f}")
-
-
-def look_turntable(maze: Maze, state: MazeState, i: int) -> str:
-    return DIRECTIONS[arrow(maze, state, maze.turntables[i].pos) or 0]
-
-
-@dataclass(frozen=True)
-class Mechanism:
-    """How one kind of object is drawn, and which look a state gives the ``i``-th of its kind
-    (None: it always looks the same)."""
-
-    draw: Callable[[SceneBuilder, Any], None]
-    look: Callable[[Maze, MazeState, int], str] | None = None
-
-
-# every kind a maze file may hold but keys (mocap bodies, moved rather than shown or hidden)
-MECHANISMS: dict[str, Mechanism] = {
-    "door": Mechanism(draw_door, look_door),
-    "gate": Mechanism(draw_gate, look_gate),
-    "switch": Mechanism(draw_switch, look_switch),
-    "teleporter": Mechanism(draw_teleporter),
-    "block": Mechanism(draw_block),
-    "hazard": Mechanism(draw_hazard),
-    "kill": Mechanism(draw_kill),
-    "frozen": Mechanism(draw_frozen),
-    "turntable": Mechanism(draw_turntable, look_turntable),
-}
+# every kind a maze file may hold but keys (mocap bodies, moved rather than shown or hidden), as
+# each mechanic draws it (env.mechanics, ``Mechanic.scene``)
+MECHANISMS: dict[str, Scene3D] = {kind: scene for m in MECHANICS for kind, scene in m.scene.items()}
 KEY_HEIGHT = 0.10  # keys lie a little above the floor, so a first-person eye sees them
 
 
