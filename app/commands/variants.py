@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from env.errors import BadInput
+from env.mechanics import removal_twins  # declarations only: no maze code loads
 
 LICENCE = "LICENSE.txt"
 # where a variant set goes without --out: beside the runs (results/ is ignored by git)
@@ -21,9 +22,10 @@ DEFAULT_OUT = Path("results") / "variants"
 def variants(
     mazes: str = typer.Argument(..., help="source mazes: a named set, a folder, a maze file or id"),
     kinds: str = typer.Option(..., "--kinds", help="comma-separated kinds (rotate, mirror, recolor, reskin, "
-                                                   "no-switches, no-keys, no-distractors, drop-link, control-none, "
-                                                   "control-other), groups (isomorphic, ablation, control, all) "
-                                                   "or single variants (rotate-90, mirror-tb, drop-link-2)"),
+                                                   f"each mechanic's removal: {', '.join(removal_twins())}; "
+                                                   "no-distractors, drop-link, control-none, control-other), groups "
+                                                   "(isomorphic, ablation, control, all) or single variants "
+                                                   "(rotate-90, mirror-tb, drop-link-2)"),
     out: Path | None = typer.Option(None, "--out", help="folder to write (a variant set there is replaced whole; "
                                                         "default: results/variants/<source>-twins)"),
     seed: int = typer.Option(0, "--seed", min=0, help="seed of the colour permutation and the matched controls"),

@@ -43,14 +43,14 @@ import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agents.model import is_builtin
-from agents.protocol import Protocol
 from agents.prompt import event_summary
+from agents.protocol import Protocol
 from agents.types import PastStep
 from env import ACTIONS, BadInput, Maze, initial_state, maze_from_dict, mechanism_info, png_bytes, step
 from env.discovery import STAGES
 from env.files import atomic_write
-from env.oracle import solve
 from env.minigrid_env import cell_looks
+from env.oracle import solve
 from env.render import RenderSettings, frame
 from env.tiles import AGENT_DIRS, tile_atlas
 from traces import (
