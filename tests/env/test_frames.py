@@ -340,8 +340,8 @@ def test_cell_looks_name_every_cell_as_the_frame_draws_it(switch_frames):
     from env.minigrid_env import cell_looks, drawn_grid
     from env.oracle import solve
     from env.sets import resolve_mazes
-    from env.state import initial_state, mechanism_info, step
     from env.skins import with_skin
+    from env.state import initial_state, mechanism_info, step
 
     mazes = [*resolve_mazes(["example", "study", "study-m7m10"])]
     mazes += [with_skin(m, "neutral") for m in mazes[:3]]
