@@ -16,15 +16,12 @@ from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldOb
 
 from env.drawing import fast_drawing
 from env.maze import (
-    BLOCK_COLORS,
     CLASSIC,
-    COLORS,
     DIRECTIONS,
     DOOR_STATES,
-    PORTAL_COLORS,
     SKIN_NAMES,
-    SWITCH_COLORS,
 )
+from env.mechanics import MECHANICS
 from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
@@ -47,37 +44,13 @@ def all_tiles(skin: str | None = None) -> Iterator[WorldObj | None]:
 
 
 def _classic_tiles() -> Iterator[WorldObj | None]:
+    """The floor, a wall, the goal, then every mechanic's own tiles (``Mechanic.tiles``)."""
     yield None
     yield Wall()
     yield Goal()
-    for c in COLORS:
-        yield Key(c)
-        yield Door(c, is_open=True)
-        yield Door(c, is_open=False)
-        yield Door(c, is_open=False, is_locked=True)
-        yield Switch(c, True)
-        yield Switch(c, False)
-        yield Gate(c, True)
-        yield Gate(c, False)
-    # the study's white switches, and what only multinet-r1 mazes (or the study's frames) show
-    yield Switch("white", True)
-    yield Switch("white", False)
-    for c in SWITCH_COLORS:
-        yield DiscSwitch(c, shows_state=False)
-        yield DiscSwitch(c, True)
-        yield DiscSwitch(c, False)
-    for c in COLORS:
-        yield Teleporter(c)
-        yield Box(c)
-    yield Lava()
-    yield KillCell()
-    yield FrozenTile()
-    for c in PORTAL_COLORS[len(COLORS):]:  # multinet-pr57's portal colours beyond Minigrid's
-        yield Teleporter(c)
-    for arrow in range(4):  # multinet-pr57's turntables, their arrow east, south, west, north
-        yield Turntable(arrow)
-    for c in BLOCK_COLORS[len(COLORS):]:  # the study's brown box (after every earlier tile: their places hold)
-        yield Box(c)
+    for m in MECHANICS:
+        if m.tiles is not None:
+            yield from m.tiles()
 
 
 def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int | None]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +56,8 @@ class Mechanic:
     - ``draws``: how its objects are drawn in 2D, ``(maze, object, value, switch_frames) ->`` the
       Minigrid world object (env.minigrid_env.look, which says what ``value`` is for each kind);
       each module imports Minigrid only when it draws;
+    - ``tiles``: every 2D cell content its objects can show, in every state, colour and ruleset
+      (the tile atlas the viewer draws frames from, env.tiles);
     - ``scene``: per kind, how it is built into the 3D scene (``Scene3D``; keys are the scene's
       moving bodies, drawn by the key-door module's ``draw_key``).
     """
@@ -72,6 +74,7 @@ class Mechanic:
     summary: str = ""
     words: dict[str, Words] = field(default_factory=dict)
     draws: Callable[[Any, Any, Any, str], Any] | None = None
+    tiles: Callable[[], Iterable[Any]] | None = None
     scene: dict[str, Scene3D] = field(default_factory=dict)
     module: str = ""
 

@@ -1,6 +1,7 @@
 """Death tiles (kill cells): entering one puts the maze back at its start, or under
 ``rules.death: fail`` (multinet-pr57) ends the episode."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -27,6 +28,12 @@ def draw_kill(b: Any, o: Any) -> None:
     b.box(cx, cy, (0.12, 0.12, 0.04), z - 0.24, (0.9, 0.9, 0.9))
 
 
+def tiles() -> Iterator[Any]:
+    from env.objects import KillCell
+
+    yield KillCell()
+
+
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
@@ -34,6 +41,6 @@ MECHANIC = Mechanic(
     summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
-    draws=draws, scene={"kill": Scene3D(draw_kill)},
+    draws=draws, tiles=tiles, scene={"kill": Scene3D(draw_kill)},
     module=__name__,
 )

@@ -1,5 +1,6 @@
 """Hazards: cells the agent never enters (the study's lava)."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -22,11 +23,17 @@ def draw_hazard(b: Any, o: Any) -> None:
         b.box(cx, cy + dy, (0.36, 0.035, 0.005), 0.04, DARK)
 
 
+def tiles() -> Iterator[Any]:
+    from minigrid.core.world_object import Lava
+
+    yield Lava()
+
+
 MECHANIC = Mechanic(
     name="hazard", label="hazard", kinds=("hazard",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("hazards",), summary="a cell the agent cannot enter",
     words={"classic": Words({"hazard": ("lava cell", "lava cells")}, {"hazard": "~"}, legend={"hazard": "lava"}),
            "neutral": Words({"hazard": ("lorp", "lorps")}, {"hazard": "r"})},
-    draws=draws, scene={"hazard": Scene3D(draw_hazard)},
+    draws=draws, tiles=tiles, scene={"hazard": Scene3D(draw_hazard)},
     module=__name__,
 )

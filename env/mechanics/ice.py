@@ -1,5 +1,6 @@
 """Ice (frozen tiles): stepping on one swallows the next ``rules.freeze_steps`` actions."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -20,12 +21,18 @@ def draw_frozen(b: Any, o: Any) -> None:
     b.geom("ellipsoid", (0.32, 0.32, 0.06 + 0.08 * b.camera.wall_height), (cx, cy, 0.0), (1.0, 1.0, 1.0))
 
 
+def tiles() -> Iterator[Any]:
+    from env.objects import FrozenTile
+
+    yield FrozenTile()
+
+
 MECHANIC = Mechanic(
     name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", generated=True, discovered=True,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",
     words={"classic": Words({"frozen": ("frosted tile", "frosted tiles")}, {"frozen": "="}),
            "neutral": Words({"frozen": ("pim", "pims")}, {"frozen": "p"})},
-    draws=draws, scene={"frozen": Scene3D(draw_frozen)},
+    draws=draws, tiles=tiles, scene={"frozen": Scene3D(draw_frozen)},
     module=__name__,
 )

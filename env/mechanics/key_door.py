@@ -1,5 +1,6 @@
 """Keys and locked doors: a key is picked up (one at a time) and opens the door of its colour."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -50,6 +51,19 @@ def look_door(maze: Any, state: Any, i: int) -> str:
     return DOOR_STATES[state.doors[i]]
 
 
+def tiles() -> Iterator[Any]:
+    """A key and a door open, closed and locked in each colour."""
+    from minigrid.core.world_object import Door, Key
+
+    from env.maze import COLORS
+
+    for c in COLORS:
+        yield Key(c)
+        yield Door(c, is_open=True)
+        yield Door(c, is_open=False)
+        yield Door(c, is_open=False, is_locked=True)
+
+
 MECHANIC = Mechanic(
     name="key-door", label="key-door", kinds=("key", "door"), rulesets=(MINIGRID, MULTINET_R1, MULTINET_PR57),
     study_fields=("keys", "doors"), removal="no-keys", discovered=True,
@@ -62,6 +76,6 @@ MECHANIC = Mechanic(
                          {"key": "d", "door_locked": "Q", "door_closed": "W", "door_open": "w"},
                          {"door_locked": "marked", "door_closed": "filled", "door_open": "hollow"}),
     },
-    draws=draws, scene={"door": Scene3D(draw_door, look_door)},
+    draws=draws, tiles=tiles, scene={"door": Scene3D(draw_door, look_door)},
     module=__name__,
 )

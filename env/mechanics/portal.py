@@ -1,5 +1,6 @@
 """Portals (teleporters): entering one end lands the agent on the other."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -29,12 +30,21 @@ def draw_teleporter(b: Any, o: Any) -> None:
             b.disc(cx, cy, 0.10, 0.09, b.camera.wall_height + 1.0, c, alpha=0.45)
 
 
+def tiles() -> Iterator[Any]:
+    """A ring in each portal colour."""
+    from env.maze import PORTAL_COLORS
+    from env.objects import Teleporter
+
+    for c in PORTAL_COLORS:
+        yield Teleporter(c)
+
+
 MECHANIC = Mechanic(
     name="portal", label="portal", kinds=("teleporter",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("teleporters",), removal="no-portals", generated=True, discovered=True,
     summary="entering one end of a portal lands the agent on its other end",
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},
-    draws=draws, scene={"teleporter": Scene3D(draw_teleporter)},
+    draws=draws, tiles=tiles, scene={"teleporter": Scene3D(draw_teleporter)},
     module=__name__,
 )

@@ -1,5 +1,6 @@
 """Switches and gates: toggling a switch (standing on it) opens or closes the gates it controls."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
@@ -60,6 +61,24 @@ def look_switch(maze: Any, state: Any, i: int) -> str:
     return "on" if state.switches[i] else "off"
 
 
+def tiles() -> Iterator[Any]:
+    """gridbench's switches on and off and gates open and closed in each colour (white switches
+    too), and the study's discs, with and without the state's core (its gates are grey doors)."""
+    from env.maze import COLORS, SWITCH_COLORS
+    from env.objects import DiscSwitch, Gate, Switch
+
+    for c in SWITCH_COLORS:
+        yield Switch(c, True)
+        yield Switch(c, False)
+        if c in COLORS:
+            yield Gate(c, True)
+            yield Gate(c, False)
+    for c in SWITCH_COLORS:
+        yield DiscSwitch(c, shows_state=False)
+        yield DiscSwitch(c, True)
+        yield DiscSwitch(c, False)
+
+
 MECHANIC = Mechanic(
     name="switch-gate", label="switch-gate", kinds=("switch", "gate"),
     rulesets=(MINIGRID, MULTINET_R1, MULTINET_PR57), study_fields=("switches", "gates"), removal="no-switches",
@@ -72,6 +91,6 @@ MECHANIC = Mechanic(
                          {"switch_off": "f", "switch_on": "F", "gate_closed": "Z", "gate_open": "z"},
                          {"switch_on": "bright", "switch_off": "dim", "gate_closed": "filled", "gate_open": "hollow"}),
     },
-    draws=draws, scene={"gate": Scene3D(draw_gate, look_gate), "switch": Scene3D(draw_switch, look_switch)},
+    draws=draws, tiles=tiles, scene={"gate": Scene3D(draw_gate, look_gate), "switch": Scene3D(draw_switch, look_switch)},
     module=__name__,
 )

@@ -1,6 +1,7 @@
 """Turntables (multinet-pr57): an arrow that turns one step clockwise after every step; a forward
 move from the tile goes where the arrow points."""
 
+from collections.abc import Iterator
 from typing import Any
 
 from env.mechanics.base import MULTINET_PR57, Mechanic, Scene3D, Words
@@ -42,6 +43,14 @@ def look_turntable(maze: Any, state: Any, i: int) -> str:
     return DIRECTIONS[arrow(maze, state, maze.turntables[i].pos) or 0]
 
 
+def tiles() -> Iterator[Any]:
+    """The tile with its arrow east, south, west and north."""
+    from env.objects import Turntable
+
+    for arrow in range(4):
+        yield Turntable(arrow)
+
+
 MECHANIC = Mechanic(
     name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
@@ -49,6 +58,6 @@ MECHANIC = Mechanic(
     discovered=True, summary="a forward move from it goes where its turning arrow points",
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
-    draws=draws, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
+    draws=draws, tiles=tiles, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
     module=__name__,
 )
