@@ -53,7 +53,8 @@ from env.maze import (
     Meta,
     maze_from_dict,
 )
-from env.mechanics import generated
+from env.mechanics import by_name, generated
+from env.mechanics.base import Laying
 
 GENERATOR_VERSION = 1
 # the rulesets the generator lays mazes out for
@@ -66,7 +67,6 @@ TILE_TWIN = {m.name: str(m.removal) for m in generated()}
 TILES = ("none", *TILE_OBJECT)
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80
-PORTAL_MIN_GAP = 4  # a portal skips at least this many cells of the route
 
 
 class PlannedStep(TypedDict):
@@ -270,9 +270,10 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     key_safe = {c for c in cells if connected(floor - {c})}
     # how hard to stretch the route: nudged up after a plan too short, down after one too long
     stretch = min(0.9, lo / (hi + 1) * 0.8)
-    if params.tile == "portal":
-        # the portal's shortcut comes off the intended route: aim that route a little longer
-        lo, hi = lo + PORTAL_MIN_GAP, hi + PORTAL_MIN_GAP
+    if params.tile != "none":
+        # a shortcut (a portal's) comes off the intended route: aim that route a little longer
+        slack = by_name(params.tile).route_slack
+        lo, hi = lo + slack, hi + slack
     for _ in range(PLACEMENT_TRIES):
         placed = _place(floor, cells, key_safe, kinds, params, rng, stretch)
         if placed is None:
@@ -383,11 +384,9 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
 
 def _tiles(tile: str, floor: set[Cell], path: list[Cell], steps: list[PlannedStep], taken: set[Cell],
            max_saving: int, rng: random.Random) -> list[dict[str, Any]] | None:
-    """The objects of one later mechanism, laid on the start-goal shortest path (the route a naive
-    walk takes) so that it is met: a portal joins two cells of one stretch between barriers (a
-    shortcut that skips no barrier and at most ``max_saving`` cells, so the plan stays in its
-    band), a death tile sits where a detour round it exists but is longer, ice and a turntable sit
-    where the route cannot go round them. Whether it matters is the oracle's to say (``verify``)."""
+    """The objects of one later mechanism, laid by the mechanic itself (``Mechanic.lay``) on the
+    start-goal shortest path, so that it is met: the path is cut into stretches between barriers,
+    and the cells already taken are left out. Whether it matters is the oracle's to say (``verify``)."""
     barrier_at = {s["barrier"] for s in steps}
     stretches: list[list[Cell]] = [[]]
     for c in path[1:-1]:
@@ -395,31 +394,9 @@ def _tiles(tile: str, floor: set[Cell], path: list[Cell], steps: list[PlannedSte
             stretches.append([])
         elif c not in taken:
             stretches[-1].append(c)
-    free = [c for st in stretches for c in st]
-    if tile == "portal":
-        at = {c: i for i, c in enumerate(path)}
-        pairs = [(a, b) for st in stretches for a in st for b in st
-                 if PORTAL_MIN_GAP <= at[b] - at[a] <= max(PORTAL_MIN_GAP, max_saving)]
-        if not pairs:
-            return None
-        a, b = rng.choice(pairs)
-        return [{"id": "portal1", "kind": "teleporter", "color": "purple", "pos": list(a), "to": list(b),
-                 "bidirectional": True}]
-    if tile == "death":
-        far = len(path) - 1
-        around = [c for c in free if connected(floor - {c})
-                  and bfs_dist(path[0], floor - {c}).get(path[-1], far) > far]
-        if not around:
-            return None
-        return [{"id": "death1", "kind": "kill", "pos": list(rng.choice(around))}]
-    unavoidable = [c for c in free if not connected(floor - {c})] or free
-    if not unavoidable:
-        return None
-    cell = list(rng.choice(unavoidable))
-    if tile == "ice":
-        return [{"id": "ice1", "kind": "frozen", "pos": cell}]
-    return [{"id": "turntable1", "kind": "turntable", "pos": cell,
-             "dir": rng.choice(("east", "south", "west", "north"))}]
+    lay = by_name(tile).lay
+    assert lay is not None, tile
+    return lay(Laying(frozenset(floor), tuple(path), tuple(tuple(st) for st in stretches), max_saving), rng)
 
 
 def _doorlike(c: Cell, floor: set[Cell]) -> bool:
@@ -566,7 +543,7 @@ def tile_matters(maze: Maze, tile: str, optimal: int) -> bool:
     twin_opt = solve(twin.maze).optimal_actions if isinstance(twin, Variant) else None
     if twin_opt is None:
         return False
-    return optimal < twin_opt if tile == "portal" else optimal > twin_opt
+    return optimal < twin_opt if by_name(tile).shortens else optimal > twin_opt
 
 
 def trap_by_the_rulebook(maze: Maze, failed) -> bool:

@@ -8,7 +8,33 @@ from typing import Any
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
-__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic", "Scene3D", "Words"]
+__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Laying", "Mechanic", "Scene3D", "Words"]
+
+Cell = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Laying:
+    """Where the generator (env.generator.generator) may lay a later tile on a maze it is making:
+    its floor cells, the start-goal shortest path (the route a naive walk takes), that path's
+    stretches between barriers with the cells still free on them, and how many actions a
+    shortcut may save before the plan leaves its band."""
+
+    floor: frozenset[Cell]
+    path: tuple[Cell, ...]
+    stretches: tuple[tuple[Cell, ...], ...]
+    max_saving: int
+
+    @property
+    def free(self) -> list[Cell]:
+        """The free cells of the route, in its order."""
+        return [c for stretch in self.stretches for c in stretch]
+
+    def unavoidable(self) -> list[Cell]:
+        """The free route cells the route cannot go round (all of them, if it can go round each)."""
+        from env.generator.topology import connected
+
+        return [c for c in self.free if not connected(set(self.floor) - {c})] or self.free
 
 
 @dataclass(frozen=True)
@@ -58,6 +84,11 @@ class Mechanic:
       each module imports Minigrid only when it draws;
     - ``tiles``: every 2D cell content its objects can show, in every state, colour and ruleset
       (the tile atlas the viewer draws frames from, env.tiles);
+    - ``lay``: for a ``generated`` mechanic, its objects laid where the route meets them
+      (``Laying``, the generator's random source) or None where it finds no place; whether they
+      matter is the oracle's to say. ``shortens``: its removal twin's plan is longer (a shortcut),
+      where every other mechanic's makes it shorter; ``route_slack``: how much longer the route
+      is aimed to make room for it;
     - ``scene``: per kind, how it is built into the 3D scene (``Scene3D``; keys are the scene's
       moving bodies, drawn by the key-door module's ``draw_key``).
     """
@@ -75,6 +106,9 @@ class Mechanic:
     words: dict[str, Words] = field(default_factory=dict)
     draws: Callable[[Any, Any, Any, str], Any] | None = None
     tiles: Callable[[], Iterable[Any]] | None = None
+    lay: Callable[[Laying, Any], list[dict[str, Any]] | None] | None = None
+    shortens: bool = False
+    route_slack: int = 0
     scene: dict[str, Scene3D] = field(default_factory=dict)
     module: str = ""
 

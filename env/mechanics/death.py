@@ -4,7 +4,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Laying, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -34,6 +34,19 @@ def tiles() -> Iterator[Any]:
     yield KillCell()
 
 
+def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
+    """A death tile where a detour round it exists but is longer."""
+    from env.generator.topology import bfs_dist, connected
+
+    far = len(where.path) - 1
+    floor = set(where.floor)
+    around = [c for c in where.free if connected(floor - {c})
+              and bfs_dist(where.path[0], floor - {c}).get(where.path[-1], far) > far]
+    if not around:
+        return None
+    return [{"id": "death1", "kind": "kill", "pos": list(rng.choice(around))}]
+
+
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
@@ -41,6 +54,6 @@ MECHANIC = Mechanic(
     summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
-    draws=draws, tiles=tiles, scene={"kill": Scene3D(draw_kill)},
+    draws=draws, tiles=tiles, lay=lay, scene={"kill": Scene3D(draw_kill)},
     module=__name__,
 )

@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Laying, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -27,12 +27,20 @@ def tiles() -> Iterator[Any]:
     yield FrozenTile()
 
 
+def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
+    """Ice where the route cannot go round it."""
+    cells = where.unavoidable()
+    if not cells:
+        return None
+    return [{"id": "ice1", "kind": "frozen", "pos": list(rng.choice(cells))}]
+
+
 MECHANIC = Mechanic(
     name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", generated=True, discovered=True,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",
     words={"classic": Words({"frozen": ("frosted tile", "frosted tiles")}, {"frozen": "="}),
            "neutral": Words({"frozen": ("pim", "pims")}, {"frozen": "p"})},
-    draws=draws, tiles=tiles, scene={"frozen": Scene3D(draw_frozen)},
+    draws=draws, tiles=tiles, lay=lay, scene={"frozen": Scene3D(draw_frozen)},
     module=__name__,
 )

@@ -3,7 +3,7 @@
 from collections.abc import Iterator
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
+from env.mechanics.base import MULTINET_PR57, MULTINET_R1, Laying, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -39,12 +39,28 @@ def tiles() -> Iterator[Any]:
         yield Teleporter(c)
 
 
+MIN_GAP = 4  # a portal skips at least this many cells of the route
+
+
+def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
+    """A portal joining two cells of one stretch between barriers: a shortcut that skips no
+    barrier, at least ``MIN_GAP`` cells and at most ``max_saving`` (the plan stays in its band)."""
+    at = {c: i for i, c in enumerate(where.path)}
+    pairs = [(a, b) for st in where.stretches for a in st for b in st
+             if MIN_GAP <= at[b] - at[a] <= max(MIN_GAP, where.max_saving)]
+    if not pairs:
+        return None
+    a, b = rng.choice(pairs)
+    return [{"id": "portal1", "kind": "teleporter", "color": "purple", "pos": list(a), "to": list(b),
+             "bidirectional": True}]
+
+
 MECHANIC = Mechanic(
     name="portal", label="portal", kinds=("teleporter",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("teleporters",), removal="no-portals", generated=True, discovered=True,
     summary="entering one end of a portal lands the agent on its other end",
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},
-    draws=draws, tiles=tiles, scene={"teleporter": Scene3D(draw_teleporter)},
+    draws=draws, tiles=tiles, lay=lay, shortens=True, route_slack=MIN_GAP, scene={"teleporter": Scene3D(draw_teleporter)},
     module=__name__,
 )

@@ -4,7 +4,7 @@ move from the tile goes where the arrow points."""
 from collections.abc import Iterator
 from typing import Any
 
-from env.mechanics.base import MULTINET_PR57, Mechanic, Scene3D, Words
+from env.mechanics.base import MULTINET_PR57, Laying, Mechanic, Scene3D, Words
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -51,6 +51,16 @@ def tiles() -> Iterator[Any]:
         yield Turntable(arrow)
 
 
+def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
+    """A turntable where the route cannot go round it, its arrow any way at the start."""
+    cells = where.unavoidable()
+    if not cells:
+        return None
+    cell = list(rng.choice(cells))
+    return [{"id": "turntable1", "kind": "turntable", "pos": cell,
+             "dir": rng.choice(("east", "south", "west", "north"))}]
+
+
 MECHANIC = Mechanic(
     name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
@@ -58,6 +68,6 @@ MECHANIC = Mechanic(
     discovered=True, summary="a forward move from it goes where its turning arrow points",
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
-    draws=draws, tiles=tiles, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
+    draws=draws, tiles=tiles, lay=lay, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
     module=__name__,
 )
