@@ -371,3 +371,28 @@ def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
     if maze.ruleset == MULTINET_PR57 and maze.teleporters:
         info["latched"] = s.latched
     return info
+
+
+
+def state_of_info(maze: Maze, info: dict[str, Any]) -> MazeState:
+    """The state ``info`` describes: the inverse of ``mechanism_info``, the one reading of that
+    form (the traces' ``mechanisms`` column and a step's position, facing and inventory). An
+    ``info`` that does not fit the maze (an unknown key id, a door left out) raises ``KeyError``
+    or ``ValueError``."""
+    keys, doors, switches = info["keys"], info["doors"], info["switches"]
+    phase = 0
+    if maze.turntables:  # every arrow has turned as often as the first one
+        first = maze.turntables[0]
+        phase = (DIRECTIONS.index(info["arrows"][first.id]) - DIRECTIONS.index(first.dir)) % 4
+    carrying = info["carrying"]
+    return MazeState(
+        pos=(int(info["pos"][0]), int(info["pos"][1])),
+        dir=int(info["dir"]),
+        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
+        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
+        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
+        switches=tuple(bool(switches[s.id]) for s in maze.switches),
+        frozen=int(info.get("frozen", 0)),
+        phase=phase,
+        latched=bool(info.get("latched", False)),
+    )

@@ -16,8 +16,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from env.discovery import Move, Timeline, timelines
-from env.maze import DIRECTIONS, DOOR_STATES, Maze
-from env.state import ACTIONS, MazeState, initial_state, mechanism_info
+from env.maze import Maze
+from env.state import ACTIONS, MazeState, initial_state, mechanism_info, state_of_info
+
+# what a step row keeps in columns of their own (x, y, dir, carrying); the rest of
+# ``env.state.mechanism_info`` is the ``mechanisms`` column
+POSE = ("pos", "dir", "carrying")
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
@@ -25,10 +29,7 @@ def mechanisms_json(maze: Maze, state: MazeState) -> str:
     tiles, the arrows in one with turntables, the portal latch in a multinet-pr57 maze with
     portals), as compact JSON (the ``mechanisms`` column)."""
     info = mechanism_info(maze, state)
-    return json.dumps(
-        {k: info[k] for k in ("keys", "doors", "switches", "gates", "frozen", "arrows", "latched") if k in info},
-        sort_keys=True, separators=(",", ":"),
-    )
+    return json.dumps({k: v for k, v in info.items() if k not in POSE}, sort_keys=True, separators=(",", ":"))
 
 
 def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | None,
@@ -36,22 +37,7 @@ def recorded_state(maze: Maze, x: int, y: int, direction: int, carrying: str | N
     """The state a step row records, from its ``x``, ``y``, ``dir``, ``carrying`` and parsed
     ``mechanisms`` columns: the inverse of ``mechanisms_json``. A record that does not fit the
     maze (an unknown key id, a door left out) raises ``KeyError`` or ``ValueError``."""
-    keys, doors, switches = mechanisms["keys"], mechanisms["doors"], mechanisms["switches"]
-    phase = 0
-    if maze.turntables:  # every arrow has turned as often as the first one
-        first = maze.turntables[0]
-        phase = (DIRECTIONS.index(mechanisms["arrows"][first.id]) - DIRECTIONS.index(first.dir)) % 4
-    return MazeState(
-        pos=(x, y),
-        dir=direction,
-        carrying=-1 if carrying is None else [k.id for k in maze.keys].index(carrying),
-        keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
-        doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
-        switches=tuple(bool(switches[s.id]) for s in maze.switches),
-        frozen=int(mechanisms.get("frozen", 0)),
-        phase=phase,
-        latched=bool(mechanisms.get("latched", False)),
-    )
+    return state_of_info(maze, {**mechanisms, "pos": (x, y), "dir": direction, "carrying": carrying})
 
 
 def episode_timelines(maze: Maze, steps: Iterable[Mapping[str, Any]]) -> list[Timeline]:
