@@ -256,6 +256,11 @@ class Maze(BaseModel):
         return frozenset(cells)
 
     @cached_property
+    def solid_cells(self) -> frozenset[Pos]:
+        """The cells nothing ever enters: those of the solid mechanics (env.mechanics: hazards, blocks)."""
+        return frozenset().union(*(self.cells_of(k) for m in MECHANICS if m.solid for k in m.kinds))
+
+    @cached_property
     def rulebook(self) -> Rules:
         """The multinet-r1 settings in force (the defaults when the file gives none)."""
         return self.rules or Rules()

@@ -206,7 +206,7 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
 def _r1_cells(maze: Maze) -> tuple[frozenset, frozenset, frozenset, dict]:
     """Cells that can never be entered, kill cells, frozen tiles, and where each teleporter
     entrance lands."""
-    solid = maze.cells_of("hazard") | maze.cells_of("block")
+    solid = maze.solid_cells
     lands: dict[tuple[int, int], tuple[int, int]] = {}
     for t in maze.teleporters:
         lands[t.pos] = t.to

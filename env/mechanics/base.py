@@ -74,6 +74,7 @@ class Mechanic:
       ``later_fields`` those of them only the later harness's files have (a file with one is
       played under multinet-pr57);
     - ``removal``: the variant kind of its removal twin (env.variants), None when it has none;
+    - ``solid``: its cells are never entered (nothing pushes or crosses them);
     - ``generated``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``) and the
       discovery set draws it;
     - ``discovered``: the discovery timelines follow it (env.discovery);
@@ -100,6 +101,7 @@ class Mechanic:
     study_fields: tuple[str, ...] = ()
     later_fields: tuple[str, ...] = ()
     removal: str | None = None
+    solid: bool = False
     generated: bool = False
     discovered: bool = False
     summary: str = ""

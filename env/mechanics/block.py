@@ -37,7 +37,7 @@ def tiles() -> Iterator[Any]:
 
 MECHANIC = Mechanic(
     name="block", label="block", kinds=("block",), rulesets=(MULTINET_R1, MULTINET_PR57),
-    study_fields=("blocks",), summary="a solid cell that nothing moves",
+    solid=True, study_fields=("blocks",), summary="a solid cell that nothing moves",
     words={"classic": Words({"block": ("box", "boxes")}, {"block": "B"}),
            "neutral": Words({"block": ("tev", "tevs")}, {"block": "t"})},
     draws=draws, tiles=tiles, scene={"block": Scene3D(draw_block)},

@@ -31,7 +31,7 @@ def tiles() -> Iterator[Any]:
 
 MECHANIC = Mechanic(
     name="hazard", label="hazard", kinds=("hazard",), rulesets=(MULTINET_R1, MULTINET_PR57),
-    study_fields=("hazards",), summary="a cell the agent cannot enter",
+    solid=True, study_fields=("hazards",), summary="a cell the agent cannot enter",
     words={"classic": Words({"hazard": ("lava cell", "lava cells")}, {"hazard": "~"}, legend={"hazard": "lava"}),
            "neutral": Words({"hazard": ("lorp", "lorps")}, {"hazard": "r"})},
     draws=draws, tiles=tiles, scene={"hazard": Scene3D(draw_hazard)},

@@ -143,7 +143,7 @@ def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
     into a kill cell at the start (a move is then not reversible, so the search runs backwards
     over the moves out of each cell); under multinet-pr57 a move from a turntable may go any way
     (its arrow turns through all four), and with ``rules.death: fail`` a kill cell leads nowhere."""
-    walls, solid, kills = maze.walls, maze.cells_of("hazard") | maze.cells_of("block"), maze.cells_of("kill")
+    walls, solid, kills = maze.walls, maze.solid_cells, maze.cells_of("kill")
     into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
     for x in range(maze.width):
         for y in range(maze.height):

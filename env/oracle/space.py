@@ -97,9 +97,9 @@ class StateSpace:
             lands = [self.floor_of[r1_landing(maze, c)] for c in self.floors]
             self.land = np.where(self.front >= 0, np.array([*lands, -1], dtype=np.int64)[self.front], -1)
         self.goal_floor = self.floor_of[maze.goal]
-        # floor cells nothing ever enters (multinet-r1 hazards and blocks)
+        # floor cells nothing ever enters (the solid mechanics': multinet-r1's hazards and blocks)
         self.solid = np.zeros(F, dtype=bool)
-        for c in maze.cells_of("hazard") | maze.cells_of("block"):
+        for c in maze.solid_cells:
             self.solid[self.floor_of[c]] = True
 
         def per_floor(objs) -> np.ndarray:

@@ -72,6 +72,8 @@ def test_each_mechanic_is_one_module_and_each_kind_belongs_to_one_mechanic():
     assert {m.name for m in MECHANICS if m.generated} == set(TILES[1:])
     with pytest.raises(KeyError):
         of_kind("lava")
+    # what nothing enters is the solid mechanics' cells, as the R1 rulebook's hazards and blocks
+    assert {m.name for m in MECHANICS if m.solid} == {"hazard", "block"}
 
 
 def test_gridbench_maze_mechanics_lists_each_with_its_module_fields_and_twin(capsys, monkeypatch):
