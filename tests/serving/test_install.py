@@ -3,7 +3,8 @@ progress read from real pip output, and the self-check that asks the built serve
 
 ``pip_wheel_v_llama_cpp.log`` is the output of the install's real ``pip wheel -v`` build of
 llama-cpp-python 0.3.36 on a 2-core x86-64 machine, each line cut at 160 characters (ninja's
-lines are whole compiler command lines) and the checkout's paths replaced.
+lines are whole compiler command lines), and the paths of the machine it ran on (the checkout,
+temporary folders, package indexes) replaced.
 """
 
 import os
