@@ -20,7 +20,8 @@ start; None when the episode never got there):
   locked; for a switch, onto the cell of a gate it controls while it is on.
 
 The study's later tiles have timelines too, in multinet-pr57 mazes (R1's mazes keep the four kinds), read off the step each ``Move``
-replays (``env.state.step`` from its ``before``):
+replays (``env.state.step`` from its ``before``); each tile's module judges its own stages
+(``Mechanic.stages``, env.mechanics):
 
 - a portal: ``contact`` on or next to either end; ``attempt`` the first forward into an end
   (whatever it did); ``success`` the first passage through it; ``use`` the second (in either
@@ -40,9 +41,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from env.maze import (
-    DIR_VECTORS,
     MULTINET_PR57,
     STUDY_KINDS,
     KeyObject,
@@ -51,8 +52,8 @@ from env.maze import (
     SwitchObject,
     TeleporterObject,
 )
-from env.mechanics import MECHANICS
-from env.state import FORWARD, PICKUP, TOGGLE, MazeState, ahead, r1_landing, step
+from env.mechanics import MECHANICS, of_kind
+from env.state import FORWARD, PICKUP, TOGGLE, MazeState, ahead, step
 
 STAGES = ("contact", "attempt", "success", "use")
 # the kinds whose discovery is followed, as each mechanic declares it (env.mechanics), in its order
@@ -131,23 +132,15 @@ def _later_timeline(maze: Maze, obj: MazeObject, start: MazeState,
     stages: dict[str, int | None] = dict.fromkeys(STAGES)
     if any(_near(start.pos, c) for c in cells):
         stages["contact"] = 0
-    passages = 0
+    judge = of_kind(obj.kind).stages  # each later tile says when it was tried, worked and used
+    assert judge is not None, obj.kind
+    seen: dict[str, Any] = {}
     for m, (into, event) in fired:
         if stages["contact"] is None and any(_near(m.after.pos, c) for c in cells):
             stages["contact"] = m.step
         if into is None:
             continue
-        if obj.kind == "turntable":
-            tried = m.before.pos == obj.pos
-            worked = tried and event != "bump"
-            dx, dy = DIR_VECTORS[m.before.dir]
-            used = worked and into != (obj.pos[0] + dx, obj.pos[1] + dy)
-        else:
-            landing = into if obj.kind == "teleporter" else r1_landing(maze, into)
-            tried = landing in cells
-            worked = tried and event == {"teleporter": "teleported", "kill": "died", "frozen": "froze"}[obj.kind]
-            passages += worked and obj.kind == "teleporter"
-            used = passages >= 2
+        tried, worked, used = judge(maze, obj, m, into, event, seen)
         if stages["attempt"] is None and tried:
             stages["attempt"] = m.step
         if stages["success"] is None and worked:

@@ -77,7 +77,9 @@ class Mechanic:
     - ``solid``: its cells are never entered (nothing pushes or crosses them);
     - ``generated``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``) and the
       discovery set draws it;
-    - ``discovered``: the discovery timelines follow it (env.discovery);
+    - ``discovered``: the discovery timelines follow it (env.discovery); a later tile's stages are
+      its own (``stages``: for one forward step, was it tried, did it work, was it used; ``seen``
+      holds what the object's timeline keeps between steps);
     - ``summary``: one line on what it does;
     - ``words``: per skin, how the text map and the prompts name it (``Words``);
     - ``draws``: how its objects are drawn in 2D, ``(maze, object, value, switch_frames) ->`` the
@@ -108,6 +110,7 @@ class Mechanic:
     words: dict[str, Words] = field(default_factory=dict)
     draws: Callable[[Any, Any, Any, str], Any] | None = None
     tiles: Callable[[], Iterable[Any]] | None = None
+    stages: Callable[[Any, Any, Any, Any, Any, dict[str, Any]], tuple[bool, bool, bool]] | None = None
     lay: Callable[[Laying, Any], list[dict[str, Any]] | None] | None = None
     shortens: bool = False
     route_slack: int = 0

@@ -47,6 +47,15 @@ def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
     return [{"id": "death1", "kind": "kill", "pos": list(rng.choice(around))}]
 
 
+def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """Discovery of a death tile, per forward step: tried, a forward aimed into it (walked, ridden
+    or through a portal); worked, it fired (a death); never used: nothing is gained from one."""
+    from env.state import r1_landing
+
+    tried = r1_landing(maze, into) == obj.pos
+    return tried, tried and event == "died", False
+
+
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
@@ -54,6 +63,6 @@ MECHANIC = Mechanic(
     summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
-    draws=draws, tiles=tiles, lay=lay, scene={"kill": Scene3D(draw_kill)},
+    draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"kill": Scene3D(draw_kill)},
     module=__name__,
 )

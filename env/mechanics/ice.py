@@ -35,12 +35,21 @@ def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
     return [{"id": "ice1", "kind": "frozen", "pos": list(rng.choice(cells))}]
 
 
+def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """Discovery of ice, per forward step: tried, a forward aimed onto it (walked, ridden or through
+    a portal); worked, it froze the agent; never used: nothing is gained from it."""
+    from env.state import r1_landing
+
+    tried = r1_landing(maze, into) == obj.pos
+    return tried, tried and event == "froze", False
+
+
 MECHANIC = Mechanic(
     name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", generated=True, discovered=True,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",
     words={"classic": Words({"frozen": ("frosted tile", "frosted tiles")}, {"frozen": "="}),
            "neutral": Words({"frozen": ("pim", "pims")}, {"frozen": "p"})},
-    draws=draws, tiles=tiles, lay=lay, scene={"frozen": Scene3D(draw_frozen)},
+    draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"frozen": Scene3D(draw_frozen)},
     module=__name__,
 )

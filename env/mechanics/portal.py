@@ -55,12 +55,22 @@ def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
              "bidirectional": True}]
 
 
+def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """Discovery of a portal, per forward step (``into``: the cell it went into, before any portal):
+    tried, a forward into either end; worked, a passage through it; used, the second passage
+    (in either direction: it went through on purpose)."""
+    tried = into in (obj.pos, obj.to)
+    worked = tried and event == "teleported"
+    seen["passages"] = seen.get("passages", 0) + worked
+    return tried, worked, seen["passages"] >= 2
+
+
 MECHANIC = Mechanic(
     name="portal", label="portal", kinds=("teleporter",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("teleporters",), removal="no-portals", generated=True, discovered=True,
     summary="entering one end of a portal lands the agent on its other end",
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},
-    draws=draws, tiles=tiles, lay=lay, shortens=True, route_slack=MIN_GAP, scene={"teleporter": Scene3D(draw_teleporter)},
+    draws=draws, tiles=tiles, stages=stages, lay=lay, shortens=True, route_slack=MIN_GAP, scene={"teleporter": Scene3D(draw_teleporter)},
     module=__name__,
 )

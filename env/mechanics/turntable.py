@@ -61,6 +61,18 @@ def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
              "dir": rng.choice(("east", "south", "west", "north"))}]
 
 
+def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """Discovery of a turntable, per forward step: tried, a forward taken on it; worked, a ride (it
+    moved the agent); used, a ride the agent's facing would not have made (it went where the
+    arrow pointed)."""
+    from env.maze import DIR_VECTORS
+
+    tried = move.before.pos == obj.pos
+    worked = tried and event != "bump"
+    dx, dy = DIR_VECTORS[move.before.dir]
+    return tried, worked, worked and into != (obj.pos[0] + dx, obj.pos[1] + dy)
+
+
 MECHANIC = Mechanic(
     name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
@@ -68,6 +80,6 @@ MECHANIC = Mechanic(
     discovered=True, summary="a forward move from it goes where its turning arrow points",
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
-    draws=draws, tiles=tiles, lay=lay, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
+    draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
     module=__name__,
 )
