@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -145,7 +146,8 @@ def mechanics_cmd(
     for m in MECHANICS:
         table.add_row(m.name, ", ".join(m.kinds), ", ".join(m.rulesets), ", ".join(m.study_fields) or "-",
                       m.removal or "-", "yes" if m.generated else "", m.module)
-    Console().print(table)
+    # piped output keeps whole rows instead of rich's 80-column fallback
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 @maze_app.command("import")
