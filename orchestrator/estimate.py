@@ -75,12 +75,15 @@ class Calibrated:
     source: str
 
 
-def calls_bound(spec: EpisodeSpec) -> int:
+def calls_bound(spec: EpisodeSpec, cap: int | None = None) -> int:
     """The most calls an episode can make: its step cap times the calls a turn may make
     (``Protocol.calls_per_turn``). The one count of it: the estimate, the calibration's projection
-    and the dry run all read it."""
+    and the dry run all read it. ``cap``: the episode's step cap, where the caller has it already
+    (it costs a search of the maze)."""
     protocol = spec.condition.protocol
-    return step_cap_of(spec.maze, protocol.step_cap_factor) * protocol.calls_per_turn
+    if cap is None:
+        cap = step_cap_of(spec.maze, protocol.step_cap_factor)
+    return cap * protocol.calls_per_turn
 
 
 @dataclass
@@ -132,7 +135,7 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
             continue
         protocol = spec.condition.protocol
         cap = step_cap_of(spec.maze, protocol.step_cap_factor)
-        calls_max = calls_bound(spec)
+        calls_max = calls_bound(spec, cap)
         out_cap = protocol.max_output_tokens
         seen = (observed or {}).get(m.name)
         measured = (calibrated or {}).get((m.name, spec.condition.name))

@@ -1,8 +1,7 @@
 """The mechanics of the mazes, one module each (``env.mechanics.<name>``), found through this one
-registry. Each module declares a ``Mechanic`` (``env.mechanics.base``): its object kinds, the
-rulesets that have it, how the study's task files name it, its removal twin and label, and
-whether the generator lays it. Every list of kinds, twins, tiles and study fields elsewhere is
-read off this registry (docs/design.md, "Mechanics").
+registry. Each module declares a ``Mechanic`` (``env.mechanics.base`` says what one holds: what it
+is, its twin, how it is laid, looks, is named and discovered). Every list of kinds, twins, tiles
+and study fields elsewhere is read off this registry (docs/design.md §2, "Mechanics").
 
 The order of ``MECHANICS`` is the order every table and list shows them in.
 """

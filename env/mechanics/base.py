@@ -75,8 +75,6 @@ class Mechanic:
       played under multinet-pr57);
     - ``removal``: the variant kind of its removal twin (env.variants), None when it has none;
     - ``solid``: its cells are never entered (nothing pushes or crosses them);
-    - ``generated``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``) and the
-      discovery set draws it;
     - ``discovered``: the discovery timelines follow it (env.discovery); a later tile's stages are
       its own (``stages``: for one forward step, was it tried, did it work, was it used; ``seen``
       holds what the object's timeline keeps between steps);
@@ -87,7 +85,8 @@ class Mechanic:
       each module imports Minigrid only when it draws;
     - ``tiles``: every 2D cell content its objects can show, in every state, colour and ruleset
       (the tile atlas the viewer draws frames from, env.tiles);
-    - ``lay``: for a ``generated`` mechanic, its objects laid where the route meets them
+    - ``lay``: the generator lays it into a multinet-pr57 maze (``GenParams.tile``; the
+      discovery set draws it, ``generated``): its objects laid where the route meets them
       (``Laying``, the generator's random source) or None where it finds no place; whether they
       matter is the oracle's to say. ``shortens``: its removal twin's plan is longer (a shortcut),
       where every other mechanic's makes it shorter; ``route_slack``: how much longer the route
@@ -104,7 +103,6 @@ class Mechanic:
     later_fields: tuple[str, ...] = ()
     removal: str | None = None
     solid: bool = False
-    generated: bool = False
     discovered: bool = False
     summary: str = ""
     words: dict[str, Words] = field(default_factory=dict)
@@ -116,6 +114,11 @@ class Mechanic:
     route_slack: int = 0
     scene: dict[str, Scene3D] = field(default_factory=dict)
     module: str = ""
+
+    @property
+    def generated(self) -> bool:
+        """The generator lays it (it has a ``lay``)."""
+        return self.lay is not None
 
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "label": self.label, "kinds": list(self.kinds), "rulesets": list(self.rulesets),

@@ -59,7 +59,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 MECHANIC = Mechanic(
     name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
-    generated=True, discovered=True,
+    discovered=True,
     summary="entering it puts the maze back at its start (rules.death: fail ends the episode)",
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},

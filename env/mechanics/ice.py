@@ -46,7 +46,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 MECHANIC = Mechanic(
     name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
-    study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", generated=True, discovered=True,
+    study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", discovered=True,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",
     words={"classic": Words({"frozen": ("frosted tile", "frosted tiles")}, {"frozen": "="}),
            "neutral": Words({"frozen": ("pim", "pims")}, {"frozen": "p"})},

@@ -67,7 +67,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 MECHANIC = Mechanic(
     name="portal", label="portal", kinds=("teleporter",), rulesets=(MULTINET_R1, MULTINET_PR57),
-    study_fields=("teleporters",), removal="no-portals", generated=True, discovered=True,
+    study_fields=("teleporters",), removal="no-portals", discovered=True,
     summary="entering one end of a portal lands the agent on its other end",
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},

@@ -76,7 +76,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 MECHANIC = Mechanic(
     name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
-    later_fields=("rotating_tiles", "rotating_initial_directions"), removal="no-turntables", generated=True,
+    later_fields=("rotating_tiles", "rotating_initial_directions"), removal="no-turntables",
     discovered=True, summary="a forward move from it goes where its turning arrow points",
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
