@@ -27,6 +27,7 @@ from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part, worded
 from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
 from env.maze import CLASSIC, MULTINET_PR57, Maze
+from env.mechanics import MECHANICS
 from env.skins import skin_of, with_skin
 from env.state import (
     DONE,
@@ -95,6 +96,11 @@ def _later_tile_lines(maze: Maze, state: MazeState, t: dict[str, str]) -> list[s
     lines += [t[o.kind].format(pos=rc(o.pos)) for o in maze.objects if o.kind in ("kill", "frozen")]
     lines += [t["turntable"].format(pos=rc(o.pos), facing=FACINGS[arrow(maze, state, o.pos) or 0])
               for o in maze.turntables]
+    for m in MECHANICS:  # the mechanics that word their own line (``Mechanic.line``)
+        if m.line:
+            line = worded(m.line, maze.skin)
+            lines += [line.format(pos=rc(o.pos), detail=m.detail(maze, state, o) if m.detail else "")
+                      for o in maze.objects if o.kind in m.kinds]
     return lines
 
 

@@ -8,7 +8,7 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 from env.errors import BadInput, pydantic_field
 from env.files import atomic_write
 from env.mechanics import MECHANICS, kinds_only_in
+from env.mechanics.base import DIR_VECTORS as DIR_VECTORS  # re-exported: where callers have always found it
+from env.mechanics.base import DIRECTIONS, Direction, Pos, Strict
 from env.names import NAME_RULE, is_name
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1, STUDY_RULESETS, Ruleset
 
@@ -26,15 +28,12 @@ Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
 SwitchColor = Literal[Color, "white"]  # the study drew some switches white (docs/maze-format.md)
 PortalColor = Literal[Color, "cyan"]  # the later harness's portals come in purple and cyan pairs
 BlockColor = Literal[Color, "brown"]  # the study's pushable box (ogbench M7) is brown
-Direction = Literal["east", "south", "west", "north"]  # Minigrid 0..3
 SkinName = Literal["classic", "neutral"]
 DeathRule = Literal["reset", "fail"]  # multinet-pr57: what entering a kill cell does
 COLORS: tuple[str, ...] = get_args(Color)
 SWITCH_COLORS: tuple[str, ...] = get_args(SwitchColor)
 PORTAL_COLORS: tuple[str, ...] = get_args(PortalColor)
 BLOCK_COLORS: tuple[str, ...] = get_args(BlockColor)
-DIRECTIONS: tuple[str, ...] = get_args(Direction)
-DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 # how objects are drawn and named (env.skins); the default is left out of the content and checksum
 SKIN_NAMES: tuple[str, ...] = get_args(SkinName)
 CLASSIC = SKIN_NAMES[0]
@@ -48,21 +47,16 @@ R1_KINDS = tuple(k for k in STUDY_KINDS if k not in PR57_KINDS)
 DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 MAX_SIDE = 64
 
-Pos = tuple[int, int]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class KeyObject(_Strict):
+class KeyObject(Strict):
     id: str
     kind: Literal["key"]
     color: Color
     pos: Pos
 
 
-class DoorObject(_Strict):
+class DoorObject(Strict):
     id: str
     kind: Literal["door"]
     color: Color
@@ -70,7 +64,7 @@ class DoorObject(_Strict):
     state: Literal["locked", "closed", "open"]
 
 
-class SwitchObject(_Strict):
+class SwitchObject(Strict):
     id: str
     kind: Literal["switch"]
     color: SwitchColor
@@ -80,7 +74,7 @@ class SwitchObject(_Strict):
     switch_type: Literal["toggle", "one_shot", "hold"] = "toggle"  # other than toggle: multinet-r1 only
 
 
-class GateObject(_Strict):
+class GateObject(Strict):
     id: str
     kind: Literal["gate"]
     color: Color
@@ -88,7 +82,7 @@ class GateObject(_Strict):
     open: bool = False  # open from the start and for good: multinet-r1 only
 
 
-class TeleporterObject(_Strict):
+class TeleporterObject(Strict):
     """Two cells: entering ``pos`` lands the agent on ``to`` (and back, when bidirectional)."""
 
     id: str
@@ -99,32 +93,32 @@ class TeleporterObject(_Strict):
     bidirectional: bool = True
 
 
-class BlockObject(_Strict):
+class BlockObject(Strict):
     id: str
     kind: Literal["block"]
     color: BlockColor
     pos: Pos
 
 
-class HazardObject(_Strict):
+class HazardObject(Strict):
     id: str
     kind: Literal["hazard"]
     pos: Pos
 
 
-class KillObject(_Strict):
+class KillObject(Strict):
     id: str
     kind: Literal["kill"]
     pos: Pos
 
 
-class FrozenObject(_Strict):
+class FrozenObject(Strict):
     id: str
     kind: Literal["frozen"]
     pos: Pos
 
 
-class TurntableObject(_Strict):
+class TurntableObject(Strict):
     """A rotating tile (multinet-pr57): its arrow starts pointing ``dir`` and turns one step
     clockwise after every step; a forward move from it goes where the arrow points."""
 
@@ -134,14 +128,17 @@ class TurntableObject(_Strict):
     dir: Direction
 
 
-MazeObject = Annotated[
-    KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject | HazardObject
-    | KillObject | FrozenObject | TurntableObject,
-    Field(discriminator="kind"),
-]
+# the kinds declared here, then those the mechanics declare themselves (``Mechanic.objects``)
+_OBJECT_CLASSES = (KeyObject, DoorObject, SwitchObject, GateObject, TeleporterObject, BlockObject, HazardObject,
+                   KillObject, FrozenObject, TurntableObject, *(c for m in MECHANICS for c in m.objects))
+if TYPE_CHECKING:  # the kinds a type checker can see; the mechanics' own records are read by kind and pos
+    MazeObject = (KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject | HazardObject
+                  | KillObject | FrozenObject | TurntableObject)
+else:
+    MazeObject = Annotated[Union[_OBJECT_CLASSES], Field(discriminator="kind")]  # noqa: UP007 (a tuple of types)
 
 
-class Rules(_Strict):
+class Rules(Strict):
     """Per-maze settings of the multinet-r1 rulebook."""
 
     key_consumption: bool = True  # a key is used up by the door it opens
@@ -151,7 +148,7 @@ class Rules(_Strict):
     death: DeathRule = "reset"
 
 
-class Start(_Strict):
+class Start(Strict):
     pos: Pos
     dir: Direction
 

@@ -20,6 +20,8 @@ from minigrid.core.constants import COLOR_TO_IDX, COLORS, OBJECT_TO_IDX
 from minigrid.core.world_object import Box, Door, Key, Lava, WorldObj
 
 from env.drawing import Circle, Rect, Rotated, Triangle, fill_coords
+from env.mechanics import MECHANICS
+from env.mechanics.base import Glyph
 
 SWITCH_IDX = 11
 GATE_IDX = 12
@@ -54,6 +56,14 @@ constants.COLORS.setdefault("brown", np.array([139, 90, 43]))
 constants.COLOR_TO_IDX.setdefault("brown", BROWN_IDX)
 constants.IDX_TO_COLOR.setdefault(BROWN_IDX, "brown")
 assert COLOR_TO_IDX["brown"] == BROWN_IDX
+# the tiles the mechanics draw themselves (``Mechanic.glyphs``), numbered on from here in the
+# registry's order
+_GLYPHS = {g.name: g for m in MECHANICS for g in m.glyphs}
+_GLYPH_IDX = {name: TURNTABLE_IDX + 1 + i for i, name in enumerate(_GLYPHS)}
+for _name, _idx in _GLYPH_IDX.items():
+    constants.OBJECT_TO_IDX.setdefault(_name, _idx)
+    constants.IDX_TO_OBJECT.setdefault(_idx, _name)
+    assert OBJECT_TO_IDX[_name] == _idx, _name
 
 
 class Switch(WorldObj):
@@ -218,6 +228,28 @@ class Turntable(WorldObj):
                     (40, 28, 16))
 
 
+class Tile(WorldObj):
+    """A tile a mechanic draws itself (``Glyph``), showing ``state`` (0..3)."""
+
+    def __init__(self, glyph: Glyph, state: int = 0):
+        super().__init__(glyph.name, "grey")
+        self.glyph, self.state = glyph, state
+
+    @property
+    def tile(self) -> str:
+        """Its name in the tile atlas (env.tiles.tile_name)."""
+        return self.glyph.tile_name(self.state)
+
+    def can_overlap(self) -> bool:
+        return self.glyph.overlap
+
+    def encode(self) -> tuple[int, int, int]:
+        return (_GLYPH_IDX[self.glyph.name], 0, self.state)
+
+    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
+        self.glyph.draw(img, self.state)
+
+
 class NeutralGlyph(WorldObj):
     """A cell content as the neutral skin draws it (env.skins): the object ``inner`` of the classic
     grid, drawn with a shape that looks like no key, door, lock, switch, gate, portal, lava, box,
@@ -282,11 +314,14 @@ class NeutralGlyph(WorldObj):
         elif isinstance(inner, Turntable):  # a sage square with a dark bar on the side it sends to
             fill_coords(img, Rect(0.10, 0.90, 0.10, 0.90), (150, 190, 150))
             fill_coords(img, Rotated(Rect(0.70, 0.86, 0.14, 0.86), 0.5, 0.5, inner.arrow * math.pi / 2), (30, 60, 30))
+        elif isinstance(inner, Tile):  # the mechanic's own
+            inner.glyph.neutral(img, inner.state)
         else:
             raise TypeError(f"the neutral skin has no glyph for {inner!r}")
 
 
 _native_decode = WorldObj.decode
+_GLYPH_BY_IDX = {_GLYPH_IDX[name]: g for name, g in _GLYPHS.items()}
 
 
 def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
@@ -304,6 +339,8 @@ def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
         return FrozenTile()
     if type_idx == TURNTABLE_IDX:
         return Turntable(state)
+    if type_idx in _GLYPH_BY_IDX:
+        return Tile(_GLYPH_BY_IDX[type_idx], state)
     if type_idx == NEUTRAL_IDX:
         inner = _decode(state // 4, color_idx, state % 4)
         return NeutralGlyph(inner) if inner is not None else None

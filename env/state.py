@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, STUDY_KINDS, Maze
+from env.mechanics import of_kind
 
 # The six actions every protocol offers, then DROP, which only a protocol with ``actions:
 # with_drop`` offers (the study's revised harness; agents.protocol): it comes last so that the six
@@ -240,12 +241,38 @@ def _turntable_at(maze: Maze) -> dict[tuple[int, int], int]:
     return {t.pos: DIRECTIONS.index(t.dir) for t in maze.turntables}
 
 
+def heading(maze: Maze, s: MazeState) -> int:
+    """The way a forward from ``s`` goes: the agent's facing, or under multinet-pr57 on a
+    turntable where its arrow points."""
+    arrow_now = arrow(maze, s, s.pos) if maze.ruleset == MULTINET_PR57 else None
+    return s.dir if arrow_now is None else arrow_now
+
+
 def ahead(maze: Maze, s: MazeState) -> tuple[int, int]:
     """The cell a forward from ``s`` goes into, before any portal: the one in front, or under
     multinet-pr57 on a turntable the one its arrow points at."""
-    heading = arrow(maze, s, s.pos) if maze.ruleset == MULTINET_PR57 else None
-    dx, dy = DIR_VECTORS[s.dir if heading is None else heading]
+    dx, dy = DIR_VECTORS[heading(maze, s)]
     return (s.pos[0] + dx, s.pos[1] + dy)
+
+
+@lru_cache(maxsize=512)
+def _own_rules(maze: Maze) -> tuple[dict[tuple[int, int], Any], dict[tuple[int, int], Any]]:
+    """Per cell, the rules of the mechanics that declare their own (``Mechanic.refuses`` and
+    ``Mechanic.enters``, env.mechanics): who refuses a move into it, what entering it does."""
+    refuses, enters = {}, {}
+    for o in maze.objects:
+        m = of_kind(o.kind)
+        if m.refuses is not None:
+            refuses[o.pos] = m.refuses
+        if m.enters is not None:
+            enters[o.pos] = m.enters
+    return refuses, enters
+
+
+def refused(maze: Maze, cell: tuple[int, int], way: int) -> bool:
+    """Does a mechanic on ``cell`` refuse a move heading ``way`` (0..3) into it? (multinet-pr57)"""
+    rule = _own_rules(maze)[0].get(cell)
+    return rule is not None and rule(maze, cell, way)
 
 
 def dead(maze: Maze, s: MazeState) -> bool:
@@ -292,8 +319,9 @@ def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeS
         return in_place
     cells = _static_cells(maze)
     if action == FORWARD:
-        front = ahead(maze, s) if pr57 else s.front()
-        if not r1_enterable(maze, s, front):
+        way = heading(maze, s) if pr57 else s.dir
+        front = (s.pos[0] + DIR_VECTORS[way][0], s.pos[1] + DIR_VECTORS[way][1])
+        if not r1_enterable(maze, s, front) or (pr57 and refused(maze, front, way)):
             return s, "bump"
         _, kills, frozen_tiles, _ = _r1_cells(maze)
         landing = r1_landing(maze, front)
@@ -310,6 +338,9 @@ def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeS
         frozen = maze.rulebook.freeze_steps if landing in frozen_tiles else 0
         after = replace(s, pos=landing, switches=tuple(held), frozen=frozen,
                         latched=pr57 and landing != front)
+        entered = _own_rules(maze)[1].get(landing) if pr57 else None
+        if entered is not None:
+            after = entered(maze, after)
         if landing == maze.goal:
             return after, "goal"
         if landing != front:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from env.maze import (
     DIRECTIONS,
     DOOR_STATES,
+    PR57_KINDS,
     R1_KINDS,
     STUDY_KINDS,
     BlockObject,
@@ -19,8 +20,9 @@ from env.maze import (
     SwitchObject,
     TeleporterObject,
 )
+from env.mechanics import of_kind
 from env.skins import Skin, skin_of
-from env.state import MazeState, arrow
+from env.state import MazeState
 
 AGENT_GLYPHS = (">", "v", "<", "^")  # east, south, west, north
 _BASE_LEGEND = "# wall   . floor   G goal   > v < ^ you (facing east, south, west, north)"
@@ -98,9 +100,10 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
         lines.append(f"{object_name(g, skin)} at ({g.pos[0]}, {g.pos[1]}): {skin.gate_state(op)}")
     for name, (x, y) in object_cells(maze, R1_KINDS):
         lines.append(f"{name} at ({x}, {y})")
-    for t in maze.turntables:  # the arrow turns: where it points now is part of what is seen
-        lines.append(f"{object_name(t, skin)} at ({t.pos[0]}, {t.pos[1]}): "
-                     f"pointing {DIRECTIONS[arrow(maze, state, t.pos) or 0]}")
+    for o in (o for kind in PR57_KINDS for o in maze.objects if o.kind == kind):
+        detail = of_kind(o.kind).detail  # what it shows now (a turntable: where its arrow points)
+        lines.append(f"{object_name(o, skin)} at ({o.pos[0]}, {o.pos[1]})"
+                     + (f": {detail(maze, state, o)}" if detail is not None else ""))
     return lines
 
 
@@ -124,7 +127,7 @@ def text_projection(maze: Maze, state: MazeState) -> str:
     objs = object_lines(maze, state)
     if objs:
         out.append("Objects: " + "; ".join(objs) + ".")
-    standable: list[MazeObject] = [*maze.switches, *maze.turntables]
+    standable: list[MazeObject] = [*maze.switches, *(o for o in maze.objects if of_kind(o.kind).underfoot)]
     under = [s for s in standable if tuple(s.pos) == state.pos]
     where = f"You are at ({state.pos[0]}, {state.pos[1]}) facing {DIRECTIONS[state.dir]}"
     if under:

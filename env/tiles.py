@@ -22,7 +22,17 @@ from env.maze import (
     SKIN_NAMES,
 )
 from env.mechanics import MECHANICS
-from env.objects import DiscSwitch, FrozenTile, Gate, KillCell, NeutralGlyph, Switch, Teleporter, Turntable
+from env.objects import (
+    DiscSwitch,
+    FrozenTile,
+    Gate,
+    KillCell,
+    NeutralGlyph,
+    Switch,
+    Teleporter,
+    Tile,
+    Turntable,
+)
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
@@ -95,6 +105,8 @@ def tile_name(obj: WorldObj | None) -> str:
         return f"block-{obj.color}"
     if isinstance(obj, Turntable):
         return f"turntable-{DIRECTIONS[obj.arrow]}"
+    if isinstance(obj, Tile):
+        return obj.tile
     if isinstance(obj, Lava | KillCell | FrozenTile):
         return {Lava: "hazard", KillCell: "kill", FrozenTile: "frozen"}[type(obj)]
     raise ValueError(f"no tile name for {obj!r}")

@@ -260,7 +260,7 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
         o["pos"] = list(where(tuple(o["pos"])))
         if "to" in o:
             o["to"] = list(where(tuple(o["to"])))
-        if o["kind"] == "turntable":  # its arrow turns with the layout
+        if "dir" in o:  # an object's heading (a turntable's arrow) turns with the layout
             o["dir"] = DIRECTIONS[facing(DIRECTIONS.index(o["dir"]))]
     generator = (d.get("meta") or {}).get("generator") or {}
     if generator.get("deadends"):

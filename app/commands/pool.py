@@ -16,17 +16,17 @@ pool_app = typer.Typer(help="Build the maze pool and draw the stratified eval an
 @pool_app.command("build")
 def build(
     count: int | None = typer.Option(None, "--count", min=1, max=5000,
-                                     help="mazes in the set (default: 214 for the pool, 30 for discovery)"),
+                                     help="mazes in the set (default: 214 for the pool; for discovery 2 per kind and band)"),
     seed: int = typer.Option(..., "--seed", help="pool seed: the same seed gives the same pool"),
     out: Path = typer.Option(..., "--out", help="folder to write (replaced whole when done)"),
     workers: int = typer.Option(0, "--workers", min=0, help="processes (0: one per core)"),
     ruleset: str = typer.Option("minigrid", "--ruleset",
                                 help="the rules the mazes are made for: minigrid (gridbench's), multinet-r1 "
                                      "(the MultiNet study's) or multinet-pr57 (its later rules: every maze also "
-                                     "gets a portal, death tile, ice tile or turntable, in turn)"),
+                                     "gets one of the study's later tiles, in turn; gridbench maze mechanics)"),
     recipe: str = typer.Option("pool", "--recipe",
-                               help="pool (the study's composition) or discovery (one mechanism per maze, each "
-                                    "of switch-gate, portal, death, ice, turntable equally often in each path band; "
+                               help="pool (the study's composition) or discovery (one mechanism per maze, "
+                                    "switch-gate and each generated later tile equally often in each path band; "
                                     "multinet-pr57)"),
 ) -> None:
     """Generate COUNT checked, pairwise distinct mazes with a manifest."""
@@ -44,12 +44,12 @@ def build(
     if recipe == "discovery" and ruleset not in (MINIGRID, MULTINET_PR57):
         raise BadInput("--ruleset", "", f"the discovery set is made for {MULTINET_PR57} (its later mechanisms)")
     if recipe == "discovery":
-        ruleset = MULTINET_PR57
-    count = count or (30 if recipe == "discovery" else 214)
-    if recipe == "discovery":
-        from env.generator.maze_pool import discovery_recipe
+        from env.generator.maze_pool import DISCOVERY_BANDS, DISCOVERY_KINDS, discovery_recipe
 
+        ruleset = MULTINET_PR57
+        count = count or 2 * len(DISCOVERY_KINDS) * len(DISCOVERY_BANDS)
         discovery_recipe(count, seed)  # a count the kinds and bands do not divide is bad input, before any work
+    count = count or 214
 
     console = Console(stderr=True)
     t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from typing import Any
 
 from env.errors import BadInput
 from env.files import atomic_folder, atomic_write
-from env.generator.generator import TILES, GenerationError, GenParams, GenStats, generate
+from env.generator.generator import GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
     Constraint,
     Witness,
@@ -31,6 +31,7 @@ from env.generator.strata import (
     largest_remainder,
 )
 from env.maze import MINIGRID, MULTINET_PR57, Maze, load_maze, maze_from_dict
+from env.mechanics import by_name, generated
 from env.study_facts import STUDY_MODEL_COUNT
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
@@ -191,36 +192,49 @@ def pool_recipe(count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec
     out = []
     for k, p in enumerate(drawn, 1):
         # under multinet-pr57 every maze also gets one of the later mechanisms, in turn
-        tile = TILES[1 + k % (len(TILES) - 1)] if ruleset == MULTINET_PR57 else "none"
+        tile = POOL_TILES[k % len(POOL_TILES)] if ruleset == MULTINET_PR57 else "none"
         out.append(PoolSpec(index=k, seed=rng.randrange(2**31), params=replace(p, ruleset=ruleset, tile=tile)))
     return out
 
 
-# the discovery set: one mechanism per maze, each kind in each path band equally often
-DISCOVERY_KINDS = ("switch_gate", *TILES[1:])
+# the later tiles of the first edition (Mechanic.edition), which the multinet-pr57 pool gives its
+# mazes in turn; a later edition's tiles are drawn by the discovery set and GenParams.tile
+POOL_TILES = tuple(m.name for m in generated() if m.edition == 1)
+# the discovery set: one mechanism per maze, each kind in each path band equally often; the
+# kinds of the first edition, then each kind a later edition added
+FIRST_DISCOVERY_KINDS = ("switch_gate", *POOL_TILES)
+DISCOVERY_KINDS = (*FIRST_DISCOVERY_KINDS, *(m.name for m in generated() if m.edition > 1))
 DISCOVERY_BANDS = {"short": (8, 15, 30), "medium": (12, 31, 50), "long": (16, 51, 80)}  # side, low, high
-# a death tile needs a way round it: layouts with loops
-DEATH_TOPOLOGIES = {"open": 1, "rooms": 1}
+# a tile the route must go round (a death tile) needs layouts with loops
+LOOP_TOPOLOGIES = {"open": 1, "rooms": 1}
 
 
 def discovery_recipe(count: int, seed: int) -> list[PoolSpec]:
     """``count`` (a multiple of kinds x bands) ``multinet-pr57`` specs, the same number in every
-    (mechanism kind, path band) cell: a switch and its gate (chain ``switch_gate``), or one portal,
-    death tile, ice tile or turntable on a walk (chain ``none``) laid where it matters."""
+    (mechanism kind, path band) cell: a switch and its gate (chain ``switch_gate``), or one later
+    tile on a walk (chain ``none``) laid where it matters. The first edition's kinds are drawn from
+    one random stream as they always were; each later kind from a stream of its own, after them,
+    so adding a mechanic leaves every earlier maze of the set as it was."""
     cells = [(k, b) for k in DISCOVERY_KINDS for b in DISCOVERY_BANDS]
     if count % len(cells):
         raise BadInput("--count", "", f"{count}: the discovery set needs a multiple of {len(cells)} "
                                       f"({len(DISCOVERY_KINDS)} kinds x {len(DISCOVERY_BANDS)} bands)")
-    rng = random.Random(f"gridbench-discovery:{seed}:{count}")
+    per_cell = count // len(cells)
+    first = [(k, b) for k in FIRST_DISCOVERY_KINDS for b in DISCOVERY_BANDS]
+    rng = random.Random(f"gridbench-discovery:{seed}:{per_cell * len(first)}")
+    drawn = [(rng, *first[k % len(first)]) for k in range(per_cell * len(first))]
+    for kind in DISCOVERY_KINDS[len(FIRST_DISCOVERY_KINDS):]:
+        own = random.Random(f"gridbench-discovery:{seed}:{per_cell}:{kind}")
+        drawn += [(own, kind, band) for _ in range(per_cell) for band in DISCOVERY_BANDS]
     out = []
-    for k in range(count):
-        kind, band = cells[k % len(cells)]
+    for k, (stream, kind, band) in enumerate(drawn):
         side, lo, hi = DISCOVERY_BANDS[band]
-        topology = _weighted(rng, DEATH_TOPOLOGIES if kind == "death" else TOPOLOGY_WEIGHTS)
+        loops = kind != "switch_gate" and by_name(kind).detours
+        topology = _weighted(stream, LOOP_TOPOLOGIES if loops else TOPOLOGY_WEIGHTS)
         chain, tile = ("switch_gate", "none") if kind == "switch_gate" else ("none", kind)
         params = GenParams(width=side, height=side, topology=topology, chain=chain, band=(lo, hi),
                            ruleset=MULTINET_PR57, tile=tile)
-        out.append(PoolSpec(index=k + 1, seed=rng.randrange(2**31), params=params, prefix="d",
+        out.append(PoolSpec(index=k + 1, seed=stream.randrange(2**31), params=params, prefix="d",
                             keep_chain=True, discovery=(kind, band)))
     return out
 

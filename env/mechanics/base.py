@@ -4,13 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
-__all__ = ["MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Laying", "Mechanic", "Scene3D", "Words"]
+__all__ = ["DIRECTIONS", "DIR_VECTORS", "MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Direction", "Glyph",
+           "Laying", "Mechanic", "Pos", "Scene3D", "Strict", "Words"]
 
 Cell = tuple[int, int]
+Pos = tuple[int, int]
+# the four headings, Minigrid's 0..3, and the step each takes (y points down)
+Direction = Literal["east", "south", "west", "north"]
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
+
+
+class Strict(BaseModel):
+    """The base of every record of a maze file, the objects a mechanic declares among them: no
+    unknown field, no coercion, immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,25 @@ class Scene3D:
 
     draw: Callable[[Any, Any], None]
     look: Callable[[Any, Any, int], str] | None = None
+
+
+@dataclass(frozen=True)
+class Glyph:
+    """A 2D tile a mechanic draws itself (env.objects.Tile carries it into a Minigrid grid):
+    ``name`` the tile's kind in the atlas; ``draw(img, state)`` and ``neutral(img, state)`` paint
+    one cell in the classic and the neutral skin with env.drawing's shapes (``state``: 0..3, what
+    the tile shows, such as a direction); ``overlap`` whether the agent can stand on it. The
+    drawing functions import env.drawing when they run, so no mechanic loads Minigrid."""
+
+    name: str
+    draw: Callable[[Any, int], None]
+    neutral: Callable[[Any, int], None]
+    overlap: bool = True
+    states: tuple[str, ...] = ("",)  # the name of each state in the atlas (``<name>-<state>``)
+
+    def tile_name(self, state: int) -> str:
+        word = self.states[state]
+        return f"{self.name}-{word}" if word else self.name
 
 
 @dataclass(frozen=True)
@@ -93,6 +127,22 @@ class Mechanic:
       is aimed to make room for it;
     - ``scene``: per kind, how it is built into the 3D scene (``Scene3D``; keys are the scene's
       moving bodies, drawn by the key-door module's ``draw_key``).
+
+    What a mechanic added since the registry declares for itself (the earlier ones' rules, objects
+    and glyphs still live in env.state, env.maze and env.objects; docs/design.md §2):
+
+    - ``objects``: the record class of each of its kinds in the maze file (a ``Strict`` model with
+      ``id``, ``kind`` and ``pos``); env.maze.MazeObject takes them in;
+    - ``refuses(maze, cell, heading)``: under its ruleset a move heading ``heading`` (0..3) into
+      ``cell`` is refused (a bump); ``enters(maze, state)``: what the state becomes once the agent
+      has moved onto one of its cells (before the arrows turn);
+    - ``glyphs``: the 2D tiles it draws itself (``Glyph``; ``draws`` returns env.objects.Tile);
+    - ``detail(maze, state, obj)``: what the text map's object line and the study prompt's add
+      after an object's place (``pointing east``), ``line``: that prompt's object line (``{pos}``,
+      ``{detail}``, the skin's ``$words``); ``underfoot``: the text says when the agent stands on it;
+    - ``detours``: its generated mazes need a way round it (layouts with loops);
+    - ``edition``: the edition of the generated sets that first drew it; the pool and discovery
+      recipes draw the earlier editions' mechanics as they did before, so their mazes stay the same.
     """
 
     name: str
@@ -113,6 +163,15 @@ class Mechanic:
     shortens: bool = False
     route_slack: int = 0
     scene: dict[str, Scene3D] = field(default_factory=dict)
+    objects: tuple[type[Strict], ...] = ()
+    refuses: Callable[[Any, Cell, int], bool] | None = None
+    enters: Callable[[Any, Any], Any] | None = None
+    glyphs: tuple[Glyph, ...] = ()
+    detail: Callable[[Any, Any, Any], str] | None = None
+    line: str = ""
+    underfoot: bool = False
+    detours: bool = False
+    edition: int = 1
     module: str = ""
 
     @property

@@ -64,5 +64,5 @@ MECHANIC = Mechanic(
     words={"classic": Words({"kill": ("skull", "skulls")}, {"kill": "x"}),
            "neutral": Words({"kill": ("nuv", "nuvs")}, {"kill": "n"})},
     draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"kill": Scene3D(draw_kill)},
-    module=__name__,
+    detours=True, module=__name__,
 )

@@ -43,6 +43,14 @@ def look_turntable(maze: Any, state: Any, i: int) -> str:
     return DIRECTIONS[arrow(maze, state, maze.turntables[i].pos) or 0]
 
 
+def pointing(maze: Any, state: Any, obj: Any) -> str:
+    """Where its arrow points now: it turns, so that is part of what is seen."""
+    from env.maze import DIRECTIONS
+    from env.state import arrow
+
+    return f"pointing {DIRECTIONS[arrow(maze, state, obj.pos) or 0]}"
+
+
 def tiles() -> Iterator[Any]:
     """The tile with its arrow east, south, west and north."""
     from env.objects import Turntable
@@ -81,5 +89,5 @@ MECHANIC = Mechanic(
     words={"classic": Words({"turntable": ("pointer tile", "pointer tiles")}, {"turntable": "@"}),
            "neutral": Words({"turntable": ("mib", "mibs")}, {"turntable": "m"})},
     draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"turntable": Scene3D(draw_turntable, look_turntable)},
-    module=__name__,
+    detail=pointing, underfoot=True, module=__name__,
 )

@@ -8,12 +8,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from env.maze import DIR_VECTORS, Maze
+from env.maze import DIR_VECTORS, MULTINET_PR57, Maze
 from env.oracle.bfs import search
 from env.oracle.plans import solve
 from env.oracle.solution import STATE_CAP
 from env.oracle.space import Unencodable, state_space
-from env.state import MazeState, r1_landing
+from env.state import MazeState, r1_landing, refused
 
 
 class EdgeIndex:
@@ -142,16 +142,18 @@ def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
     hazards and blocks are never entered, a move into a teleporter ends on its other end and one
     into a kill cell at the start (a move is then not reversible, so the search runs backwards
     over the moves out of each cell); under multinet-pr57 a move from a turntable may go any way
-    (its arrow turns through all four), and with ``rules.death: fail`` a kill cell leads nowhere."""
+    (its arrow turns through all four), with ``rules.death: fail`` a kill cell leads nowhere, and
+    a mechanic that refuses a move one way (``Mechanic.refuses``) is entered only the other ways."""
     walls, solid, kills = maze.walls, maze.solid_cells, maze.cells_of("kill")
+    pr57 = maze.ruleset == MULTINET_PR57
     into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
     for x in range(maze.width):
         for y in range(maze.height):
             if walls[x, y] or (x, y) in solid or (x, y) in kills:
                 continue
-            for dx, dy in DIR_VECTORS:
+            for way, (dx, dy) in enumerate(DIR_VECTORS):
                 n = (x + dx, y + dy)
-                if walls[n] or n in solid:
+                if walls[n] or n in solid or (pr57 and refused(maze, n, way)):
                     continue
                 if n in kills and maze.rulebook.death == "fail":
                     continue
