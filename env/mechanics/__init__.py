@@ -8,11 +8,22 @@ The order of ``MECHANICS`` is the order every table and list shows them in.
 
 from __future__ import annotations
 
-from env.mechanics import block, death, hazard, ice, key_door, portal, switch_gate, turntable
+from env.mechanics import (
+    block,
+    death,
+    hazard,
+    ice,
+    key_door,
+    oneway,
+    portal,
+    reverser,
+    switch_gate,
+    turntable,
+)
 from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic
 
 MECHANICS: tuple[Mechanic, ...] = tuple(m.MECHANIC for m in (
-    key_door, switch_gate, portal, hazard, block, death, ice, turntable))
+    key_door, switch_gate, portal, hazard, block, death, ice, turntable, oneway, reverser))
 
 
 def by_name(name: str) -> Mechanic:

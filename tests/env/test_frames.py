@@ -249,8 +249,9 @@ def test_atlas_names_every_tile_once():
     atlas, rows = tiles.tile_atlas(8)
     # per colour: a key, 3 doors, 2 switches, 2 gates; the white switches; per switch colour the
     # study's disc without and with its state core; per colour a teleporter and a block; lava, kill, ice;
-    # multinet-pr57's cyan portal and its turntable with the arrow each way; the study's brown box
-    objects = 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1) + 2 * len(env.COLORS) + 3 + 1 + 4 + 1
+    # multinet-pr57's cyan portal and its turntable with the arrow each way; the study's brown box;
+    # gridbench's one-way tile each way and its reversing tile
+    objects = 8 * len(env.COLORS) + 2 + 3 * (len(env.COLORS) + 1) + 2 * len(env.COLORS) + 3 + 1 + 4 + 1 + 4 + 1
     # floor, wall and goal, each object in the classic skin, and each again in the neutral one
     assert len(rows) == len(list(tiles.all_tiles())) == 3 + 2 * objects
     assert atlas.shape == (len(rows) * 8, len(tiles.AGENT_DIRS) * 8, 3)

@@ -1,6 +1,7 @@
 """The mechanics registry (env.mechanics): one module per mechanic, and every list of kinds,
 removal twins, generator tiles and study fields read off it. The lists below are the values the
-code held before the registry (commit fb21cfb), so the move changed none of them.
+code held before the registry (commit fb21cfb), so the move changed none of them, with the two
+mechanics added since (``oneway``, ``reverser``) appended to each, after the others.
 
 The box maze is the study's ogbench M7 ``18x18_dense_kr_sg_kb_box_0.json`` (MIT, Manifold Research
 Group), kept here as the study published it."""
@@ -37,26 +38,33 @@ def run_cli(capsys, *args: str) -> tuple[int | None, str, str]:
     return code, out, err
 
 
+ADDED = {"oneway": "no-oneways", "reverser": "no-reversers"}  # name (and kind) -> removal twin
+
+
 def test_every_list_read_off_the_registry_is_what_it_was():
-    assert KINDS == ("key", "door", "switch", "gate", "teleporter", "hazard", "block", "kill", "frozen", "turntable")
-    assert R1_KINDS == ("teleporter", "hazard", "block", "kill", "frozen") and PR57_KINDS == ("turntable",)
+    assert KINDS == ("key", "door", "switch", "gate", "teleporter", "hazard", "block", "kill", "frozen", "turntable",
+                     *ADDED)
+    assert R1_KINDS == ("teleporter", "hazard", "block", "kill", "frozen") and PR57_KINDS == ("turntable", *ADDED)
     assert STUDY_KINDS == (*R1_KINDS, *PR57_KINDS)
-    assert TILE_OBJECT == {"portal": "teleporter", "death": "kill", "ice": "frozen", "turntable": "turntable"}
-    assert TILE_TWIN == {"portal": "no-portals", "death": "no-deaths", "ice": "no-ice", "turntable": "no-turntables"}
-    assert TILES == ("none", "portal", "death", "ice", "turntable")
+    assert TILE_OBJECT == {"portal": "teleporter", "death": "kill", "ice": "frozen", "turntable": "turntable",
+                           **{k: k for k in ADDED}}
+    assert TILE_TWIN == {"portal": "no-portals", "death": "no-deaths", "ice": "no-ice", "turntable": "no-turntables",
+                         **ADDED}
+    assert TILES == ("none", "portal", "death", "ice", "turntable", *ADDED)
     assert TILE_REMOVALS == {"no-portals": "teleporter", "no-deaths": "kill", "no-ice": "frozen",
-                             "no-turntables": "turntable"}
+                             "no-turntables": "turntable", **{v: k for k, v in ADDED.items()}}
     assert ABLATIONS == ("no-switches", "no-keys", "no-distractors", "drop-link", "no-portals", "no-deaths",
-                         "no-ice", "no-turntables")
+                         "no-ice", "no-turntables", *ADDED.values())
     assert REMOVED_MECHANISM == {"no-keys": "key-door", "no-switches": "switch-gate", "no-portals": "portal",
-                                 "no-deaths": "death tile", "no-ice": "ice", "no-turntables": "turntable"}
+                                 "no-deaths": "death tile", "no-ice": "ice", "no-turntables": "turntable",
+                                 "no-oneways": "one-way tile", "no-reversers": "reversing tile"}
     assert FIELDS["mechanisms"] == frozenset({
         "keys", "doors", "switches", "gates", "blocks", "hazards", "teleporters", "kill_cells", "death_portals",
         "frozen_tiles", "freeze_steps", "rotating_tiles", "rotating_initial_directions"})
     assert LATER_FIELDS == ("death_portals", "rotating_tiles", "rotating_initial_directions")
     # the discovery timelines' kinds: the same set, in the registry's order (turntable now last)
-    assert DISCOVERY_KINDS == ("key", "door", "switch", "gate", "teleporter", "kill", "frozen", "turntable")
-    assert set(LATER_DISCOVERY_KINDS) == {"teleporter", "turntable", "kill", "frozen"}
+    assert DISCOVERY_KINDS == ("key", "door", "switch", "gate", "teleporter", "kill", "frozen", "turntable", *ADDED)
+    assert set(LATER_DISCOVERY_KINDS) == {"teleporter", "turntable", "kill", "frozen", *ADDED}
 
 
 def test_each_mechanic_is_one_module_and_each_kind_belongs_to_one_mechanic():
@@ -117,16 +125,20 @@ def test_the_study_box_maze_imports_under_r1_plays_and_has_no_solution(tmp_path,
 
 def test_the_skins_gathered_from_the_mechanics_are_the_skins_before_the_move():
     """Every noun, state word, map letter and legend name of each skin, as recorded from
-    env/skins.py before the mechanics declared them (``skins_before_registry.json``)."""
+    env/skins.py before the mechanics declared them (``skins_before_registry.json``); the added
+    mechanics' words come on top, each letter one no other kind has."""
     from env.skins import GLYPH_NAMES, SKINS, STATE_WORDS
 
     before = json.loads((Path(__file__).parent / "skins_before_registry.json").read_text())
-    assert list(STATE_WORDS) == before["state_words"] and sorted(GLYPH_NAMES) == sorted(before["glyph_names"])
+    assert list(STATE_WORDS) == before["state_words"]
+    assert sorted(GLYPH_NAMES) == sorted([*before["glyph_names"], *ADDED])
     for name, skin in SKINS.items():
         recorded = before["skins"][name]
-        assert {k: list(v) for k, v in skin.nouns.items()} == recorded["nouns"]
-        assert dict(skin.states) == recorded["states"] and dict(skin.glyphs) == recorded["glyphs"]
+        assert {k: list(v) for k, v in skin.nouns.items() if k not in ADDED} == recorded["nouns"]
+        assert dict(skin.states) == recorded["states"]
+        assert {k: v for k, v in skin.glyphs.items() if k not in ADDED} == recorded["glyphs"]
         assert dict(skin.legend_names) == recorded["legend_names"]
+        assert len(set(skin.glyphs.values())) == len(skin.glyphs) and set(ADDED) <= set(skin.nouns)
     assert set(SKINS) == set(before["skins"])
     # every mechanic names itself in every skin
     assert all(set(m.words) == set(SKINS) for m in MECHANICS)

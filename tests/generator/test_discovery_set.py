@@ -1,4 +1,4 @@
-"""The generator's later mechanisms (portal, death tile, ice, turntable under multinet-pr57) and the
+"""The generator's later mechanisms (the study's and gridbench's own, under multinet-pr57) and the
 shipped ``discovery`` set: every maze passes the oracle and the four checks, its mechanism matters
 (the removal twin's optimal count differs) and the oracle's plan meets it, and the set is balanced
 across mechanism kinds and path bands."""
@@ -6,6 +6,7 @@ across mechanism kinds and path bands."""
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections import Counter
 
 import pytest
@@ -17,6 +18,7 @@ from env.generator.generator import TILE_OBJECT, TILE_TWIN, tile_matters, trap_b
 from env.generator.maze_pool import (
     DISCOVERY_BANDS,
     DISCOVERY_KINDS,
+    POOL_TILES,
     content_key,
     discovery_recipe,
     manifest_entry,
@@ -24,6 +26,7 @@ from env.generator.maze_pool import (
     read_set,
 )
 from env.maze import MULTINET_PR57
+from env.mechanics import by_name
 from env.oracle import solve
 from env.sets import set_dir
 from env.state import initial_state, step
@@ -31,6 +34,10 @@ from env.variants import Variant, ablate
 
 # the event the oracle's plan must report where each mechanism fires
 FIRES = {"portal": "teleported", "ice": "froze", "turntable": "rode"}
+# the tiles a plan walks round: the naive route (the twin's plan) crosses them
+WALKED_ROUND = {"death": "kill", "oneway": "oneway"}
+# the checksums of d0001..d0030, the set before the second edition's kinds were added, in one hash
+FIRST_EDITION = "88664f0b9412b73cfaccca02eeffaa5f89f6c2f56ab211adeb918df1982a489c"
 
 
 @functools.cache
@@ -51,7 +58,7 @@ def _replay(maze, plan):
 
 def test_every_entry_is_rederived_and_every_maze_passes_the_oracle_and_the_checks():
     manifest, mazes = shipped()
-    assert manifest["set"] == "discovery" and manifest["count"] == len(mazes) == 30
+    assert manifest["set"] == "discovery" and manifest["count"] == len(mazes) == 2 * len(DISCOVERY_KINDS) * 3
     for m, e in zip(mazes, manifest["mazes"], strict=True):
         assert m.ruleset == MULTINET_PR57
         opt = solve(m).optimal_actions
@@ -92,10 +99,12 @@ def test_each_mechanism_matters_and_the_plan_meets_it():
         assert (opt < twin_sol.optimal_actions) == (kind == "portal"), m.id
         cells, events = _replay(m, solve(m).plan)
         assert cells[-1] == m.goal, m.id
-        if kind == "death":  # the naive route (the twin's optimal plan) walks over the death tile
-            tile = next(o.pos for o in m.objects if o.kind == "kill")
+        if kind in WALKED_ROUND:  # the naive route (the twin's optimal plan) walks over the tile
+            tile = next(o.pos for o in m.objects if o.kind == WALKED_ROUND[kind])
             assert tile in _replay(twin.maze, twin_sol.plan)[0], m.id
-            assert "died" not in events
+            assert "died" not in events and "bump" not in events
+        elif kind == "reverser":  # the plan steps onto it and pays for turning back round
+            assert next(o.pos for o in m.objects if o.kind == "reverser") in cells, m.id
         else:
             assert FIRES[kind] in events, (m.id, events)
 
@@ -108,15 +117,23 @@ def test_discovery_mazes_regenerate_from_their_meta():
 
 
 def test_the_recipe_is_deterministic_and_refuses_an_unbalanced_count():
-    a, b = discovery_recipe(15, 3), discovery_recipe(15, 3)
+    cells = len(DISCOVERY_KINDS) * len(DISCOVERY_BANDS)
+    a, b = discovery_recipe(cells, 3), discovery_recipe(cells, 3)
     assert a == b and {s.discovery for s in a} == {(k, band) for k in DISCOVERY_KINDS for band in DISCOVERY_BANDS}
-    with pytest.raises(BadInput, match="multiple of 15"):
-        discovery_recipe(20, 3)
+    with pytest.raises(BadInput, match=f"multiple of {cells}"):
+        discovery_recipe(cells + 5, 3)
+
+
+def test_kinds_added_later_leave_the_earlier_mazes_of_the_set_as_they_were():
+    _, mazes = shipped()
+    first = [m for m in mazes if m.meta.model_extra["discovery"]["kind"] in ("switch_gate", *POOL_TILES)]
+    assert [m.id for m in first] == [f"d{i:04d}" for i in range(1, 31)]
+    assert hashlib.sha256("".join(m.checksum for m in first).encode()).hexdigest() == FIRST_EDITION
 
 
 @pytest.mark.parametrize("tile", sorted(TILE_OBJECT))
 def test_generate_lays_each_tile_where_it_matters(tile):
-    p = GenParams(width=10, height=10, topology="rooms" if tile == "death" else "perfect",
+    p = GenParams(width=10, height=10, topology="rooms" if by_name(tile).detours else "perfect",
                   chain="switch_gate", band=(20, 60), ruleset=MULTINET_PR57, tile=tile)
     g = generate(p, seed=11, maze_id="t")
     assert [o.kind for o in g.maze.objects if o.kind in TILE_OBJECT.values()] == [TILE_OBJECT[tile]]
@@ -131,7 +148,8 @@ def test_tiles_exist_only_under_multinet_pr57_and_the_pr57_pool_takes_them_in_tu
         GenParams(ruleset=MULTINET_PR57, tile="lava")
     assert "tile" not in GenParams().to_json()  # gridbench's own mazes keep their checksums
     tiles = Counter(s.params.tile for s in pool_recipe(40, 1, MULTINET_PR57))
-    assert tiles == Counter({t: 10 for t in TILE_OBJECT})
+    assert tiles == Counter({t: 10 for t in POOL_TILES})  # the first edition's: the pool stays as it was
+    assert set(POOL_TILES) < set(TILE_OBJECT)
     assert {s.params.tile for s in pool_recipe(8, 1)} == {"none"}
 
 
@@ -141,5 +159,5 @@ def test_pool_build_refuses_a_discovery_count_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["pool", "build", "--recipe", "discovery", "--count", "7", "--seed", "1", "--out", str(tmp_path / "d")])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and "multiple of 15" in err and len(err.strip().splitlines()) == 1
+    assert e.value.code == 2 and f"multiple of {len(DISCOVERY_KINDS) * len(DISCOVERY_BANDS)}" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "d").exists()

@@ -141,16 +141,16 @@ def test_the_discovery_sweep_shows_its_sets_balance_and_runs_each_maze_beside_it
     plan = json.loads(r.stdout)
     assert plan["balance"] == {k: dict.fromkeys(DISCOVERY_BANDS, 2) for k in DISCOVERY_KINDS}
     twins = {k: v for k, v in plan["variants"]["kinds"].items() if k != "original"}
-    # every maze has exactly one mechanism, so exactly one of the five removals: 6 per kind
+    # every maze has exactly one mechanism, so exactly one of the seven removals: 6 per kind
     assert {k: v["mazes"] for k, v in twins.items()} == dict.fromkeys(
-        ("no-switches", "no-portals", "no-deaths", "no-ice", "no-turntables"), 6)
-    assert plan["episodes"] == 3 * (30 + 30)
-    # the 120 removals a maze cannot have are said once per kind and reason, each counted
+        ("no-switches", "no-portals", "no-deaths", "no-ice", "no-turntables", "no-oneways", "no-reversers"), 6)
+    assert plan["episodes"] == 3 * (42 + 42)
+    # the 252 removals a maze cannot have are said once per kind and reason, each counted
     notes = [line for line in r.stderr.splitlines() if "left out" in line]
-    assert notes == [f"note: 24 {k} twins left out: it has no {k.removeprefix('no-')} "
-                     f"({', '.join(ids[:3])} and 21 more)"
+    assert notes == [f"note: 36 {k} twins left out: it has no {k.removeprefix('no-')} "
+                     f"({', '.join(ids[:3])} and 33 more)"
                      for k, ids in _missing_removals(plan).items()]
-    assert sum(1 for v in plan["variants"]["left_out"]) == 120  # --json still lists every one
+    assert sum(1 for v in plan["variants"]["left_out"]) == 252  # --json still lists every one
 
 
 def _missing_removals(plan: dict) -> dict[str, list[str]]:
