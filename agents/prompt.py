@@ -228,11 +228,11 @@ def activity_events(maze: Maze, history: Sequence[PastStep]) -> list[str]:
 
 
 def _mechanism_phrase(maze: Maze, past: PastStep, phrases: dict[str, str]) -> str:
-    """A multinet-pr57 mechanism that fired at ``past``: where the portal let the agent out, the
-    death tile it stepped on, the ice it stood on."""
+    """A multinet-pr57 mechanism that fired at ``past`` (``teleported``, ``died``, ``froze``):
+    where it let the agent out, the cell it died on, the cell it froze on."""
     after, n = past.state_after, past.step
     if past.event == "teleported":
-        color = next(t.color for t in maze.teleporters if after.pos in (t.pos, t.to))
+        color = getattr(maze.object_on(after.pos), "color", "")
         return phrases["teleported"].format(color=color, x=after.pos[0], y=after.pos[1], step=n)
     if past.event == "died":
         x, y = r1_landing(maze, ahead(maze, past.state_before))

@@ -27,7 +27,7 @@ from agents.prompt import PROMPTS_DIR, frame_uri, image_part, text_part, worded
 from agents.protocol import Protocol
 from agents.types import PastQuery, PastStep, Turn
 from env.maze import CLASSIC, MULTINET_PR57, Maze
-from env.mechanics import MECHANICS
+from env.mechanics import of_kind
 from env.skins import skin_of, with_skin
 from env.state import (
     DONE,
@@ -39,7 +39,6 @@ from env.state import (
     TOGGLE,
     MazeState,
     ahead,
-    arrow,
     dead,
     r1_landing,
 )
@@ -81,26 +80,19 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
         lines.append(t["gate"].format(gate_id=g.id, pos=rc(g.pos), state=skin.gate_state(now),
                                       initial=skin.gate_state(then)))
     if maze.ruleset == MULTINET_PR57:
-        lines += _later_tile_lines(maze, state, t)
+        lines += _later_tile_lines(maze, state)
     return lines
 
 
-def _later_tile_lines(maze: Maze, state: MazeState, t: dict[str, str]) -> list[str]:
-    """multinet-pr57's tiles: each portal end with where its pair is, death tiles, ice, and each
-    turntable with where its arrow points now."""
+def _later_tile_lines(maze: Maze, state: MazeState) -> list[str]:
+    """multinet-pr57's tiles, each as its mechanic words it (``Mechanic.study_lines``), in the
+    file's order: cells as the study writes them, a facing in its words."""
     lines = []
-    for p in maze.teleporters:
-        lines.append(t["teleporter"].format(color=p.color, pos=rc(p.pos), other=rc(p.to)))
-        lines.append(t["teleporter" if p.bidirectional else "teleporter_exit"].format(
-            color=p.color, pos=rc(p.to), other=rc(p.pos)))
-    lines += [t[o.kind].format(pos=rc(o.pos)) for o in maze.objects if o.kind in ("kill", "frozen")]
-    lines += [t["turntable"].format(pos=rc(o.pos), facing=FACINGS[arrow(maze, state, o.pos) or 0])
-              for o in maze.turntables]
-    for m in MECHANICS:  # the mechanics that word their own line (``Mechanic.line``)
-        if m.line:
-            line = worded(m.line, maze.skin)
-            lines += [line.format(pos=rc(o.pos), detail=m.detail(maze, state, o) if m.detail else "")
-                      for o in maze.objects if o.kind in m.kinds]
+    for o in maze.objects:
+        said = of_kind(o.kind).study_lines
+        for template, fields in (said(maze, state, o) if said is not None else ()):
+            shown = {k: rc(v) if isinstance(v, tuple) else FACINGS[v] if k == "facing" else v for k, v in fields.items()}
+            lines.append(worded(template, maze.skin).format(**shown))
     return lines
 
 
@@ -178,7 +170,7 @@ def _fired(maze: Maze, past: PastStep, phrases: dict[str, str], kind: str = "") 
     word ``kind``, the step's feedback) says it."""
     before, after = past.state_before, past.state_after
     if past.event == "teleported":
-        color = next(p.color for p in maze.teleporters if after.pos in (p.pos, p.to))
+        color = getattr(maze.object_on(after.pos), "color", "")
         return phrases["teleported"].format(kind=kind, color=color, pos=rc(after.pos))
     if past.event == "died":
         cell = rc(r1_landing(maze, ahead(maze, before)))

@@ -388,15 +388,14 @@ PROJECTION_SECTION = Section(
 
 MECHANISM_SECTION = Section(
     "mechanisms", "Solve and progress by mechanism kind",
-    "Per arm and mechanism kind (switch-gate, key-door, and the study's later portal, death tile, ice and "
-    "turntable), solve rate and action progress on the mazes that have it (`with_`) and on the same mazes' "
-    "removal twins (`without_`: `twin`, the mechanism taken out, docs/variants.md), and the mechanism's "
+    f"Per arm and mechanism kind ({', '.join(REMOVED_MECHANISM.values())}), solve rate and action progress "
+    "on the mazes that have it (`with_`) and on the same mazes' removal twins (`without_`: `twin`, the mechanism taken out, docs/variants.md), and the mechanism's "
     "effect, with minus without: the rows of *Paired effects* for the removal kinds with their difference "
     "(twin minus original, paired by source maze, 95% bootstrap interval resampling source mazes) turned "
     "round. An effect below 0 "
     "is what the mechanism costs the arm; on the `discovery` set (one mechanism per maze, docs/generator.md) "
-    "it compares five mechanisms on one footing. Note that a removal also changes the optimal count "
-    "(a portal's twin is longer, the others' shorter), which action progress is measured against.",
+    "it compares each mechanism on one footing. Note that a removal also changes the optimal count "
+    "(a shortcut's twin is longer, the others' shorter), which action progress is measured against.",
     _by_mechanism,
 )
 

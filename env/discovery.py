@@ -19,19 +19,10 @@ start; None when the episode never got there):
   only while it is open); for a key, once taken, onto the cell of a door of its colour that started
   locked; for a switch, onto the cell of a gate it controls while it is on.
 
-The study's later tiles have timelines too, in multinet-pr57 mazes (R1's mazes keep the four kinds), read off the step each ``Move``
-replays (``env.state.step`` from its ``before``); each tile's module judges its own stages
-(``Mechanic.stages``, env.mechanics):
-
-- a portal: ``contact`` on or next to either end; ``attempt`` the first forward into an end
-  (whatever it did); ``success`` the first passage through it; ``use`` the second (in either
-  direction: it went through on purpose);
-- a turntable: ``contact`` on or next to it; ``attempt`` the first forward taken on it;
-  ``success`` the first ride (that forward moved the agent); ``use`` the first ride the agent's
-  facing would not have made (it went where the arrow pointed, not where it faced);
-- a death tile and an ice tile: ``contact`` on or next to it; ``attempt`` the first forward aimed
-  into it (walked, ridden or through a portal); ``success`` the first time it fired (a death, a
-  freeze); no ``use``: nothing is gained from one.
+The later tiles have timelines too, in multinet-pr57 mazes (R1's mazes keep the four kinds),
+read off the step each ``Move`` replays (``env.state.step`` from its ``before``): ``contact`` on
+or next to one of its cells, and ``attempt``, ``success`` and ``use`` as its module judges them
+for each forward (``Mechanic.stages``, env.mechanics; docs/report.md lists them).
 
 The definitions are gridbench's: the study describes discovery in words only (its switch-gate
 finding). They depend only on the states, so they hold under every ruleset.
@@ -50,9 +41,8 @@ from env.maze import (
     Maze,
     MazeObject,
     SwitchObject,
-    TeleporterObject,
 )
-from env.mechanics import MECHANICS, of_kind
+from env.mechanics import MECHANICS, covered_cells, of_kind
 from env.state import FORWARD, PICKUP, TOGGLE, MazeState, ahead, step
 
 STAGES = ("contact", "attempt", "success", "use")
@@ -119,7 +109,7 @@ def timelines(maze: Maze, start: MazeState, moves: Sequence[Move]) -> list[Timel
 
 
 def _fired(maze: Maze, m: Move) -> tuple[tuple[int, int] | None, str | None]:
-    """(the cell a forward went into, before any portal; the step's event) of a forward, else
+    """(the cell a forward went into, before a tile sent it on; the step's event) of a forward, else
     (None, None): what the later tiles' stages read."""
     if m.action != FORWARD or m.before.frozen:
         return None, None
@@ -128,7 +118,7 @@ def _fired(maze: Maze, m: Move) -> tuple[tuple[int, int] | None, str | None]:
 
 def _later_timeline(maze: Maze, obj: MazeObject, start: MazeState,
                     fired: list[tuple[Move, tuple[tuple[int, int] | None, str | None]]]) -> Timeline:
-    cells = (obj.pos, obj.to) if isinstance(obj, TeleporterObject) else (obj.pos,)
+    cells = covered_cells(obj)
     stages: dict[str, int | None] = dict.fromkeys(STAGES)
     if any(_near(start.pos, c) for c in cells):
         stages["contact"] = 0

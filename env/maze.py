@@ -8,144 +8,68 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union, get_args
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from pydantic_core import ErrorDetails
 
 from env.errors import BadInput, pydantic_field
 from env.files import atomic_write
-from env.mechanics import MECHANICS, kinds_only_in
+from env.mechanics import MECHANICS, covered_cells, kinds_only_in, of_kind
+from env.mechanics.base import COLORS as COLORS
 from env.mechanics.base import DIR_VECTORS as DIR_VECTORS  # re-exported: where callers have always found it
 from env.mechanics.base import DIRECTIONS, Direction, Pos, Strict
+from env.mechanics.key_door import DOOR_STATES as DOOR_STATES
+from env.mechanics.key_door import DoorObject, KeyObject
+from env.mechanics.switch_gate import SWITCH_COLORS as SWITCH_COLORS
+from env.mechanics.switch_gate import GateObject, SwitchObject
 from env.names import NAME_RULE, is_name
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1, STUDY_RULESETS, Ruleset
 
 FORMAT = "gridbench.maze/1"
 # each list of values declared once, as the type the file's fields take; the tuple read off it
-Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]
-SwitchColor = Literal[Color, "white"]  # the study drew some switches white (docs/maze-format.md)
-PortalColor = Literal[Color, "cyan"]  # the later harness's portals come in purple and cyan pairs
-BlockColor = Literal[Color, "brown"]  # the study's pushable box (ogbench M7) is brown
 SkinName = Literal["classic", "neutral"]
-DeathRule = Literal["reset", "fail"]  # multinet-pr57: what entering a kill cell does
-COLORS: tuple[str, ...] = get_args(Color)
-SWITCH_COLORS: tuple[str, ...] = get_args(SwitchColor)
-PORTAL_COLORS: tuple[str, ...] = get_args(PortalColor)
-BLOCK_COLORS: tuple[str, ...] = get_args(BlockColor)
 # how objects are drawn and named (env.skins); the default is left out of the content and checksum
 SKIN_NAMES: tuple[str, ...] = get_args(SkinName)
 CLASSIC = SKIN_NAMES[0]
-DEATH_RULES: tuple[str, ...] = get_args(DeathRule)
 # every kind of object, in the order of the mechanics they make (env.mechanics); the kinds only the
 # study's rulesets have (docs/maze-format.md#rulesets), and what only multinet-pr57 adds to them
 KINDS = tuple(k for m in MECHANICS for k in m.kinds)
 STUDY_KINDS = kinds_only_in(*STUDY_RULESETS)
 PR57_KINDS = kinds_only_in(MULTINET_PR57)
 R1_KINDS = tuple(k for k in STUDY_KINDS if k not in PR57_KINDS)
-DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
 MAX_SIDE = 64
 
 
 
-class KeyObject(Strict):
-    id: str
-    kind: Literal["key"]
-    color: Color
-    pos: Pos
+# the record class of every kind, each declared by its mechanic (``Mechanic.objects``)
+_OBJECT_CLASSES = tuple(c for m in MECHANICS for c in m.objects)
+if TYPE_CHECKING:  # the kinds a type checker sees by name; every other kind is read through its mechanic
+    class _OtherObject(Protocol):
+        id: str
+        kind: str
+        pos: Pos
 
+        def __getattr__(self, name: str) -> Any: ...
 
-class DoorObject(Strict):
-    id: str
-    kind: Literal["door"]
-    color: Color
-    pos: Pos
-    state: Literal["locked", "closed", "open"]
-
-
-class SwitchObject(Strict):
-    id: str
-    kind: Literal["switch"]
-    color: SwitchColor
-    pos: Pos
-    on: bool = False
-    controls: tuple[str, ...] = ()
-    switch_type: Literal["toggle", "one_shot", "hold"] = "toggle"  # other than toggle: multinet-r1 only
-
-
-class GateObject(Strict):
-    id: str
-    kind: Literal["gate"]
-    color: Color
-    pos: Pos
-    open: bool = False  # open from the start and for good: multinet-r1 only
-
-
-class TeleporterObject(Strict):
-    """Two cells: entering ``pos`` lands the agent on ``to`` (and back, when bidirectional)."""
-
-    id: str
-    kind: Literal["teleporter"]
-    color: PortalColor
-    pos: Pos
-    to: Pos
-    bidirectional: bool = True
-
-
-class BlockObject(Strict):
-    id: str
-    kind: Literal["block"]
-    color: BlockColor
-    pos: Pos
-
-
-class HazardObject(Strict):
-    id: str
-    kind: Literal["hazard"]
-    pos: Pos
-
-
-class KillObject(Strict):
-    id: str
-    kind: Literal["kill"]
-    pos: Pos
-
-
-class FrozenObject(Strict):
-    id: str
-    kind: Literal["frozen"]
-    pos: Pos
-
-
-class TurntableObject(Strict):
-    """A rotating tile (multinet-pr57): its arrow starts pointing ``dir`` and turns one step
-    clockwise after every step; a forward move from it goes where the arrow points."""
-
-    id: str
-    kind: Literal["turntable"]
-    pos: Pos
-    dir: Direction
-
-
-# the kinds declared here, then those the mechanics declare themselves (``Mechanic.objects``)
-_OBJECT_CLASSES = (KeyObject, DoorObject, SwitchObject, GateObject, TeleporterObject, BlockObject, HazardObject,
-                   KillObject, FrozenObject, TurntableObject, *(c for m in MECHANICS for c in m.objects))
-if TYPE_CHECKING:  # the kinds a type checker can see; the mechanics' own records are read by kind and pos
-    MazeObject = (KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject | HazardObject
-                  | KillObject | FrozenObject | TurntableObject)
+    MazeObject = KeyObject | DoorObject | SwitchObject | GateObject | _OtherObject
 else:
     MazeObject = Annotated[Union[_OBJECT_CLASSES], Field(discriminator="kind")]  # noqa: UP007 (a tuple of types)
 
 
-class Rules(Strict):
-    """Per-maze settings of the multinet-r1 rulebook."""
+# the settings of the study's rulebooks a mechanic declares (``Mechanic.settings``), in the record's order
+SETTINGS = tuple(sorted((s for m in MECHANICS for s in m.settings), key=lambda s: s.rank))
+if TYPE_CHECKING:
+    class Rules(Strict):
+        key_consumption: bool = True
 
-    key_consumption: bool = True  # a key is used up by the door it opens
-    freeze_steps: int = Field(5, ge=1, le=1000)  # actions a frozen tile swallows
-    # multinet-pr57 only: a kill cell puts the maze back to its start and the episode goes on (the
-    # harness), or ends the episode in failure (what the study's maze descriptions say)
-    death: DeathRule = "reset"
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    # Per-maze settings of the study's rulebooks: a key used up by the door it opens, and each
+    # mechanic's own
+    Rules = create_model("Rules", __base__=Strict, key_consumption=(bool, True),
+                         **{s.name: (s.annotation, s.default) for s in SETTINGS})
 
 
 class Start(Strict):
@@ -211,27 +135,19 @@ class Maze(BaseModel):
 
     @cached_property
     def keys(self) -> tuple[KeyObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "key")
+        return tuple(o for o in self.objects if isinstance(o, KeyObject))
 
     @cached_property
     def doors(self) -> tuple[DoorObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "door")
+        return tuple(o for o in self.objects if isinstance(o, DoorObject))
 
     @cached_property
     def switches(self) -> tuple[SwitchObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "switch")
+        return tuple(o for o in self.objects if isinstance(o, SwitchObject))
 
     @cached_property
     def gates(self) -> tuple[GateObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "gate")
-
-    @cached_property
-    def teleporters(self) -> tuple[TeleporterObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "teleporter")
-
-    @cached_property
-    def turntables(self) -> tuple[TurntableObject, ...]:
-        return tuple(o for o in self.objects if o.kind == "turntable")
+        return tuple(o for o in self.objects if isinstance(o, GateObject))
 
     @property
     def study_rules(self) -> bool:
@@ -243,14 +159,27 @@ class Maze(BaseModel):
         return {o.id: o for o in self.objects}
 
     def cells_of(self, kind: str) -> frozenset[Pos]:
-        """The cells holding objects of one kind (a teleporter: both its cells)."""
-        cells = set()
+        """The cells holding objects of one kind (``Mechanic.cells``: some cover two)."""
+        return frozenset(c for o in self.objects if o.kind == kind for c in covered_cells(o))
+
+    def object_on(self, cell: Pos) -> MazeObject | None:
+        """The object covering ``cell`` (one object per cell; None: none)."""
+        return self._on.get(cell)
+
+    @cached_property
+    def _on(self) -> dict[Pos, MazeObject]:
+        return {c: o for o in self.objects for c in covered_cells(o)}
+
+    def of_kind(self, kind: str) -> tuple[MazeObject, ...]:
+        """The objects of one kind, in the file's order."""
+        return self._by_kind.get(kind, ())
+
+    @cached_property
+    def _by_kind(self) -> dict[str, tuple[MazeObject, ...]]:
+        out: dict[str, list[MazeObject]] = {}
         for o in self.objects:
-            if o.kind == kind:
-                cells.add(o.pos)
-                if o.kind == "teleporter":
-                    cells.add(o.to)
-        return frozenset(cells)
+            out.setdefault(o.kind, []).append(o)
+        return {k: tuple(v) for k, v in out.items()}
 
     @cached_property
     def solid_cells(self) -> frozenset[Pos]:
@@ -294,8 +223,10 @@ class Maze(BaseModel):
             del d["skin"]
         if d["rules"] is None:
             del d["rules"]
-        elif d["rules"]["death"] == "reset":  # the default, so multinet-r1 checksums stay as they were
-            del d["rules"]["death"]
+        else:
+            for s in SETTINGS:
+                if s.omitted_at_default and d["rules"][s.name] == Rules.model_fields[s.name].default:
+                    del d["rules"][s.name]
         for o in d["objects"]:
             if o["kind"] == "switch":
                 o["controls"] = list(o["controls"])
@@ -370,8 +301,11 @@ def _check_rules(m: Maze) -> None:
     if m.rules is not None and not r1:
         raise _bad("rules", f"exists only under rulesets {MULTINET_R1!r} and {MULTINET_PR57!r} "
                             f"(this maze's ruleset is {m.ruleset!r})")
-    if m.rules is not None and m.rules.death != "reset" and m.ruleset != MULTINET_PR57:
-        raise _bad("rules.death", f"exists only under ruleset {MULTINET_PR57!r} (this maze's ruleset is {m.ruleset!r})")
+    for s in SETTINGS:
+        if (m.rules is not None and s.rulesets is not None and m.ruleset not in s.rulesets
+                and getattr(m.rules, s.name) != Rules.model_fields[s.name].default):
+            raise _bad(f"rules.{s.name}", f"exists only under ruleset {', '.join(map(repr, s.rulesets))} "
+                                          f"(this maze's ruleset is {m.ruleset!r})")
     if r1 and m.start.dir != "east":
         raise _bad("start.dir", f"under ruleset {m.ruleset!r} the agent always starts facing east, "
                                 f"got {m.start.dir!r}")
@@ -446,13 +380,12 @@ def _check_objects(m: Maze) -> dict[str, int]:
         if o.kind in PR57_KINDS and m.ruleset != MULTINET_PR57:
             raise _bad(f"{f}.kind", f"{json.dumps(o.kind)} exists only under ruleset {MULTINET_PR57!r} "
                                     f"(this maze's ruleset is {m.ruleset!r})")
-        if r1 and o.kind == "door" and o.state == "closed":
+        if r1 and isinstance(o, DoorObject) and o.state == "closed":
             raise _bad(f"{f}.state", f"under ruleset {m.ruleset!r} a door is 'locked' or 'open' "
                                      "(a door that is not locked is open from the start)")
-        place(f"{f}.pos", o, o.pos)
-        if o.kind == "teleporter":
-            place(f"{f}.to", o, o.to)
-        if o.kind == "switch":
+        for name, cell in zip(("pos", *of_kind(o.kind).more_cells), covered_cells(o), strict=True):
+            place(f"{f}.{name}", o, cell)
+        if isinstance(o, SwitchObject):
             for j, c in enumerate(o.controls):
                 if c not in gate_ids:
                     raise _bad(f"{f}.controls[{j}]", f"{c!r} is not the id of a gate")
@@ -477,9 +410,9 @@ def _r1_only_field(o: MazeObject) -> str | None:
     """The field of ``o`` that only the multinet-r1 ruleset has, if any."""
     if o.kind in R1_KINDS:
         return "kind"
-    if o.kind == "switch" and o.switch_type != "toggle":
+    if isinstance(o, SwitchObject) and o.switch_type != "toggle":
         return "switch_type"
-    if o.kind == "gate" and o.open:
+    if isinstance(o, GateObject) and o.open:
         return "open"
     return None
 

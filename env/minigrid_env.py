@@ -4,8 +4,8 @@ Under the minigrid ruleset turning and moving run through Minigrid's own ``step`
 (which swaps here) and toggle (which flips a switch underfoot first) extend it. Under
 multinet-r1 every action goes through the rulebook, ``env.state.step``, and the grid is drawn
 afresh from the state it returns (as the study's own env wrote its rulebook's state back onto a
-Minigrid grid); so it is under multinet-pr57, whose turntables are drawn with their arrow as it
-points now. Every step reports one event and the mechanism state in ``info``.
+Minigrid grid); so it is under multinet-pr57, whose tiles are drawn as they show now (a
+mechanic's ``shown``). Every step reports one event and the mechanism state in ``info``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Door, Goal, Key, Wall, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
-from env.maze import CLASSIC, DIRECTIONS, DOOR_STATES, Maze, MazeObject
-from env.mechanics import of_kind
+from env.maze import CLASSIC, Maze, MazeObject
+from env.mechanics import MECHANICS, covered_cells, of_kind
 from env.objects import Gate, NeutralGlyph, Switch
 from env.sets import resolve_maze
 from env.state import (
@@ -36,7 +36,6 @@ from env.state import (
     SIX_ACTIONS,
     TOGGLE,
     MazeState,
-    arrow,
     dead,
     initial_state,
     mechanism_info,
@@ -62,7 +61,7 @@ T = TypeVar("T", bound=WorldObj)
 
 def look(maze: Maze, obj: MazeObject, value: Any = None, switch_frames: str = "distinct") -> WorldObj:
     """What ``obj`` of ``maze`` is drawn as when its state is ``value``: a door's state (0 open, 1
-    closed, 2 locked), a switch's on, a gate's open, a turntable's arrow (0..3); nothing for the
+    closed, 2 locked), a switch's on, a gate's open, what a later tile shows (``Mechanic.shown``); nothing for the
     rest. ``switch_frames`` is the protocol field of that name (docs/protocol.md). Each mechanic
     draws its own objects (``Mechanic.draws``, env.mechanics); ``build_grid`` draws with this, and
     the viewer names its tiles with it (``cell_looks``)."""
@@ -88,13 +87,11 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
     for g, is_open in zip(maze.gates, maze.gates_open(state.switches), strict=True):
         grid.set(*g.pos, look(maze, g, is_open))
     for o in maze.objects:
-        if o.kind == "teleporter":
-            grid.set(*o.pos, look(maze, o))
-            grid.set(*o.to, look(maze, o))
-        elif o.kind == "turntable":
-            grid.set(*o.pos, look(maze, o, arrow(maze, state, o.pos)))
-        elif o.kind not in ("key", "door", "switch", "gate"):
-            grid.set(*o.pos, look(maze, o))
+        if o.kind not in ("key", "door", "switch", "gate"):
+            shown = of_kind(o.kind).shown  # what it shows in this state (None: always the same)
+            drawn = look(maze, o, shown(maze, state, o) if shown is not None else None)
+            for cell in covered_cells(o):
+                grid.set(*cell, drawn)
     keys = [cast(Key, look(maze, k)) for k in maze.keys]
     for i, p in enumerate(state.keys):
         if p is not None:
@@ -104,14 +101,8 @@ def build_grid(maze: Maze, state: MazeState, switch_frames: str = "distinct") ->
 
 
 # what the traces' mechanism state (env.state.mechanism_info) records of each stateful kind: the
-# field and its values as written there, each with the value ``look`` takes
-_RECORDED: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
-    "door": ("doors", tuple((name, i) for i, name in enumerate(DOOR_STATES))),
-    "switch": ("switches", (("true", True), ("false", False))),
-    "gate": ("gates", (("true", True), ("false", False))),
-    "turntable": ("arrows", tuple((name, i) for i, name in enumerate(DIRECTIONS))),
-    "key": ("keys", (("", None),)),
-}
+# field and its values as written there, each with the value ``look`` takes (``Mechanic.recorded``)
+_RECORDED = {kind: rec for m in MECHANICS for kind, rec in m.recorded.items()}
 
 
 def cell_looks(maze: Maze, switch_frames: str = "distinct") -> list[dict[str, Any]]:
@@ -126,7 +117,7 @@ def cell_looks(maze: Maze, switch_frames: str = "distinct") -> list[dict[str, An
     out = []
     for obj in sorted(maze.objects, key=lambda o: o.kind == "key"):
         field, values = _RECORDED.get(obj.kind, (None, (("", None),)))
-        cells = [] if obj.kind == "key" else [obj.pos, *([obj.to] if obj.kind == "teleporter" else [])]
+        cells = [] if obj.kind == "key" else covered_cells(obj)
         out.append({"id": obj.id, "field": field, "cells": [list(c) for c in cells],
                     "tiles": {name: prefix + tile_name(look(maze, obj, value, switch_frames)) for name, value in values}})
     return out
@@ -233,8 +224,8 @@ class MazeEnv(MiniGridEnv):
         return obs, (1.0 if terminated else 0.0), terminated, False, self._info(event)
 
     def _step_rulebook(self, action: int):
-        """The study's rulesets: the rulebook decides, the grid shows its state. Under
-        multinet-pr57 with ``rules.death: fail`` a death ends the episode (reward 0)."""
+        """The study's rulesets: the rulebook decides, the grid shows its state. A state a
+        mechanic says is over (``env.state.dead``) ends the episode (reward 0)."""
         self.step_count += 1
         self._state, event = step(self.maze, self._state, action)
         self.grid, self._keys = build_grid(self.maze, self._state)
@@ -242,7 +233,7 @@ class MazeEnv(MiniGridEnv):
         held = self._state.carrying
         # minigrid's __init__ sets carrying to a bare None, which mypy takes for its type
         self.carrying = self._keys[held] if held >= 0 else None  # type: ignore[assignment]
-        terminated = event == "goal" or (event == "died" and dead(self.maze, self._state))
+        terminated = event == "goal" or dead(self.maze, self._state)
         return self.gen_obs(), (1.0 if event == "goal" else 0.0), terminated, False, self._info(event)
 
     def _pickup(self) -> str:

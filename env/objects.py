@@ -1,8 +1,7 @@
 """The world objects Minigrid lacks, registered with its type tables: gridbench's Switch and
-Gate, the objects of the multinet-r1 ruleset as the MultiNet study drew them (a disc
-switch, a ring teleporter, a skull kill cell, an ice tile; under multinet-pr57 a turntable with its
-arrow), in gridbench's own drawing code, and
-the neutral skin's glyph of any of them (``NeutralGlyph``).
+Gate, the study's disc switch, the generic ``Tile`` through which each mechanic draws its own
+glyphs (``Mechanic.glyphs``, env.mechanics), and the neutral skin's glyph of any of them
+(``NeutralGlyph``).
 
 Registering them in ``OBJECT_TO_IDX`` / ``IDX_TO_OBJECT`` keeps ``Grid.encode`` and the tile
 cache correct: Minigrid keys cached tiles by ``obj.encode()``, so each visual state must
@@ -19,25 +18,20 @@ from minigrid.core import constants, world_object
 from minigrid.core.constants import COLOR_TO_IDX, COLORS, OBJECT_TO_IDX
 from minigrid.core.world_object import Box, Door, Key, Lava, WorldObj
 
-from env.drawing import Circle, Rect, Rotated, Triangle, fill_coords
+from env.drawing import Circle, Rect, Rotated, fill_coords
 from env.mechanics import MECHANICS
 from env.mechanics.base import Glyph
 
 SWITCH_IDX = 11
 GATE_IDX = 12
 DISC_SWITCH_IDX = 13
-TELEPORTER_IDX = 14
-KILL_IDX = 15
-FROZEN_IDX = 16
 NEUTRAL_IDX = 17
-TURNTABLE_IDX = 18
+GLYPH_IDX_FROM = 19  # the mechanics' own glyphs without an index of their own are numbered from here
 WHITE_IDX = 6
 CYAN_IDX = 7
 BROWN_IDX = 8
 
-_TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX),
-          ("teleporter", TELEPORTER_IDX), ("kill", KILL_IDX), ("frozen", FROZEN_IDX), ("neutral", NEUTRAL_IDX),
-          ("turntable", TURNTABLE_IDX))
+_TYPES = (("switch", SWITCH_IDX), ("gate", GATE_IDX), ("disc_switch", DISC_SWITCH_IDX), ("neutral", NEUTRAL_IDX))
 for _name, _idx in _TYPES:
     constants.OBJECT_TO_IDX.setdefault(_name, _idx)
     constants.IDX_TO_OBJECT.setdefault(_idx, _name)
@@ -46,7 +40,7 @@ constants.COLORS.setdefault("white", np.array([255, 255, 255]))
 constants.COLOR_TO_IDX.setdefault("white", WHITE_IDX)
 constants.IDX_TO_COLOR.setdefault(WHITE_IDX, "white")
 assert COLOR_TO_IDX["white"] == WHITE_IDX
-# the later harness's second portal colour (Minigrid's switch cyan, as the study's palette gives it)
+# the later harness's second teleporter colour (Minigrid's switch cyan, as the study's palette gives it)
 constants.COLORS.setdefault("cyan", np.array([0, 219, 219]))
 constants.COLOR_TO_IDX.setdefault("cyan", CYAN_IDX)
 constants.IDX_TO_COLOR.setdefault(CYAN_IDX, "cyan")
@@ -56,10 +50,11 @@ constants.COLORS.setdefault("brown", np.array([139, 90, 43]))
 constants.COLOR_TO_IDX.setdefault("brown", BROWN_IDX)
 constants.IDX_TO_COLOR.setdefault(BROWN_IDX, "brown")
 assert COLOR_TO_IDX["brown"] == BROWN_IDX
-# the tiles the mechanics draw themselves (``Mechanic.glyphs``), numbered on from here in the
-# registry's order
+# the tiles the mechanics draw themselves (``Mechanic.glyphs``): at the index a glyph keeps (those
+# drawn before the mechanics drew their own), or numbered on in the registry's order
 _GLYPHS = {g.name: g for m in MECHANICS for g in m.glyphs}
-_GLYPH_IDX = {name: TURNTABLE_IDX + 1 + i for i, name in enumerate(_GLYPHS)}
+_unnumbered = iter(range(GLYPH_IDX_FROM, GLYPH_IDX_FROM + len(_GLYPHS)))
+_GLYPH_IDX = {name: g.index if g.index is not None else next(_unnumbered) for name, g in _GLYPHS.items()}
 for _name, _idx in _GLYPH_IDX.items():
     constants.OBJECT_TO_IDX.setdefault(_name, _idx)
     constants.IDX_TO_OBJECT.setdefault(_idx, _name)
@@ -145,115 +140,33 @@ class DiscSwitch(WorldObj):
             fill_coords(img, Circle(0.5, 0.5, 0.13), (255, 255, 255) if self.is_on else (30, 30, 30))
 
 
-class Teleporter(WorldObj):
-    """One end of a teleporter: a ring in its colour around a dark hole."""
-
-    def __init__(self, color: str):
-        super().__init__("teleporter", color)
-
-    def can_overlap(self) -> bool:
-        return True
-
-    def encode(self) -> tuple[int, int, int]:
-        return (TELEPORTER_IDX, COLOR_TO_IDX[self.color], 0)
-
-    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
-        c = COLORS[self.color]
-        fill_coords(img, Circle(0.5, 0.5, 0.42), c)
-        fill_coords(img, Circle(0.5, 0.5, 0.26), (20, 20, 35))
-        fill_coords(img, Circle(0.5, 0.5, 0.12), c)
-
-
-class KillCell(WorldObj):
-    """A kill cell: a pale skull on a dark red disc. Entering one puts everything back as it was
-    at the start, so the agent is never drawn on it."""
-
-    def __init__(self) -> None:
-        super().__init__("kill", "red")
-
-    def can_overlap(self) -> bool:
-        return False
-
-    def encode(self) -> tuple[int, int, int]:
-        return (KILL_IDX, 0, 0)
-
-    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
-        fill_coords(img, Circle(0.5, 0.5, 0.48), (90, 12, 12))
-        fill_coords(img, Circle(0.5, 0.42, 0.30), (230, 230, 230))
-        for x in (0.38, 0.62):
-            fill_coords(img, Circle(x, 0.38, 0.08), (20, 20, 20))
-        fill_coords(img, Circle(0.5, 0.58, 0.06), (20, 20, 20))
-
-
-class FrozenTile(WorldObj):
-    """A frozen tile: pale ice with a few bright flecks; the agent can stand on it."""
-
-    def __init__(self) -> None:
-        super().__init__("frozen", "blue")
-
-    def can_overlap(self) -> bool:
-        return True
-
-    def encode(self) -> tuple[int, int, int]:
-        return (FROZEN_IDX, 0, 0)
-
-    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
-        fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), (214, 232, 246))
-        fill_coords(img, Circle(0.5, 0.5, 0.16), (255, 255, 255))
-        fill_coords(img, Circle(0.28, 0.32, 0.07), (245, 252, 255))
-        fill_coords(img, Circle(0.70, 0.62, 0.06), (245, 252, 255))
-
-
-class Turntable(WorldObj):
-    """A turntable (multinet-pr57), in the study's colours: an orange tile with a dark arrow pointing
-    where a forward move from it goes now (``arrow``: 0..3, east south west north); the agent can
-    stand on it. Unlike every other tile it looks different from step to step: the arrows turn."""
-
-    def __init__(self, arrow: int = 0):
-        super().__init__("turntable", "grey")
-        self.arrow = arrow
-
-    def can_overlap(self) -> bool:
-        return True
-
-    def encode(self) -> tuple[int, int, int]:
-        return (TURNTABLE_IDX, 0, self.arrow)
-
-    def render(self, img: np.ndarray) -> None:  # type: ignore[override]
-        fill_coords(img, Rect(0.04, 0.96, 0.04, 0.96), (255, 168, 64))
-        # an arrow pointing east, turned to the arrow's direction (y points down, so clockwise)
-        theta = self.arrow * math.pi / 2
-        fill_coords(img, Rotated(Rect(0.18, 0.56, 0.42, 0.58), 0.5, 0.5, theta), (40, 28, 16))
-        fill_coords(img, Rotated(Triangle((0.52, 0.24), (0.52, 0.76), (0.84, 0.5)), 0.5, 0.5, theta),
-                    (40, 28, 16))
-
-
 class Tile(WorldObj):
-    """A tile a mechanic draws itself (``Glyph``), showing ``state`` (0..3)."""
+    """A tile a mechanic draws itself (``Glyph``), showing ``state`` (0..3), in ``color`` where the
+    glyph comes in colours."""
 
-    def __init__(self, glyph: Glyph, state: int = 0):
-        super().__init__(glyph.name, "grey")
+    def __init__(self, glyph: Glyph, state: int = 0, color: str | None = None):
+        super().__init__(glyph.name, color or glyph.color)
         self.glyph, self.state = glyph, state
 
     @property
     def tile(self) -> str:
         """Its name in the tile atlas (env.tiles.tile_name)."""
-        return self.glyph.tile_name(self.state)
+        return self.glyph.tile_name(self.state, self.color)
 
     def can_overlap(self) -> bool:
         return self.glyph.overlap
 
     def encode(self) -> tuple[int, int, int]:
-        return (_GLYPH_IDX[self.glyph.name], 0, self.state)
+        return (_GLYPH_IDX[self.glyph.name], COLOR_TO_IDX[self.color] if self.glyph.colored else 0, self.state)
 
     def render(self, img: np.ndarray) -> None:  # type: ignore[override]
-        self.glyph.draw(img, self.state)
+        self.glyph.draw(img, self.state, self.color)
 
 
 class NeutralGlyph(WorldObj):
     """A cell content as the neutral skin draws it (env.skins): the object ``inner`` of the classic
-    grid, drawn with a shape that looks like no key, door, lock, switch, gate, portal, lava, box,
-    skull or ice. The visible state reads as the classic one does, in shapes of its own: a door
+    grid, drawn with a shape that looks like none of the classic glyphs (no key, door, lock,
+    switch, gate, ring, lava, box, skull, frost). The visible state reads as the classic one does, in shapes of its own: a door
     ``filled`` (closed: a bright rim around a dim square), ``marked`` (locked: the same with a dark
     centre) or ``hollow`` (open: the rim alone); a switch ``bright`` or ``dim`` (a white or a dark centre on a cross, none
     with the study's frames); a gate ``filled`` (a checkerboard) or ``hollow`` (its border only).
@@ -296,9 +209,6 @@ class NeutralGlyph(WorldObj):
                         continue
                     shade = c if (i + j) % 2 == 0 else 0.35 * c
                     fill_coords(img, Rect(0.25 * i, 0.25 * i + 0.24, 0.25 * j, 0.25 * j + 0.24), shade)
-        elif isinstance(inner, Teleporter):  # two squares on a diagonal
-            fill_coords(img, Rect(0.10, 0.42, 0.10, 0.42), c)
-            fill_coords(img, Rect(0.58, 0.90, 0.58, 0.90), c)
         elif isinstance(inner, Box):  # three bars
             for y in (0.16, 0.43, 0.70):
                 fill_coords(img, Rect(0.10, 0.90, y, y + 0.14), c)
@@ -306,16 +216,8 @@ class NeutralGlyph(WorldObj):
             fill_coords(img, Rect(0.08, 0.92, 0.08, 0.92), (0, 128, 128))
             fill_coords(img, Rect(0.26, 0.74, 0.26, 0.74), (0, 0, 0))
             fill_coords(img, Rect(0.40, 0.60, 0.40, 0.60), (0, 128, 128))
-        elif isinstance(inner, KillCell):  # an olive bar down the left half
-            fill_coords(img, Rect(0.10, 0.46, 0.10, 0.90), (128, 128, 0))
-        elif isinstance(inner, FrozenTile):  # a pale pink cell with a darker centre
-            fill_coords(img, Rect(0.0, 1.0, 0.0, 1.0), (236, 190, 214))
-            fill_coords(img, Rect(0.36, 0.64, 0.36, 0.64), (190, 110, 150))
-        elif isinstance(inner, Turntable):  # a sage square with a dark bar on the side it sends to
-            fill_coords(img, Rect(0.10, 0.90, 0.10, 0.90), (150, 190, 150))
-            fill_coords(img, Rotated(Rect(0.70, 0.86, 0.14, 0.86), 0.5, 0.5, inner.arrow * math.pi / 2), (30, 60, 30))
         elif isinstance(inner, Tile):  # the mechanic's own
-            inner.glyph.neutral(img, inner.state)
+            inner.glyph.neutral(img, inner.state, inner.color)
         else:
             raise TypeError(f"the neutral skin has no glyph for {inner!r}")
 
@@ -331,16 +233,9 @@ def _decode(type_idx: int, color_idx: int, state: int) -> WorldObj | None:
         return Gate(constants.IDX_TO_COLOR[color_idx], is_open=state == 0)
     if type_idx == DISC_SWITCH_IDX:
         return DiscSwitch(constants.IDX_TO_COLOR[color_idx], is_on=state == 2, shows_state=state > 0)
-    if type_idx == TELEPORTER_IDX:
-        return Teleporter(constants.IDX_TO_COLOR[color_idx])
-    if type_idx == KILL_IDX:
-        return KillCell()
-    if type_idx == FROZEN_IDX:
-        return FrozenTile()
-    if type_idx == TURNTABLE_IDX:
-        return Turntable(state)
     if type_idx in _GLYPH_BY_IDX:
-        return Tile(_GLYPH_BY_IDX[type_idx], state)
+        glyph = _GLYPH_BY_IDX[type_idx]
+        return Tile(glyph, state, constants.IDX_TO_COLOR[color_idx] if glyph.colored else None)
     if type_idx == NEUTRAL_IDX:
         inner = _decode(state // 4, color_idx, state % 4)
         return NeutralGlyph(inner) if inner is not None else None

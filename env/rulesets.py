@@ -10,5 +10,5 @@ from typing import Literal, get_args
 Ruleset = Literal["minigrid", "multinet-r1", "multinet-pr57"]
 RULESETS: tuple[str, ...] = get_args(Ruleset)
 MINIGRID, MULTINET_R1, MULTINET_PR57 = RULESETS
-# the study's rulebooks: R1, and the later harness's (its "PR #57" tiles) that adds turntables
+# the study's rulebooks: R1, and the later harness's (its "PR #57" tiles) that adds tiles of its own
 STUDY_RULESETS = (MULTINET_R1, MULTINET_PR57)

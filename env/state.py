@@ -4,7 +4,8 @@
 frames and the text projection are drawn from it, so none of them can disagree.
 ``step`` is a pure reference implementation of the dynamics, one rulebook per ruleset
 (``minigrid``: gridbench's own; ``multinet-r1``: the MultiNet study's R1 rulebook;
-``multinet-pr57``: R1 with the study's later tiles, turntables among them). ``MazeEnv``
+``multinet-pr57``: R1 with the study's later tiles), each tile's rules its mechanic's
+(env.mechanics). ``MazeEnv``
 executes the minigrid rules through Minigrid, and the tests hold the two to each other.
 """
 
@@ -14,8 +15,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from env.maze import DIR_VECTORS, DIRECTIONS, DOOR_STATES, MULTINET_PR57, STUDY_KINDS, Maze
-from env.mechanics import of_kind
+from env.maze import DIR_VECTORS, DOOR_STATES, MULTINET_PR57, STUDY_KINDS, Maze
+from env.mechanics import MECHANICS
 
 # The six actions every protocol offers, then DROP, which only a protocol with ``actions:
 # with_drop`` offers (the study's revised harness; agents.protocol): it comes last so that the six
@@ -28,13 +29,8 @@ EVENTS = (
     "door_closed", "switch_on", "switch_off", "noop", "goal",
     # a carried key put down (DROP; a DROP that cannot put it down is a noop)
     "drop",
-    # multinet-r1 only: a move that landed elsewhere, a move that put everything back as it was at
-    # the start, an action swallowed while frozen
-    "teleported", "reset", "frozen",
-    # multinet-pr57 only: a move into a kill cell (the maze back at its start, or under
-    # rules.death "fail" the episode over), a move onto a frozen tile, a forward that a turntable's
-    # arrow carried (the study's mechanism labels; "reset" is R1's name for "died")
-    "died", "froze", "rode",
+    # the study's rulesets: what the mechanics name their moves (``Mechanic.events``)
+    *(e for m in MECHANICS for e in m.events),
 )
 # Minigrid's own state encoding for doors.
 DOOR_OPEN, DOOR_CLOSED, DOOR_LOCKED = 0, 1, 2
@@ -49,12 +45,13 @@ class MazeState:
     keys: tuple[tuple[int, int] | None, ...]
     doors: tuple[int, ...]  # per door: 0 open, 1 closed, 2 locked
     switches: tuple[bool, ...]  # per switch: on? (a one-shot switch that is on has been used)
-    frozen: int = 0  # the study's rulesets: actions still swallowed by a frozen tile
-    # multinet-pr57: steps taken mod 4 since the start or the last death; turntable t's arrow points
-    # (t.dir + phase) % 4, since every arrow turns one step clockwise after every step
+    # the slots the mechanics keep their state in (env.mechanics says what each reads and writes):
+    # actions still swallowed (the study's rulesets)
+    frozen: int = 0
+    # multinet-pr57: steps taken mod 4 since the start or the last reset (what turns by itself)
     phase: int = 0
-    # multinet-pr57: the agent stands on the end a portal sent it to (it does not send again until
-    # the agent has left it)
+    # multinet-pr57: the agent stands where a mechanic sent it (nothing sends it again before it
+    # has moved off)
     latched: bool = False
 
     def front(self) -> tuple[int, int]:
@@ -136,8 +133,8 @@ def _dropped(s: MazeState, cell: tuple[int, int]) -> tuple[MazeState, str]:
 def drop_cell_free(maze: Maze, s: MazeState, cell: tuple[int, int]) -> bool:
     """May a key be put down on ``cell``? Only on plain empty floor: no wall, no key, not the goal,
     no door, switch or gate, and none of the study's tiles (Minigrid's drop needs a cell with no
-    object; the study's rulebook refuses doors, switches, gates, the goal, portals, death tiles,
-    ice, hazards and blocks; a turntable is refused too, where the study's rule is silent)."""
+    object; the study's rulebook refuses doors, switches, gates, the goal and each of its tiles;
+    gridbench refuses the tiles the study's rule is silent on too)."""
     x, y = cell
     if maze.walls[x, y] or cell == maze.goal or key_at(s, cell) >= 0 or cell in _static_cells(maze):
         return False
@@ -146,7 +143,7 @@ def drop_cell_free(maze: Maze, s: MazeState, cell: tuple[int, int]) -> bool:
 
 @lru_cache(maxsize=512)
 def _tile_cells(maze: Maze) -> frozenset[tuple[int, int]]:
-    """The cells of the study's tiles (portals, hazards, blocks, death tiles, ice, turntables)."""
+    """The cells of the study's tiles (every kind only its rulesets have)."""
     return frozenset().union(*(maze.cells_of(k) for k in STUDY_KINDS))
 
 
@@ -201,153 +198,176 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
     raise ValueError(f"action must be 0..{DROP}, got {action!r}")
 
 
-# ---- multinet-r1 ------------------------------------------------------------------------------
+# ---- multinet-r1 and multinet-pr57 ------------------------------------------------------------
+# R1's own rules (keys underfoot, one-shot and hold switches, doors that stay open) are written
+# here; every other tile's rule is its mechanic's (env.mechanics: ``steers``, ``refuses``,
+# ``lands``, ``fires``, ``enters``, ``ticks``, ``over``), asked in the registry's order.
+
+
+@dataclass(frozen=True)
+class _Rules:
+    holds: tuple[Any, ...]
+    steers: tuple[Any, ...]
+    refuses: dict[tuple[int, int], Any]
+    lands: tuple[Any, ...]
+    fires: tuple[Any, ...]
+    enters: tuple[Any, ...]
+    ticks: tuple[Any, ...]
+    over: tuple[Any, ...]
+    info: tuple[Any, ...]
+    read_info: tuple[Any, ...]
+    tabled: bool  # the oracle's tables cover every rule that acts (env.oracle.space)
+
 
 @lru_cache(maxsize=512)
-def _r1_cells(maze: Maze) -> tuple[frozenset, frozenset, frozenset, dict]:
-    """Cells that can never be entered, kill cells, frozen tiles, and where each teleporter
-    entrance lands."""
-    solid = maze.solid_cells
-    lands: dict[tuple[int, int], tuple[int, int]] = {}
-    for t in maze.teleporters:
-        lands[t.pos] = t.to
-        if t.bidirectional:
-            lands[t.to] = t.pos
-    return solid, maze.cells_of("kill"), maze.cells_of("frozen"), lands
+def rules_of(maze: Maze) -> _Rules:
+    """The rules of the mechanics ``maze`` has (those with an object in it), in the registry's order."""
+    present = [m for m in MECHANICS if any(maze.of_kind(k) for k in m.kinds)]
+
+    def hooks(name: str) -> tuple[Any, ...]:
+        return tuple(h for m in present if (h := getattr(m, name)) is not None)
+
+    refuses = {o.pos: m.refuses for m in present if m.refuses is not None for k in m.kinds for o in maze.of_kind(k)}
+    moving = ("holds", "steers", "refuses", "fires", "enters", "ticks", "over")
+    tabled = all(m.tabled or all(getattr(m, n) is None for n in moving) for m in present)
+    return _Rules(holds=hooks("holds"), steers=hooks("steers"), refuses=refuses, lands=hooks("lands"), fires=hooks("fires"),
+                  enters=hooks("enters"), ticks=hooks("ticks"), over=hooks("over"), info=hooks("info"),
+                  read_info=hooks("read_info"), tabled=tabled)
 
 
 def r1_landing(maze: Maze, cell: tuple[int, int]) -> tuple[int, int]:
-    """Where a move into ``cell`` ends: the other end of a teleporter, else ``cell`` itself."""
-    return _r1_cells(maze)[3].get(cell, cell)
+    """Where a move into ``cell`` ends: where a mechanic on it sends the agent (``lands``), else
+    ``cell`` itself."""
+    for lands in rules_of(maze).lands:
+        cell = lands(maze, cell)
+    return cell
 
 
 def r1_enterable(maze: Maze, state: MazeState, cell: tuple[int, int]) -> bool:
-    """Can a move go into ``cell``? Keys never block; walls, hazards, blocks, doors that are not
-    open and gates that are not open do."""
+    """Can a move go into ``cell``? Keys never block; walls, the solid mechanics' cells (hazards,
+    blocks), doors that are not open and gates that are not open do."""
     x, y = cell
-    if maze.walls[x, y] or cell in _r1_cells(maze)[0]:
+    if maze.walls[x, y] or cell in maze.solid_cells:
         return False
     return _barrier_open(maze, state, cell)
 
 
-def arrow(maze: Maze, s: MazeState, cell: tuple[int, int]) -> int | None:
-    """The direction the arrow of the turntable on ``cell`` points in ``s`` (None: no turntable)."""
-    t = _turntable_at(maze).get(cell)
-    return None if t is None else (t + s.phase) % 4
-
-
-@lru_cache(maxsize=512)
-def _turntable_at(maze: Maze) -> dict[tuple[int, int], int]:
-    return {t.pos: DIRECTIONS.index(t.dir) for t in maze.turntables}
-
-
 def heading(maze: Maze, s: MazeState) -> int:
-    """The way a forward from ``s`` goes: the agent's facing, or under multinet-pr57 on a
-    turntable where its arrow points."""
-    arrow_now = arrow(maze, s, s.pos) if maze.ruleset == MULTINET_PR57 else None
-    return s.dir if arrow_now is None else arrow_now
+    """The way a forward from ``s`` goes: the agent's facing, unless a mechanic under it steers the
+    move (``steers``)."""
+    for steers in rules_of(maze).steers:
+        way = steers(maze, s)
+        if way is not None:
+            return int(way)
+    return s.dir
 
 
 def ahead(maze: Maze, s: MazeState) -> tuple[int, int]:
-    """The cell a forward from ``s`` goes into, before any portal: the one in front, or under
-    multinet-pr57 on a turntable the one its arrow points at."""
+    """The cell a forward from ``s`` goes into, before any mechanic sends it on."""
     dx, dy = DIR_VECTORS[heading(maze, s)]
     return (s.pos[0] + dx, s.pos[1] + dy)
 
 
-@lru_cache(maxsize=512)
-def _own_rules(maze: Maze) -> tuple[dict[tuple[int, int], Any], dict[tuple[int, int], Any]]:
-    """Per cell, the rules of the mechanics that declare their own (``Mechanic.refuses`` and
-    ``Mechanic.enters``, env.mechanics): who refuses a move into it, what entering it does."""
-    refuses, enters = {}, {}
-    for o in maze.objects:
-        m = of_kind(o.kind)
-        if m.refuses is not None:
-            refuses[o.pos] = m.refuses
-        if m.enters is not None:
-            enters[o.pos] = m.enters
-    return refuses, enters
-
-
 def refused(maze: Maze, cell: tuple[int, int], way: int) -> bool:
-    """Does a mechanic on ``cell`` refuse a move heading ``way`` (0..3) into it? (multinet-pr57)"""
-    rule = _own_rules(maze)[0].get(cell)
+    """Does a mechanic on ``cell`` refuse a move heading ``way`` (0..3) into it?"""
+    rule = rules_of(maze).refuses.get(cell)
     return rule is not None and rule(maze, cell, way)
 
 
 def dead(maze: Maze, s: MazeState) -> bool:
-    """Under multinet-pr57 with ``rules.death: fail``: has the agent died (the episode is over)?"""
-    return maze.rulebook.death == "fail" and s.pos in _r1_cells(maze)[1]
+    """Is the episode over in ``s`` though the goal is not reached (a mechanic's ``over``: the
+    agent dead where a tile killed it)?"""
+    return any(over(maze, s) for over in rules_of(maze).over)
+
+
+def fired_at(maze: Maze, cell: tuple[int, int]) -> tuple[int, int] | None:
+    """Where the agent stands after a move that ends on ``cell``, whatever else the state holds:
+    ``cell``, or where a mechanic that takes the move over puts it (the start, after a reset), or
+    None once the episode is over there."""
+    start = initial_state(maze)
+    for fires in rules_of(maze).fires:
+        fired = fires(maze, start, cell)
+        if fired is not None:
+            return None if dead(maze, fired[0]) else fired[0].pos
+    return cell
 
 
 def no_change(before: MazeState, after: MazeState) -> bool:
-    """Did a step change nothing but the turntables' arrows? Such a step (a bump, an action with
-    nothing to act on) is never a move of an optimal plan: the R1 planner's convention, which the
-    oracle keeps (docs/oracle.md)."""
+    """Did a step change nothing but the phase (what turns by itself after every step)? Such a
+    step (a bump, an action with nothing to act on) is never a move of an optimal plan: the R1
+    planner's convention, which the oracle keeps (docs/oracle.md)."""
     if after == before:
         return True
     return after.phase != before.phase and replace(after, phase=before.phase) == before
 
 
 def _step_study(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
-    """The study's rulebooks (docs/maze-format.md#rulesets): R1, and under multinet-pr57 R1 with
-    turntables, the portal latch, the mechanism labels and the death rule; every arrow turns one
-    step clockwise after every step (after a death that resets the maze, the start state is
-    exactly as it was, arrows included)."""
+    """The study's rulebooks (docs/maze-format.md#rulesets): R1, and multinet-pr57, R1 with the
+    later tiles; under multinet-pr57 what turns by itself turns after every step (``ticks``),
+    unless the step taken over by a mechanic settled the state (a reset leaves the start state
+    exactly as it was)."""
     if not 0 <= action < len(ACTIONS):
         raise ValueError(f"action must be 0..{DROP}, got {action!r}")
     if maze.ruleset != MULTINET_PR57:
-        return _act_study(maze, s, action, pr57=False)
+        return _act_study(maze, s, action, pr57=False)[:2]
     if dead(maze, s):  # nothing happens any more; the episode runner has ended the episode
-        return _turn_arrows(maze, s), "noop"
-    after, event = _act_study(maze, s, action, pr57=True)
-    if event == "died" and not dead(maze, after):
-        return after, event
-    return _turn_arrows(maze, after), event
+        return _ticked(maze, s), "noop"
+    after, event, settled = _act_study(maze, s, action, pr57=True)
+    return (after if settled else _ticked(maze, after)), event
 
 
-def _turn_arrows(maze: Maze, s: MazeState) -> MazeState:
-    return replace(s, phase=(s.phase + 1) % 4) if maze.turntables else s
+def _ticked(maze: Maze, s: MazeState) -> MazeState:
+    for tick in rules_of(maze).ticks:
+        s = tick(maze, s)
+    return s
 
 
-def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeState, str]:
-    """One action under R1's rules, with multinet-pr57's additions when ``pr57``."""
-    if s.frozen > 0:  # every action, done included, only counts the freeze down
-        return replace(s, frozen=s.frozen - 1), "frozen"
+def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeState, str, bool]:
+    """One action under R1's rules, with multinet-pr57's additions when ``pr57``; whether a
+    mechanic that took the step over settled the state."""
+    for holds in rules_of(maze).holds:  # a mechanic that takes every action over while it holds the agent
+        held = holds(maze, s)
+        if held is not None:
+            return (*held, False)
     in_place = _turn_or_wait(s, action)
     if in_place is not None:
-        return in_place
-    cells = _static_cells(maze)
+        return (*in_place, False)
     if action == FORWARD:
-        way = heading(maze, s) if pr57 else s.dir
-        front = (s.pos[0] + DIR_VECTORS[way][0], s.pos[1] + DIR_VECTORS[way][1])
-        if not r1_enterable(maze, s, front) or (pr57 and refused(maze, front, way)):
-            return s, "bump"
-        _, kills, frozen_tiles, _ = _r1_cells(maze)
-        landing = r1_landing(maze, front)
-        if landing in kills:
-            if not pr57:
-                return initial_state(maze), "reset"
-            if maze.rulebook.death == "fail":
-                return replace(s, pos=landing, latched=False), "died"
-            return initial_state(maze), "died"
-        held = list(s.switches)
-        for i, spec in enumerate(maze.switches):
-            if spec.switch_type == "hold":  # on exactly while the agent stands on it
-                held[i] = spec.pos == landing
-        frozen = maze.rulebook.freeze_steps if landing in frozen_tiles else 0
-        after = replace(s, pos=landing, switches=tuple(held), frozen=frozen,
-                        latched=pr57 and landing != front)
-        entered = _own_rules(maze)[1].get(landing) if pr57 else None
-        if entered is not None:
-            after = entered(maze, after)
-        if landing == maze.goal:
-            return after, "goal"
-        if landing != front:
-            return after, "teleported"
-        if pr57 and frozen:
-            return after, "froze"
-        return after, ("rode" if pr57 and arrow(maze, s, s.pos) is not None else "moved")
+        return _forward_study(maze, s)
+    return (*_act_r1(maze, s, action), False)
+
+
+def _forward_study(maze: Maze, s: MazeState) -> tuple[MazeState, str, bool]:
+    """A forward under the study's rulebooks: where it heads (``steers``), whether it may enter
+    (``refuses``), where it ends (``lands``), a mechanic that takes it over (``fires``), what
+    entering does (``enters``, the first event a mechanic gives, in the registry's order; the goal
+    before them all)."""
+    rules = rules_of(maze)
+    way = heading(maze, s)
+    front = (s.pos[0] + DIR_VECTORS[way][0], s.pos[1] + DIR_VECTORS[way][1])
+    if not r1_enterable(maze, s, front) or refused(maze, front, way):
+        return s, "bump", False
+    landing = r1_landing(maze, front)
+    for fires in rules.fires:
+        fired = fires(maze, s, landing)
+        if fired is not None:
+            return fired
+    held = list(s.switches)
+    for i, spec in enumerate(maze.switches):
+        if spec.switch_type == "hold":  # on exactly while the agent stands on it
+            held[i] = spec.pos == landing
+    after = replace(s, pos=landing, switches=tuple(held), frozen=0)
+    event = "moved"
+    for enters in rules.enters:
+        after, said = enters(maze, s, after, front)
+        if said is not None and event == "moved":
+            event = said
+    return after, ("goal" if landing == maze.goal else event), False
+
+
+def _act_r1(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
+    """Pickup, drop and toggle under R1's rules."""
+    cells = _static_cells(maze)
     if action == PICKUP:
         k = key_at(s, s.pos)
         if k < 0 or s.carrying >= 0:  # the key underfoot, with empty hands only
@@ -383,9 +403,7 @@ def _act_study(maze: Maze, s: MazeState, action: int, pr57: bool) -> tuple[MazeS
 def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
     """The state as plain JSON-able data: position, facing, inventory and every mechanism (a key
     is null while carried or, under the study's rulesets, once used up; ``frozen``, the freeze
-    countdown, only in mazes with frozen tiles; ``arrows``, where each turntable points, only in
-    mazes with turntables; ``latched``, whether the agent stands on the end a portal sent it to,
-    only in multinet-pr57 mazes with portals)."""
+    countdown, and what else a mechanic keeps, ``Mechanic.info``: docs/design.md §3)."""
     info = {
         "pos": list(s.pos),
         "dir": s.dir,
@@ -395,12 +413,8 @@ def mechanism_info(maze: Maze, s: MazeState) -> dict[str, Any]:
         "switches": {sw.id: on for sw, on in zip(maze.switches, s.switches, strict=True)},
         "gates": {g.id: op for g, op in zip(maze.gates, maze.gates_open(s.switches), strict=True)},
     }
-    if maze.cells_of("frozen"):
-        info["frozen"] = s.frozen
-    if maze.turntables:
-        info["arrows"] = {t.id: DIRECTIONS[arrow(maze, s, t.pos) or 0] for t in maze.turntables}
-    if maze.ruleset == MULTINET_PR57 and maze.teleporters:
-        info["latched"] = s.latched
+    for more in rules_of(maze).info:  # what the mechanics keep beside (the freeze, the arrows, the latch)
+        info.update(more(maze, s))
     return info
 
 
@@ -411,10 +425,9 @@ def state_of_info(maze: Maze, info: dict[str, Any]) -> MazeState:
     ``info`` that does not fit the maze (an unknown key id, a door left out) raises ``KeyError``
     or ``ValueError``."""
     keys, doors, switches = info["keys"], info["doors"], info["switches"]
-    phase = 0
-    if maze.turntables:  # every arrow has turned as often as the first one
-        first = maze.turntables[0]
-        phase = (DIRECTIONS.index(info["arrows"][first.id]) - DIRECTIONS.index(first.dir)) % 4
+    more: dict[str, Any] = {}
+    for read in rules_of(maze).read_info:
+        more.update(read(maze, info))
     carrying = info["carrying"]
     return MazeState(
         pos=(int(info["pos"][0]), int(info["pos"][1])),
@@ -423,7 +436,5 @@ def state_of_info(maze: Maze, info: dict[str, Any]) -> MazeState:
         keys=tuple(None if keys[k.id] is None else tuple(keys[k.id]) for k in maze.keys),
         doors=tuple(DOOR_STATES.index(doors[d.id]) for d in maze.doors),
         switches=tuple(bool(switches[s.id]) for s in maze.switches),
-        frozen=int(info.get("frozen", 0)),
-        phase=phase,
-        latched=bool(info.get("latched", False)),
+        **more,
     )

@@ -11,16 +11,10 @@ from env.maze import (
     PR57_KINDS,
     R1_KINDS,
     STUDY_KINDS,
-    BlockObject,
-    DoorObject,
-    GateObject,
-    KeyObject,
     Maze,
     MazeObject,
-    SwitchObject,
-    TeleporterObject,
 )
-from env.mechanics import of_kind
+from env.mechanics import covered_cells, of_kind
 from env.skins import Skin, skin_of
 from env.state import MazeState
 
@@ -39,22 +33,17 @@ def legend(skin: Skin) -> str:
 
 
 def object_name(o: MazeObject, skin: Skin) -> str:
-    """What an object looks like, in the skin's words: ``red key``, ``purple ring``, ``lava cell``."""
-    if isinstance(o, KeyObject | DoorObject | SwitchObject | GateObject | TeleporterObject | BlockObject):
-        return f"{o.color} {skin.noun(o.kind)}"
-    return skin.noun(o.kind)
+    """What an object looks like, in the skin's words: ``red key``, ``purple ring``, ``lava cell``
+    (its colour where its kind has one)."""
+    color = getattr(o, "color", None)
+    return f"{color} {skin.noun(o.kind)}" if color else skin.noun(o.kind)
 
 
 def object_cells(maze: Maze, kinds: tuple[str, ...] | None = None) -> list[tuple[str, tuple[int, int]]]:
-    """(name, cell) of every object (of ``kinds``) at the start, both ends of a teleporter."""
-    out = []
+    """(name, cell) of every object (of ``kinds``) at the start, each cell it covers."""
     skin = skin_of(maze)
-    for o in maze.objects:
-        if kinds is None or o.kind in kinds:
-            out.append((object_name(o, skin), o.pos))
-            if isinstance(o, TeleporterObject):
-                out.append((object_name(o, skin), o.to))
-    return out
+    return [(object_name(o, skin), c) for o in maze.objects if kinds is None or o.kind in kinds
+            for c in covered_cells(o)]
 
 
 def glyph_map(maze: Maze, state: MazeState) -> list[list[str]]:
@@ -70,7 +59,7 @@ def glyph_map(maze: Maze, state: MazeState) -> list[list[str]]:
         rows[g.pos[1]][g.pos[0]] = glyph["gate_open" if op else "gate_closed"]
     for o in maze.objects:
         if o.kind in STUDY_KINDS:
-            for x, y in ((o.pos, o.to) if isinstance(o, TeleporterObject) else (o.pos,)):
+            for x, y in covered_cells(o):
                 rows[y][x] = glyph[o.kind]
     for p in state.keys:
         if p is not None:
@@ -101,7 +90,7 @@ def object_lines(maze: Maze, state: MazeState) -> list[str]:
     for name, (x, y) in object_cells(maze, R1_KINDS):
         lines.append(f"{name} at ({x}, {y})")
     for o in (o for kind in PR57_KINDS for o in maze.objects if o.kind == kind):
-        detail = of_kind(o.kind).detail  # what it shows now (a turntable: where its arrow points)
+        detail = of_kind(o.kind).detail  # what it shows now (where an arrow points)
         lines.append(f"{object_name(o, skin)} at ({o.pos[0]}, {o.pos[1]})"
                      + (f": {detail(maze, state, o)}" if detail is not None else ""))
     return lines

@@ -17,22 +17,11 @@ from minigrid.core.world_object import Box, Door, Goal, Key, Lava, Wall, WorldOb
 from env.drawing import fast_drawing
 from env.maze import (
     CLASSIC,
-    DIRECTIONS,
     DOOR_STATES,
     SKIN_NAMES,
 )
 from env.mechanics import MECHANICS
-from env.objects import (
-    DiscSwitch,
-    FrozenTile,
-    Gate,
-    KillCell,
-    NeutralGlyph,
-    Switch,
-    Teleporter,
-    Tile,
-    Turntable,
-)
+from env.objects import DiscSwitch, Gate, NeutralGlyph, Switch, Tile
 
 AGENT_DIRS = (None, 0, 1, 2, 3)  # no agent on the cell, then the agent facing east, south, west, north
 
@@ -67,10 +56,11 @@ def shown_tiles(skin: str | None = None) -> Iterator[tuple[WorldObj | None, int 
     """Every (cell content, agent direction or None) pair a frame (in ``skin``) can show."""
     for obj in all_tiles(skin):
         # the agent never stands on a wall, a closed door or gate, a block or a hazard; on a key
-        # only under multinet-r1, where keys are walkable; on a kill cell only once dead on it
-        # (multinet-pr57 with rules.death: fail, whose last frame shows it there)
+        # only under multinet-r1, where keys are walkable; on a glyph the agent never stands on only
+        # where its mechanic says a frame can show it there all the same (``Glyph.agent_shown``)
         look = obj.inner if isinstance(obj, NeutralGlyph) else obj
-        enterable = look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key | KillCell)
+        enterable = (look is None or (look.can_overlap() and not isinstance(look, Lava)) or isinstance(look, Key)
+                     or (isinstance(look, Tile) and look.glyph.agent_shown))
         for agent_dir in AGENT_DIRS:
             if agent_dir is None or enterable:
                 yield obj, agent_dir
@@ -99,16 +89,12 @@ def tile_name(obj: WorldObj | None) -> str:
         return f"gate-{obj.color}-{'open' if obj.is_open else 'closed'}"
     if isinstance(obj, DiscSwitch):
         return f"switch-{obj.color}-disc" + (f"-{'on' if obj.is_on else 'off'}" if obj.shows_state else "")
-    if isinstance(obj, Teleporter):
-        return f"teleporter-{obj.color}"
     if isinstance(obj, Box):
         return f"block-{obj.color}"
-    if isinstance(obj, Turntable):
-        return f"turntable-{DIRECTIONS[obj.arrow]}"
     if isinstance(obj, Tile):
         return obj.tile
-    if isinstance(obj, Lava | KillCell | FrozenTile):
-        return {Lava: "hazard", KillCell: "kill", FrozenTile: "frozen"}[type(obj)]
+    if isinstance(obj, Lava):
+        return "hazard"
     raise ValueError(f"no tile name for {obj!r}")
 
 

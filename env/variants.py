@@ -34,7 +34,7 @@ from typing import Any
 from env.checks import CheckResult, run_checks
 from env.errors import BadInput
 from env.maze import COLORS, DIRECTIONS, MINIGRID, STUDY_RULESETS, Maze, infer_category, maze_from_dict
-from env.mechanics import removal_twins
+from env.mechanics import MECHANICS, removal_twins
 from env.names import MAX_NAME
 from env.oracle import solve
 from env.skins import SKINS, with_skin
@@ -260,7 +260,7 @@ def _transformed(maze: Maze, where: Callable[[Cell], Cell], facing: Callable[[in
         o["pos"] = list(where(tuple(o["pos"])))
         if "to" in o:
             o["to"] = list(where(tuple(o["to"])))
-        if "dir" in o:  # an object's heading (a turntable's arrow) turns with the layout
+        if "dir" in o:  # an object's heading (an arrow's) turns with the layout
             o["dir"] = DIRECTIONS[facing(DIRECTIONS.index(o["dir"]))]
     generator = (d.get("meta") or {}).get("generator") or {}
     if generator.get("deadends"):
@@ -273,10 +273,10 @@ def _geometric(maze: Maze, kind: str, name: str, params: dict[str, Any], where: 
     d = _transformed(maze, where, facing, width, height)
     changed = [what]
     family = "isomorphic"
-    if mirrored and maze.turntables:
-        # the arrows still turn clockwise, which in a mirror image is the other way round
-        family = "near-isomorphic"
-        changed.append("turntables: their arrows still turn clockwise, counter-clockwise in the mirrored layout")
+    for m in MECHANICS:  # what a mirror image does not carry over (``Mechanic.unmirrored``)
+        if mirrored and m.unmirrored and any(maze.of_kind(k) for k in m.kinds):
+            family = "near-isomorphic"
+            changed.append(m.unmirrored)
     heading = d["start"]["dir"]
     if maze.study_rules and heading != "east":
         # the rulebook starts every maze facing east: the start now faces another way in the layout
@@ -409,9 +409,8 @@ def _removed(maze: Maze, gone: set[str], walled: frozenset[Cell] = frozenset()) 
 
 def ablate(maze: Maze, kind: str) -> Variant | Skipped:
     """Every switch and gate (``no-switches``), every key and door (``no-keys``), every
-    distractor (``no-distractors``: decoy objects removed, dead ends walled up), or every portal,
-    death tile, ice tile or turntable (``no-portals``, ``no-deaths``, ``no-ice``,
-    ``no-turntables``) taken out."""
+    distractor (``no-distractors``: decoy objects removed, dead ends walled up), or every object
+    of a later tile (its removal twin, ``Mechanic.removal``) taken out."""
     if kind == "no-switches":
         gone = {s.id for s in maze.switches} | {g.id for g in maze.gates}
         what = "every switch and gate removed"

@@ -1,8 +1,8 @@
 """How an episode ends (docs/design.md §5), checked after every step.
 
-``solved``: the step entered the goal; ``died``: the step killed the agent on a maze whose
-``rules.death`` is ``fail`` (a dead agent can do nothing more, so every further turn would be paid
-for nothing); ``step_cap``: the steps reached ``ceil(factor x optimal)``;
+``solved``: the step entered the goal; ``died``: the step left a state a mechanic says is over
+(``env.state.dead``: a dead agent can do nothing more, so every further turn would be paid for
+nothing); ``step_cap``: the steps reached ``ceil(factor x optimal)``;
 ``stall``: ``stall_window`` consecutive steps none of which reached a never-seen state, the start
 counting as seen. Under the gridbench style a state is its position, carried key and mechanism
 state, and the step cap is checked before the stall; under the study style it is the study's
@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 
 from agents.protocol import Protocol
 from env.maze import Maze
-from env.state import MazeState
+from env.state import MazeState, dead
 from traces import Ending
 
 # the endings these rules decide (the agent's own endings and ``error`` are decided elsewhere)
@@ -55,7 +56,7 @@ class TerminationRules:
     stall_window: int | None  # None: no stall watchdog
     signature: Callable[[MazeState], Hashable] = gridbench_signature
     stall_first: bool = False
-    death_ends: bool = False  # the maze's rules.death is "fail"
+    over: Callable[[MazeState], bool] = field(default=lambda state: False)  # env.state.dead on the maze
     seen: set[Hashable] = field(default_factory=set)
     since_novel: int = 0
     reason: Ending | None = None  # set once the episode has ended
@@ -63,8 +64,8 @@ class TerminationRules:
     @classmethod
     def start(cls, state: MazeState, step_cap: int, stall_window: int | None, *,
               signature: Callable[[MazeState], Hashable] = gridbench_signature,
-              stall_first: bool = False, death_ends: bool = False) -> TerminationRules:
-        return cls(step_cap, stall_window, signature, stall_first, death_ends, seen={signature(state)})
+              stall_first: bool = False, over: Callable[[MazeState], bool] = lambda state: False) -> TerminationRules:
+        return cls(step_cap, stall_window, signature, stall_first, over, seen={signature(state)})
 
     @classmethod
     def for_episode(cls, maze: Maze, protocol: Protocol, start: MazeState, optimal: int) -> TerminationRules:
@@ -74,7 +75,7 @@ class TerminationRules:
         study = protocol.style == "study"
         return cls.start(start, step_cap_for(optimal, protocol.step_cap_factor), protocol.stall_window,
                          signature=study_signature(maze, protocol.drop) if study else gridbench_signature,
-                         stall_first=study, death_ends=maze.rulebook.death == "fail")
+                         stall_first=study, over=partial(dead, maze))
 
     def observe(self, step: int, state: MazeState, event: str) -> bool:
         """Record the state after step ``step`` (1-based); returns whether it was novel and sets
@@ -90,7 +91,7 @@ class TerminationRules:
         capped = step >= self.step_cap
         if event == "goal":
             self.reason = "solved"
-        elif event == "died" and self.death_ends:
+        elif self.over(state):
             self.reason = "died"
         elif stalled and (self.stall_first or not capped):
             self.reason = "stall"

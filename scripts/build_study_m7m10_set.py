@@ -80,7 +80,7 @@ def build(folder: Path) -> tuple[list[tuple[Maze, dict[str, Any]]], list[dict[st
         except BadInput as e:
             refused.append({"file": rel, "field": e.field, "reason": e.message})
             continue
-        fails = convert_file(folder / rel, prov, maze_id=maze_id, ruleset=MULTINET_PR57, death="fail")
+        fails = convert_file(folder / rel, prov, maze_id=maze_id, ruleset=MULTINET_PR57, rules={"death": "fail"})
         sol, sol_fail = solve(maze), solve(fails)
         study = {"set": SET, "family": family, "task_id": (maze.meta.multinet or {}).get("task_id") if maze.meta else None,
                  "optimal": sol.optimal_actions, "states_explored": sol.states_explored,

@@ -1,8 +1,7 @@
 """The column codec: a step's state to its trace columns and back.
 
-``mechanisms_json`` writes the ``mechanisms`` column (keys, doors, switches, gates, the freeze
-countdown, and under multinet-pr57 the turntables' arrows and the portal latch, after a step, as
-compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
+``mechanisms_json`` writes the ``mechanisms`` column (keys, doors, switches, gates, and what
+each later tile keeps beside, ``Mechanic.info``, after a step, as compact JSON); ``recorded_state`` rebuilds the ``MazeState`` a step
 row records from its ``x``, ``y``, ``dir``, ``carrying`` and ``mechanisms`` columns, for the
 viewer, replay and the checks of a resumed episode. Both need the maze and its state only, not
 the dynamics, the frames or the oracle. ``episode_timelines`` reads an episode's step rows as
@@ -25,9 +24,8 @@ POSE = ("pos", "dir", "carrying")
 
 
 def mechanisms_json(maze: Maze, state: MazeState) -> str:
-    """Keys, doors, switches and gates after a step (and the freeze countdown in a maze with frozen
-    tiles, the arrows in one with turntables, the portal latch in a multinet-pr57 maze with
-    portals), as compact JSON (the ``mechanisms`` column)."""
+    """Keys, doors, switches and gates after a step (and what each later tile of the maze keeps
+    beside: ``env.state.mechanism_info``), as compact JSON (the ``mechanisms`` column)."""
     info = mechanism_info(maze, state)
     return json.dumps({k: v for k, v in info.items() if k not in POSE}, sort_keys=True, separators=(",", ":"))
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -164,8 +166,8 @@ def import_cmd(
     licence: str | None = typer.Option(None, "--licence", help="multinet: the files' licence"),
     ruleset: str | None = typer.Option(None, "--ruleset", help="multinet: multinet-r1 or multinet-pr57 for every "
                                                                "file (default: each file's own)"),
-    death: str = typer.Option("reset", "--death", help="multinet-pr57: a death tile resets the maze (reset, the "
-                                                       "harness) or ends the episode (fail, the files' descriptions)"),
+    rule: list[str] = typer.Option([], "--rule", help="multinet: NAME=VALUE, a setting of every maze's rules "
+                                                      "(docs/maze-format.md#rulesets), repeatable"),
 ) -> None:
     """Convert mazes from another source into gridbench.maze/1 files (MultiNet task files into the
     multinet-r1 ruleset, or the later harness's into multinet-pr57, a whole folder of them at once)."""
@@ -177,7 +179,16 @@ def import_cmd(
     provenance = None
     if any(v is not None for v in given):
         provenance = Provenance(repository=from_repo, commit=from_commit, path=from_path, licence=licence)
-    mazes = import_mazes(spec, provenance, ruleset=ruleset, death=death)
+    settings: dict[str, Any] = {}
+    for given_rule in rule:
+        name, eq, value = given_rule.partition("=")
+        if not eq or not name:
+            raise BadInput("--rule", "", f"{given_rule!r} is not NAME=VALUE (a field of the mazes' rules and its value)")
+        try:
+            settings[name] = json.loads(value)  # a number or true/false as such, anything else a word
+        except json.JSONDecodeError:
+            settings[name] = value
+    mazes = import_mazes(spec, provenance, ruleset=ruleset, rules=settings)
     if out is None:
         if len(mazes) > 1:
             raise BadInput("--out", "", f"{len(mazes)} mazes need a folder to be written to")

@@ -10,7 +10,7 @@ the same maze without searching again.
 rules (keys walkable and picked up from underfoot, used up by their doors, the start facing east),
 so the study's composition can be drawn again under the rules its counts were made with.
 ``multinet-pr57`` does the same under the study's later rules, and ``GenParams.tile`` then adds one
-of its later mechanisms (portal, death tile, ice, turntable) where it matters: the maze's optimal
+later mechanism (a mechanic that lays itself, ``Mechanic.lay``) where it matters: the maze's optimal
 count must differ from that of its removal twin (the same maze with those tiles taken out).
 """
 
@@ -271,7 +271,7 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     # how hard to stretch the route: nudged up after a plan too short, down after one too long
     stretch = min(0.9, lo / (hi + 1) * 0.8)
     if params.tile != "none":
-        # a shortcut (a portal's) comes off the intended route: aim that route a little longer
+        # a shortcut comes off the intended route: aim that route a little longer (``route_slack``)
         slack = by_name(params.tile).route_slack
         lo, hi = lo + slack, hi + slack
     for _ in range(PLACEMENT_TRIES):
@@ -534,8 +534,8 @@ def verify(maze: Maze, band: tuple[int, int] | None = None, tile: str = "none") 
 def tile_matters(maze: Maze, tile: str, optimal: int) -> bool:
     """A later mechanism matters when taking it out changes the optimal count: its removal twin
     (``env.variants``: the tiles' cells left as floor) must be solvable, in fewer actions for a
-    portal (the plan takes the shortcut), in more for anything else (the plan pays for a death
-    tile's detour, for ice's frozen steps, for a turntable's waits and rides)."""
+    shortcut (``Mechanic.shortens``: the plan takes it), in more for anything else (the plan pays
+    for the detour, the wait or the ride the tile costs)."""
     from env.oracle import solve
     from env.variants import Variant, ablate
 

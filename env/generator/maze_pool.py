@@ -205,7 +205,7 @@ POOL_TILES = tuple(m.name for m in generated() if m.edition == 1)
 FIRST_DISCOVERY_KINDS = ("switch_gate", *POOL_TILES)
 DISCOVERY_KINDS = (*FIRST_DISCOVERY_KINDS, *(m.name for m in generated() if m.edition > 1))
 DISCOVERY_BANDS = {"short": (8, 15, 30), "medium": (12, 31, 50), "long": (16, 51, 80)}  # side, low, high
-# a tile the route must go round (a death tile) needs layouts with loops
+# a tile the route must go round (``Mechanic.detours``) needs layouts with loops
 LOOP_TOPOLOGIES = {"open": 1, "rooms": 1}
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from env.errors import BadInput
 from env.importers.minigrid import import_minigrid
@@ -37,15 +38,15 @@ def import_maze(spec: str) -> Maze:
 
 
 def import_mazes(spec: str, provenance: Provenance | None = None, ruleset: str | None = None,
-                 death: str = "reset") -> list[Maze]:
+                 rules: dict[str, Any] | None = None) -> list[Maze]:
     """The mazes ``spec`` names: one, or (``multinet:<folder>``) every task file of a folder.
-    ``provenance`` (where the files came from), ``ruleset`` and ``death`` are for MultiNet task
-    files only."""
+    ``provenance`` (where the files came from), ``ruleset`` and ``rules`` (settings of every
+    maze's rules) are for MultiNet task files only."""
     prefix, _, rest = spec.partition(":")
     if prefix == "multinet":
-        return import_study_path(Path(rest), provenance, ruleset=ruleset, death=death)
+        return import_study_path(Path(rest), provenance, ruleset=ruleset, rules=rules)
     if provenance is not None:
         raise BadInput(spec, "", "where a maze came from is recorded for multinet: task files only")
-    if ruleset is not None or death != "reset":
-        raise BadInput(spec, "", "--ruleset and --death are for multinet: task files only")
+    if ruleset is not None or rules:
+        raise BadInput(spec, "", "--ruleset and --rule are for multinet: task files only")
     return [import_maze(spec)]

@@ -1,6 +1,7 @@
 """Task files of the MultiNet v2.0 gridworld (the study's maze format), converted into
 ``gridbench.maze/1`` mazes under the ``multinet-r1`` ruleset, or for a file of the later harness
-(turntables, death portals, coloured portals) ``multinet-pr57`` (docs/maze-format.md#rulesets).
+(one with a field only it has, ``Mechanic.later_fields`` and ``study_later``) ``multinet-pr57``
+(docs/maze-format.md#rulesets). Each mechanic reads its own fields (``Mechanic.study_reads``).
 
 Their format: ``maze.dimensions`` is ``[width, height]`` counting a border ring of walls that is
 always wall; ``maze.walls`` lists walls as ``[x, y]`` (or ``{"x": .., "y": ..}``); ``maze.start``
@@ -36,23 +37,20 @@ from typing import Any
 
 from env.errors import BadInput
 from env.maze import (
-    BLOCK_COLORS,
     COLORS,
-    DEATH_RULES,
-    DIRECTIONS,
     FORMAT,
     MULTINET_PR57,
     MULTINET_R1,
-    PORTAL_COLORS,
     SWITCH_COLORS,
+    DoorObject,
+    GateObject,
     Maze,
     maze_from_dict,
 )
-from env.mechanics import later_fields, study_fields
+from env.mechanics import MECHANICS, later_fields, study_fields
 from env.names import MAX_NAME, is_name, name_chars
 
 Cell = tuple[int, int]
-TELEPORTER_COLOR = "purple"  # the study's teleporter colour (R1 drew every teleporter in it)
 SWITCH_TYPES = ("toggle", "one_shot", "hold")
 
 # Every field of the study's task format, by where it sits. A field not listed is refused by name.
@@ -72,12 +70,15 @@ FIELDS: dict[str, frozenset[str]] = {
     "doors": frozenset({"id", "position", "color", "requires_key", "initial_state"}),
     "switches": frozenset({"id", "position", "controls", "color", "switch_type", "initial_state"}),
     "gates": frozenset({"id", "position", "color", "initial_state"}),
-    "teleporters": frozenset({"id", "position_a", "position_b", "color", "bidirectional"}),
-    "blocks": frozenset({"id", "position", "color", "pushable"}),
-    "hazards": frozenset({"id", "position", "hazard_type"}),
+    # and the fields of each later tile's entries, as its mechanic reads them
+    **{name: fields for m in MECHANICS for name, fields in m.study_items.items()},
 }
 # what only the later harness's files hold: such a file is played under multinet-pr57
 LATER_FIELDS = later_fields()
+# the mechanics that read objects from a task file, in the order the files' objects are laid out
+# (``Mechanic.study_rank``: blocks before hazards, as gridbench always laid them, so imported mazes
+# keep their object order and checksums)
+READERS = sorted((m for m in MECHANICS if m.study_reads is not None), key=lambda m: m.study_rank)
 
 
 @dataclass
@@ -101,14 +102,14 @@ def import_study_file(text: str) -> Maze:
 
 
 def import_study_path(path: Path, provenance: Provenance | None = None, ruleset: str | None = None,
-                         death: str = "reset") -> list[Maze]:
+                         rules: dict[str, Any] | None = None) -> list[Maze]:
     """A task file, or every ``*.json`` under a folder (recursively, in path order). In a folder a
     maze is named after its path below the folder (``M1/8x8_corridor_kr_0.json`` ->
     ``M1_8x8_corridor_kr_0``): task ids repeat across the study's families. ``ruleset`` None: each
     file's own (``multinet-pr57`` when it holds any of ``LATER_FIELDS`` or a coloured teleporter);
-    ``death`` is ``rules.death`` under multinet-pr57."""
+    ``rules`` sets fields of every maze's ``rules`` (docs/maze-format.md#rulesets)."""
     if not path.is_dir():
-        return [convert_file(path, provenance, ruleset=ruleset, death=death)]
+        return [convert_file(path, provenance, ruleset=ruleset, rules=rules)]
     files = sorted(p for p in path.rglob("*.json") if p.is_file())
     if not files:
         raise BadInput(f"multinet:{path}", "", "folder holds no task files (*.json)")
@@ -121,12 +122,12 @@ def import_study_path(path: Path, provenance: Provenance | None = None, ruleset:
             prov = Provenance(**{**provenance.__dict__,
                                  "path": f"{provenance.path.rstrip('/')}/{inner}" if provenance.path else inner})
         out.append(convert_file(p, prov, maze_id=_safe_id("_".join((*rel.parts[:-1], rel.stem))),
-                                ruleset=ruleset, death=death))
+                                ruleset=ruleset, rules=rules))
     return out
 
 
 def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str | None = None,
-                 ruleset: str | None = None, death: str = "reset") -> Maze:
+                 ruleset: str | None = None, rules: dict[str, Any] | None = None) -> Maze:
     source = f"multinet:{path}"
     if not path.is_file():
         raise BadInput(source, "", "no such file")
@@ -138,7 +139,7 @@ def convert_file(path: Path, provenance: Provenance | None = None, maze_id: str 
         raise BadInput(source, "(file)", f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     origin = provenance.path if provenance and provenance.path else path.name
     return convert(doc, source, maze_id or _maze_id(doc, path), origin=origin, provenance=provenance,
-                   ruleset=ruleset, death=death)
+                   ruleset=ruleset, rules=rules)
 
 
 def _maze_id(doc: Any, path: Path) -> str:
@@ -228,6 +229,13 @@ class _Reader:
             raise self.bad(where, f"{value!r} is not one of {', '.join(palette)}")
         return c
 
+    def flag(self, obj: dict, name: str, default: bool, where: str) -> bool:
+        """A true/false field of an entry, ``default`` when left out."""
+        v = obj.get(name, default)
+        if not isinstance(v, bool):
+            raise self.bad(f"{where}.{name}", "must be true or false")
+        return v
+
     def ident(self, obj: dict, where: str) -> str:
         v = obj.get("id")
         if not isinstance(v, str | int) or isinstance(v, bool):
@@ -236,7 +244,7 @@ class _Reader:
 
 
 def convert(doc: Any, source: str, maze_id: str, origin: str = "",
-            provenance: Provenance | None = None, ruleset: str | None = None, death: str = "reset") -> Maze:
+            provenance: Provenance | None = None, ruleset: str | None = None, rules: dict[str, Any] | None = None) -> Maze:
     """The maze of a parsed task file, under ``ruleset`` (None: ``multinet-pr57`` for a file of the
     later harness, else ``multinet-r1``); ``BadInput`` naming the file's field for anything the
     study's format does not allow or gridbench does not read. ``origin`` (a file name or a path
@@ -249,16 +257,14 @@ def convert(doc: Any, source: str, maze_id: str, origin: str = "",
     r.ruleset = ruleset or _ruleset_of(mech)
     if r.ruleset not in (MULTINET_R1, MULTINET_PR57):
         raise BadInput("--ruleset", "", f"{r.ruleset!r} is not one of {MULTINET_R1}, {MULTINET_PR57}")
-    if death not in DEATH_RULES or (death != "reset" and not r.later):
-        raise BadInput("--death", "", f"{death!r}: 'reset', or under {MULTINET_PR57} 'fail'")
-    rules = _rules(r, mech, death)
+    settings = _rules(r, mech, rules or {})
     start, goal = _grid(r, layout)
     r.taken = {goal: "goal"}  # the start may hold an object under the study's rules, the goal may not
-    objects = [*_keys(r, mech), *_doors(r, mech), *_switches_and_gates(r, mech), *_teleporters(r, mech),
-               *_solid(r, mech), *_cell_kinds(r, mech), *_turntables(r, mech)]
+    objects = [*_keys(r, mech), *_doors(r, mech), *_switches_and_gates(r, mech),
+               *(o for m in READERS if m.study_reads is not None for o in m.study_reads(r, mech))]
     grid = ["".join("#" if (x, y) in r.walls else "." for x in range(r.width)) for y in range(r.height)]
     out = {
-        "format": FORMAT, "id": maze_id, "ruleset": r.ruleset, **rules,
+        "format": FORMAT, "id": maze_id, "ruleset": r.ruleset, **settings,
         "grid": grid, "start": {"pos": list(start), "dir": "east"}, "goal": list(goal),
         "objects": [{k: list(v) if isinstance(v, tuple) else v for k, v in o.items()} for o in objects],
         "meta": _meta(doc, objects, origin, provenance),
@@ -269,7 +275,7 @@ def convert(doc: Any, source: str, maze_id: str, origin: str = "",
 def _ruleset_of(mech: dict) -> str:
     """The later harness's rulebook for a file with its fields, else R1's."""
     later = any(name in mech for name in LATER_FIELDS) or any(
-        isinstance(t, dict) and "color" in t for t in (mech.get("teleporters") or []))
+        m.study_later is not None and m.study_later(mech) for m in MECHANICS)
     return MULTINET_PR57 if later else MULTINET_R1
 
 
@@ -405,80 +411,7 @@ def _switches_and_gates(r: _Reader, mech: dict) -> list[dict]:
     return [*gates, *switches]
 
 
-def _teleporters(r: _Reader, mech: dict) -> list[dict]:
-    out = []
-    for i, t in enumerate(r.items(mech, "teleporters")):
-        f = f"mechanisms.teleporters[{i}]"
-        two_way = t.get("bidirectional", True)
-        if not isinstance(two_way, bool):
-            raise r.bad(f"{f}.bidirectional", "must be true or false")
-        # R1 drew every teleporter purple whatever its colour; the later harness draws its own
-        color = r.color(t.get("color", TELEPORTER_COLOR), f"{f}.color", PORTAL_COLORS) if r.later else TELEPORTER_COLOR
-        out.append({"id": r.ident(t, f), "kind": "teleporter", "color": color,
-                    "pos": r.place(t.get("position_a"), f"{f}.position_a"),
-                    "to": r.place(t.get("position_b"), f"{f}.position_b"), "bidirectional": two_way})
-    return out
-
-
-def _solid(r: _Reader, mech: dict) -> list[dict]:
-    """Blocks (drawn in their colour) and hazards. The R1 rulebook never pushes a block, whatever
-    ``pushable`` says, and neither does gridbench: under multinet-r1 a pushable block is played as
-    R1 played it, a cell never entered (the later harness's box maze, M7 ``box_0``, imports so: its
-    brown box then closes the passage it stands in, and the maze has no solution); under
-    multinet-pr57 a pushable block is refused, since a push is what such a maze is about and
-    gridbench has no push rule."""
-    out = []
-    for i, b in enumerate(r.items(mech, "blocks")):
-        f = f"mechanisms.blocks[{i}]"
-        pushable = b.get("pushable", False)
-        if not isinstance(pushable, bool):
-            raise r.bad(f"{f}.pushable", "must be true or false")
-        if pushable and r.later:
-            raise r.bad(f"{f}.pushable", f"true: {MULTINET_PR57} has no push rule (the R1 rulebook never pushes, "
-                                         "under which this maze would be another one)")
-        out.append({"id": r.ident(b, f), "kind": "block", "color": r.color(b.get("color", "grey"), f"{f}.color", BLOCK_COLORS),
-                    "pos": r.place(b.get("position"), f"{f}.position")})
-    for i, h in enumerate(r.items(mech, "hazards")):
-        f = f"mechanisms.hazards[{i}]"
-        if h.get("hazard_type", "lava") != "lava":
-            raise r.bad(f"{f}.hazard_type", f"{h['hazard_type']!r}: only lava (a cell never entered) converts")
-        out.append({"id": r.ident(h, f), "kind": "hazard", "pos": r.place(h.get("position"), f"{f}.position")})
-    return out
-
-
-def _cell_kinds(r: _Reader, mech: dict) -> list[dict]:
-    """Kill cells (the later harness's ``death_portals``, the same rule) and frozen tiles: cells
-    without ids in the file; named here by kind (``death`` for a death portal) and index."""
-    out = []
-    for name, kind, prefix in (("kill_cells", "kill", "kill"), ("death_portals", "kill", "death"),
-                               ("frozen_tiles", "frozen", "frozen")):
-        for i, c in enumerate(r.cells(mech, name)):
-            f = f"mechanisms.{name}[{i}]"
-            out.append({"id": f"{prefix}{i}", "kind": kind, "pos": r.place(c, f)})
-    return out
-
-
-def _turntables(r: _Reader, mech: dict) -> list[dict]:
-    """Rotating tiles and their arrows' first directions (0 east, 1 south, 2 west, 3 north, the
-    order of gridbench's directions), one per tile; multinet-pr57 only."""
-    cells = r.cells(mech, "rotating_tiles")
-    dirs = mech.get("rotating_initial_directions", [0] * len(cells) if "rotating_tiles" in mech else [])
-    if (cells or dirs) and not r.later:
-        name = "rotating_tiles" if cells else "rotating_initial_directions"
-        raise r.bad(f"mechanisms.{name}", f"the R1 rulebook has no turntables (they are {MULTINET_PR57}'s)")
-    if not isinstance(dirs, list) or len(dirs) != len(cells):
-        raise r.bad("mechanisms.rotating_initial_directions",
-                    f"must list one direction per rotating tile ({len(cells)})")
-    out = []
-    for i, (c, d) in enumerate(zip(cells, dirs, strict=True)):
-        if d not in range(4) or isinstance(d, bool):
-            raise r.bad(f"mechanisms.rotating_initial_directions[{i}]", f"{d!r} is not 0, 1, 2 or 3 (east, south, west, north)")
-        out.append({"id": f"turntable{i}", "kind": "turntable", "pos": r.place(c, f"mechanisms.rotating_tiles[{i}]"),
-                    "dir": DIRECTIONS[d]})
-    return out
-
-
-def _rules(r: _Reader, mech: dict, death: str) -> dict[str, Any]:
+def _rules(r: _Reader, mech: dict, given: dict[str, Any]) -> dict[str, Any]:
     """``rules`` (and ``freeze_steps``); what the study's harness never played (hidden mechanisms,
     a partial view) is refused. ``view_size`` is read and changes nothing: the view is full."""
     rules = r.doc.get("rules") or {}
@@ -499,14 +432,10 @@ def _rules(r: _Reader, mech: dict, death: str) -> dict[str, Any]:
     if not isinstance(consumption, bool):
         raise r.bad("rules.key_consumption", "must be true or false")
     out: dict[str, Any] = {"key_consumption": consumption}
-    if death != "reset":
-        out["death"] = death
-    if mech.get("frozen_tiles"):
-        steps = mech.get("freeze_steps", 5)
-        if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= 1000:
-            raise r.bad("mechanisms.freeze_steps", "must be a whole number from 1 to 1000")
-        out["freeze_steps"] = steps
-    return {"rules": out}
+    for m in MECHANICS:  # a mechanic's settings of the rulebook (the freeze's length)
+        if m.study_rules is not None:
+            out.update(m.study_rules(r, mech))
+    return {"rules": {**out, **given}}  # what the importer was told for every maze, checked with the maze
 
 
 def _meta(doc: dict, objects: list[dict], origin: str, provenance: Provenance | None) -> dict[str, Any]:
@@ -559,7 +488,7 @@ def _with_chain(maze: Maze, source: str) -> Maze:
         state = nxt
     used = {oid for s in chain for oid in s}
     operable = [o for o in maze.objects if o.kind in ("key", "switch")
-                or (o.kind == "door" and o.state == "locked") or (o.kind == "gate" and not o.open)]
+                or (isinstance(o, DoorObject) and o.state == "locked") or (isinstance(o, GateObject) and not o.open)]
     decoys = [o.id for o in operable if o.id not in used]
     d = maze.to_dict()
     d["meta"]["chain"] = chain

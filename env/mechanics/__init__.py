@@ -8,6 +8,8 @@ The order of ``MECHANICS`` is the order every table and list shows them in.
 
 from __future__ import annotations
 
+from typing import Any
+
 from env.mechanics import (
     block,
     death,
@@ -41,6 +43,11 @@ def of_kind(kind: str) -> Mechanic:
     raise KeyError(kind)
 
 
+def covered_cells(obj: Any) -> tuple[tuple[int, int], ...]:
+    """The cells one object covers: its ``pos``, then the fields its mechanic names (``more_cells``)."""
+    return (obj.pos, *(getattr(obj, f) for f in of_kind(obj.kind).more_cells))
+
+
 def kinds_only_in(*rulesets: str) -> tuple[str, ...]:
     """The object kinds whose mechanics stand in these rulesets and in no other."""
     return tuple(k for m in MECHANICS if set(m.rulesets) <= set(rulesets) for k in m.kinds)
@@ -67,4 +74,4 @@ def later_fields() -> tuple[str, ...]:
 
 
 __all__ = ["MECHANICS", "MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Mechanic", "by_name", "generated",
-           "kinds_only_in", "later_fields", "of_kind", "removal_twins", "study_fields"]
+           "covered_cells", "kinds_only_in", "later_fields", "of_kind", "removal_twins", "study_fields"]

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from env.rulesets import MINIGRID, MULTINET_PR57, MULTINET_R1
 
-__all__ = ["DIRECTIONS", "DIR_VECTORS", "MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Direction", "Glyph",
+__all__ = ["Setting", "COLORS", "DIRECTIONS", "DIR_VECTORS", "MINIGRID", "MULTINET_PR57", "MULTINET_R1", "Color", "Direction", "Glyph",
            "Laying", "Mechanic", "Pos", "Scene3D", "Strict", "Words"]
 
 Cell = tuple[int, int]
@@ -18,6 +18,8 @@ Pos = tuple[int, int]
 # the four headings, Minigrid's 0..3, and the step each takes (y points down)
 Direction = Literal["east", "south", "west", "north"]
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
+Color = Literal["red", "green", "blue", "purple", "yellow", "grey"]  # Minigrid's six
+COLORS: tuple[str, ...] = get_args(Color)
 DIR_VECTORS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 
 
@@ -64,22 +66,47 @@ class Scene3D:
 
 
 @dataclass(frozen=True)
-class Glyph:
-    """A 2D tile a mechanic draws itself (env.objects.Tile carries it into a Minigrid grid):
-    ``name`` the tile's kind in the atlas; ``draw(img, state)`` and ``neutral(img, state)`` paint
-    one cell in the classic and the neutral skin with env.drawing's shapes (``state``: 0..3, what
-    the tile shows, such as a direction); ``overlap`` whether the agent can stand on it. The
-    drawing functions import env.drawing when they run, so no mechanic loads Minigrid."""
+class Setting:
+    """One field of a maze's ``rules`` a mechanic declares (env.maze.Rules takes them in):
+    ``name``, its type and ``default`` (a value or a pydantic ``Field``), the rulesets where it may
+    differ from its default (None: every ruleset that has ``rules``), whether the file leaves it
+    out at its default (so the checksums of mazes written before it existed stay), and ``rank``,
+    its place in the record (the order the file writes it in)."""
 
     name: str
-    draw: Callable[[Any, int], None]
-    neutral: Callable[[Any, int], None]
+    annotation: Any
+    default: Any
+    rulesets: tuple[str, ...] | None = None
+    omitted_at_default: bool = False
+    rank: int = 0
+
+
+@dataclass(frozen=True)
+class Glyph:
+    """A 2D tile a mechanic draws itself (env.objects.Tile carries it into a Minigrid grid):
+    ``name`` the tile's kind in the atlas; ``draw(img, state, color)`` and ``neutral(img, state,
+    color)`` paint one cell in the classic and the neutral skin with env.drawing's shapes
+    (``state``: 0..3, what the tile shows, such as a direction; ``color``: the object's colour where
+    the glyph is ``colored``, else ``color`` here); ``overlap`` whether the agent can stand on it,
+    ``agent_shown`` whether a frame can show the agent on it all the same (a tile the agent died
+    on); ``index`` the Minigrid type index it keeps (those drawn before the mechanics drew
+    their own), None to be numbered. The drawing functions import env.drawing when they run, so no
+    mechanic loads Minigrid."""
+
+    name: str
+    draw: Callable[[Any, int, str], None]
+    neutral: Callable[[Any, int, str], None]
     overlap: bool = True
     states: tuple[str, ...] = ("",)  # the name of each state in the atlas (``<name>-<state>``)
+    colored: bool = False
+    color: str = "grey"
+    agent_shown: bool = False
+    index: int | None = None
 
-    def tile_name(self, state: int) -> str:
-        word = self.states[state]
-        return f"{self.name}-{word}" if word else self.name
+    def tile_name(self, state: int, color: str) -> str:
+        """``<name>[-<color>][-<state>]``: a ring in cyan, ``ring-cyan``; an arrow east, ``arrow-east``."""
+        parts = [self.name, *([color] if self.colored else []), *([self.states[state]] if self.states[state] else [])]
+        return "-".join(parts)
 
 
 @dataclass(frozen=True)
@@ -100,13 +127,18 @@ class Mechanic:
     """One mechanic of the mazes: its objects, where it may stand, how the study's task files name
     it, the twin that takes it out again and whether the generator lays it.
 
-    - ``name``: the mechanic's name (``portal``), also the generator's ``tile`` for a later tile;
-    - ``label``: its words in the report's tables (``death tile``);
+    - ``name``: the mechanic's name, also the generator's ``tile`` for a later tile;
+    - ``label``: its words in the report's tables;
     - ``kinds``: the object kinds of the maze file that make it (``teleporter``);
     - ``rulesets``: the rulesets whose mazes may hold it;
     - ``study_fields``: the lists under ``mechanisms`` of the study's task files that hold it, and
       ``later_fields`` those of them only the later harness's files have (a file with one is
-      played under multinet-pr57);
+      played under multinet-pr57); how env.importers.study reads them: ``study_items`` the fields
+      of each list's entries, ``study_reads(reader, mechanisms)`` its objects (each error naming
+      the file's field), ``study_rules(reader, mechanisms)`` its settings of the rulebook,
+      ``study_later(mechanisms)`` the file is the later harness's by what it says of it, and
+      ``study_rank`` where its objects go among the file's;
+    - ``settings``: its fields of a maze's ``rules`` (``Setting``: a freeze's length);
     - ``removal``: the variant kind of its removal twin (env.variants), None when it has none;
     - ``solid``: its cells are never entered (nothing pushes or crosses them);
     - ``discovered``: the discovery timelines follow it (env.discovery); a later tile's stages are
@@ -128,19 +160,39 @@ class Mechanic:
     - ``scene``: per kind, how it is built into the 3D scene (``Scene3D``; keys are the scene's
       moving bodies, drawn by the key-door module's ``draw_key``).
 
-    What a mechanic added since the registry declares for itself (the earlier ones' rules, objects
-    and glyphs still live in env.state, env.maze and env.objects; docs/design.md §2):
+    And its record, rules, state and glyphs (docs/design.md §2):
 
     - ``objects``: the record class of each of its kinds in the maze file (a ``Strict`` model with
-      ``id``, ``kind`` and ``pos``); env.maze.MazeObject takes them in;
-    - ``refuses(maze, cell, heading)``: under its ruleset a move heading ``heading`` (0..3) into
-      ``cell`` is refused (a bump); ``enters(maze, state)``: what the state becomes once the agent
-      has moved onto one of its cells (before the arrows turn);
+      ``id``, ``kind`` and ``pos``); env.maze.MazeObject takes them in; ``more_cells``: the fields
+      of a record that hold cells beside ``pos`` (an object that covers two cells);
+    - its rules under the study's rulebooks (env.state asks them, in the registry's order, of the
+      mechanics a maze has), and ``events``, the events they give: ``holds(maze, state)`` a step
+      taken over whatever the action, as (state, event), while it holds the agent; for every
+      forward, ``steers(maze, state)`` the way it goes from the agent's cell (None: where the
+      agent faces); ``refuses(maze, cell, way)`` a move
+      heading ``way`` (0..3) into ``cell`` is a bump; ``lands(maze, cell)`` where a move into
+      ``cell`` ends; ``fires(maze, state, cell)`` the step taken over by a move ending on ``cell``,
+      as (state, event, settled: nothing turns after it) or None; ``enters(maze, before, after,
+      front)`` the state once the agent has moved onto ``after.pos`` and the event it names, if
+      any; ``ticks(maze, state)`` what turns by itself after every multinet-pr57 step; ``over(maze,
+      state)`` the episode is over though the goal is not reached; ``tabled``: under multinet-r1
+      its rules change no state beyond where a move lands, so the oracle's dense tables
+      (env.oracle.space, which take ``lands``) hold them;
+    - its state beside the keys, doors and switches in the traces' JSON form: ``info(maze,
+      state)`` the entries it adds, ``read_info(maze, info)`` the ``MazeState`` fields read back;
+    - ``shown(maze, state, obj)``: the value ``draws`` takes for an object in a state (where an
+      arrow points; None: it always looks the same); ``recorded``: per kind with a state, the
+      field of the traces' JSON form that holds it and each value written there with the value
+      ``draws`` takes (the viewer's tiles, env.minigrid_env.cell_looks);
     - ``glyphs``: the 2D tiles it draws itself (``Glyph``; ``draws`` returns env.objects.Tile);
-    - ``detail(maze, state, obj)``: what the text map's object line and the study prompt's add
-      after an object's place (``pointing east``), ``line``: that prompt's object line (``{pos}``,
-      ``{detail}``, the skin's ``$words``); ``underfoot``: the text says when the agent stands on it;
-    - ``detours``: its generated mazes need a way round it (layouts with loops);
+    - ``detail(maze, state, obj)``: what the text map's object line adds after an object's place
+      (``pointing east``); ``study_lines(maze, state, obj)``: the study prompt's lines for an
+      object under multinet-pr57, each a template (the skin's ``$words``, ``{fields}``) with its
+      fields (cells as (x, y), ``facing`` 0..3: agents.study_prompt writes them the study's way);
+      ``underfoot``: the text says when the agent stands on it;
+    - ``detours``: its generated mazes need a way round it (layouts with loops); ``unmirrored``:
+      what a mirror image of a maze with it does not carry over (the variant is then only
+      near-isomorphic);
     - ``edition``: the edition of the generated sets that first drew it; the pool and discovery
       recipes draw the earlier editions' mechanics as they did before, so their mazes stay the same.
     """
@@ -151,6 +203,12 @@ class Mechanic:
     rulesets: tuple[str, ...]
     study_fields: tuple[str, ...] = ()
     later_fields: tuple[str, ...] = ()
+    study_items: dict[str, frozenset[str]] = field(default_factory=dict)
+    study_reads: Callable[[Any, dict[str, Any]], list[dict[str, Any]]] | None = None
+    study_rules: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
+    study_later: Callable[[dict[str, Any]], bool] | None = None
+    study_rank: int = 0
+    settings: tuple[Setting, ...] = ()
     removal: str | None = None
     solid: bool = False
     discovered: bool = False
@@ -164,13 +222,27 @@ class Mechanic:
     route_slack: int = 0
     scene: dict[str, Scene3D] = field(default_factory=dict)
     objects: tuple[type[Strict], ...] = ()
+    more_cells: tuple[str, ...] = ()
+    shown: Callable[[Any, Any, Any], Any] | None = None
+    recorded: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
+    events: tuple[str, ...] = ()
+    holds: Callable[[Any, Any], tuple[Any, str] | None] | None = None
+    steers: Callable[[Any, Any], int | None] | None = None
     refuses: Callable[[Any, Cell, int], bool] | None = None
-    enters: Callable[[Any, Any], Any] | None = None
+    lands: Callable[[Any, Cell], Cell] | None = None
+    fires: Callable[[Any, Any, Cell], tuple[Any, str, bool] | None] | None = None
+    enters: Callable[[Any, Any, Any, Cell], tuple[Any, str | None]] | None = None
+    ticks: Callable[[Any, Any], Any] | None = None
+    over: Callable[[Any, Any], bool] | None = None
+    tabled: bool = False
+    info: Callable[[Any, Any], dict[str, Any]] | None = None
+    read_info: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     glyphs: tuple[Glyph, ...] = ()
     detail: Callable[[Any, Any, Any], str] | None = None
-    line: str = ""
+    study_lines: Callable[[Any, Any, Any], list[tuple[str, dict[str, Any]]]] | None = None
     underfoot: bool = False
     detours: bool = False
+    unmirrored: str = ""
     edition: int = 1
     module: str = ""
 

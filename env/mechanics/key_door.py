@@ -1,9 +1,36 @@
 """Keys and locked doors: a key is picked up (one at a time) and opens the door of its colour."""
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
-from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
+from env.mechanics.base import (
+    MINIGRID,
+    MULTINET_PR57,
+    MULTINET_R1,
+    Color,
+    Mechanic,
+    Pos,
+    Scene3D,
+    Strict,
+    Words,
+)
+
+DOOR_STATES = ("open", "closed", "locked")  # Minigrid's state encoding 0, 1, 2
+
+
+class KeyObject(Strict):
+    id: str
+    kind: Literal["key"]
+    color: Color
+    pos: Pos
+
+
+class DoorObject(Strict):
+    id: str
+    kind: Literal["door"]
+    color: Color
+    pos: Pos
+    state: Literal["locked", "closed", "open"]
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -77,5 +104,8 @@ MECHANIC = Mechanic(
                          {"door_locked": "marked", "door_closed": "filled", "door_open": "hollow"}),
     },
     draws=draws, tiles=tiles, scene={"door": Scene3D(draw_door, look_door)},
+    objects=(KeyObject, DoorObject),
+    recorded={"door": ("doors", tuple((name, i) for i, name in enumerate(DOOR_STATES))),
+              "key": ("keys", (("", None),))},
     module=__name__,
 )

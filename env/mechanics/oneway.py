@@ -40,7 +40,7 @@ def refuses(maze: Any, cell: Pos, way: int) -> bool:
     return _ways(maze)[cell] != way
 
 
-def _draw(img: Any, state: int) -> None:
+def _draw(img: Any, state: int, color: str) -> None:
     """A pale blue tile with a dark chevron pointing the way in (``state``: 0..3)."""
     import math
 
@@ -52,7 +52,7 @@ def _draw(img: Any, state: int) -> None:
     fill_coords(img, Rotated(Triangle((0.30, 0.34), (0.30, 0.66), (0.58, 0.5)), 0.5, 0.5, theta), (150, 190, 230))
 
 
-def _draw_neutral(img: Any, state: int) -> None:
+def _draw_neutral(img: Any, state: int, color: str) -> None:
     """A tan square with a dark dot near the side a move comes in by."""
     import math
 
@@ -99,6 +99,10 @@ def pointing(maze: Any, state: Any, obj: Any) -> str:
     return f"pointing {obj.dir}"
 
 
+def study_lines(maze: Any, state: Any, obj: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [("- a $oneway at {pos}, pointing {facing}", {"pos": obj.pos, "facing": DIRECTIONS.index(obj.dir)})]
+
+
 def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
     """A tile on a route cell the route can go round, its chevron pointing back the way the route
     came: the shortest walk now has to go round it."""
@@ -132,5 +136,5 @@ MECHANIC = Mechanic(
            "neutral": Words({"oneway": ("tuk", "tuks")}, {"oneway": "h"})},
     draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"oneway": Scene3D(draw_oneway)},
     objects=(OneWayObject,), refuses=refuses, glyphs=(GLYPH,), detail=pointing,
-    line="- a $oneway at {pos}, {detail}", underfoot=True, detours=True, edition=2, module=__name__,
+    study_lines=study_lines, underfoot=True, detours=True, edition=2, module=__name__,
 )

@@ -1,6 +1,6 @@
 """Reversing tiles (gridbench's own, multinet-pr57): a tile that turns whoever steps onto it round,
 to face back the way it came. The world acting on the agent's own facing, which no other mechanic
-does (a turntable steers a move from it, never the agent): a forward from it goes back out, unless
+does (a tile that steers a move from it leaves the agent's facing alone): a forward from it goes back out, unless
 the agent turns round first."""
 
 from collections.abc import Iterator
@@ -18,12 +18,14 @@ class ReverserObject(Strict):
     pos: Pos
 
 
-def enters(maze: Any, state: Any) -> Any:
+def enters(maze: Any, before: Any, after: Any, front: Pos) -> tuple[Any, str | None]:
     """Stepping onto it leaves the agent facing the other way."""
-    return replace(state, dir=(state.dir + 2) % 4)
+    if after.pos not in maze.cells_of("reverser"):
+        return after, None
+    return replace(after, dir=(after.dir + 2) % 4), None
 
 
-def _draw(img: Any, state: int) -> None:
+def _draw(img: Any, state: int, color: str) -> None:
     """A pink tile with a white hourglass (two triangles point to point)."""
     from env.drawing import Rect, Triangle, fill_coords
 
@@ -32,7 +34,7 @@ def _draw(img: Any, state: int) -> None:
     fill_coords(img, Triangle((0.22, 0.84), (0.78, 0.84), (0.5, 0.5)), (255, 255, 255))
 
 
-def _draw_neutral(img: Any, state: int) -> None:
+def _draw_neutral(img: Any, state: int, color: str) -> None:
     """A navy square with a pale bar across its middle."""
     from env.drawing import Rect, fill_coords
 
@@ -65,6 +67,10 @@ def draw_reverser(b: Any, o: Any) -> None:
         b.geom("box", (0.30, 0.05, 0.02), (cx, cy, 0.05), (1.0, 1.0, 1.0), euler=f"0 0 {angle:.1f}")
 
 
+def study_lines(maze: Any, state: Any, obj: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [("- a $reverser at {pos}", {"pos": obj.pos})]
+
+
 def lay(where: Laying, rng: Any) -> list[dict[str, Any]] | None:
     """A tile where the route cannot go round it: the walk pays for turning back round."""
     cells = where.unavoidable()
@@ -89,6 +95,6 @@ MECHANIC = Mechanic(
     words={"classic": Words({"reverser": ("hourglass tile", "hourglass tiles")}, {"reverser": "&"}),
            "neutral": Words({"reverser": ("blick", "blicks")}, {"reverser": "j"})},
     draws=draws, tiles=tiles, stages=stages, lay=lay, scene={"reverser": Scene3D(draw_reverser)},
-    objects=(ReverserObject,), enters=enters, glyphs=(GLYPH,), line="- a $reverser at {pos}",
+    objects=(ReverserObject,), enters=enters, glyphs=(GLYPH,), study_lines=study_lines,
     underfoot=True, edition=2, module=__name__,
 )

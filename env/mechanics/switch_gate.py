@@ -1,9 +1,40 @@
 """Switches and gates: toggling a switch (standing on it) opens or closes the gates it controls."""
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal, get_args
 
-from env.mechanics.base import MINIGRID, MULTINET_PR57, MULTINET_R1, Mechanic, Scene3D, Words
+from env.mechanics.base import (
+    MINIGRID,
+    MULTINET_PR57,
+    MULTINET_R1,
+    Color,
+    Mechanic,
+    Pos,
+    Scene3D,
+    Strict,
+    Words,
+)
+
+SwitchColor = Literal[Color, "white"]  # the study drew some switches white (docs/maze-format.md)
+SWITCH_COLORS: tuple[str, ...] = get_args(SwitchColor)
+
+
+class SwitchObject(Strict):
+    id: str
+    kind: Literal["switch"]
+    color: SwitchColor
+    pos: Pos
+    on: bool = False
+    controls: tuple[str, ...] = ()
+    switch_type: Literal["toggle", "one_shot", "hold"] = "toggle"  # other than toggle: multinet-r1 only
+
+
+class GateObject(Strict):
+    id: str
+    kind: Literal["gate"]
+    color: Color
+    pos: Pos
+    open: bool = False  # open from the start and for good: multinet-r1 only
 
 
 def draws(maze: Any, obj: Any, value: Any, switch_frames: str) -> Any:
@@ -92,5 +123,8 @@ MECHANIC = Mechanic(
                          {"switch_on": "bright", "switch_off": "dim", "gate_closed": "filled", "gate_open": "hollow"}),
     },
     draws=draws, tiles=tiles, scene={"gate": Scene3D(draw_gate, look_gate), "switch": Scene3D(draw_switch, look_switch)},
+    objects=(SwitchObject, GateObject),
+    recorded={"switch": ("switches", (("true", True), ("false", False))),
+              "gate": ("gates", (("true", True), ("false", False)))},
     module=__name__,
 )

@@ -8,12 +8,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from env.maze import DIR_VECTORS, MULTINET_PR57, Maze
+from env.maze import DIR_VECTORS, Maze
 from env.oracle.bfs import search
 from env.oracle.plans import solve
 from env.oracle.solution import STATE_CAP
 from env.oracle.space import Unencodable, state_space
-from env.state import MazeState, r1_landing, refused
+from env.state import MazeState, fired_at, r1_landing, refused
 
 
 class EdgeIndex:
@@ -138,27 +138,26 @@ def _tile_field(maze: Maze) -> dict[tuple[int, int], int]:
 
 
 def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
-    """Moves to the goal under multinet-r1, with every door and gate open and turns ignored:
-    hazards and blocks are never entered, a move into a teleporter ends on its other end and one
-    into a kill cell at the start (a move is then not reversible, so the search runs backwards
-    over the moves out of each cell); under multinet-pr57 a move from a turntable may go any way
-    (its arrow turns through all four), with ``rules.death: fail`` a kill cell leads nowhere, and
-    a mechanic that refuses a move one way (``Mechanic.refuses``) is entered only the other ways."""
-    walls, solid, kills = maze.walls, maze.solid_cells, maze.cells_of("kill")
-    pr57 = maze.ruleset == MULTINET_PR57
+    """Moves to the goal under the study's rulesets, with every door and gate open and turns
+    ignored (a move from a cell may go any way: a tile that steers it turns through all four):
+    the solid mechanics' cells are never entered, a mechanic that refuses a move one way is
+    entered only the other ways, a move ends where a mechanic sends it (``lands``) or, where one
+    takes the move over, where that leaves the agent (the start after a reset; nowhere once the
+    episode is over: ``env.state.fired_at``). A move is then not reversible, so the search runs
+    backwards over the moves out of each cell."""
+    walls, solid = maze.walls, maze.solid_cells
     into: dict[tuple[int, int], list[tuple[int, int]]] = {}  # cell -> the cells one move leads here from
     for x in range(maze.width):
         for y in range(maze.height):
-            if walls[x, y] or (x, y) in solid or (x, y) in kills:
+            if walls[x, y] or (x, y) in solid or fired_at(maze, (x, y)) != (x, y):
                 continue
             for way, (dx, dy) in enumerate(DIR_VECTORS):
                 n = (x + dx, y + dy)
-                if walls[n] or n in solid or (pr57 and refused(maze, n, way)):
+                if walls[n] or n in solid or refused(maze, n, way):
                     continue
-                if n in kills and maze.rulebook.death == "fail":
-                    continue
-                land = maze.start.pos if n in kills else r1_landing(maze, n)
-                into.setdefault(land, []).append((x, y))
+                land = fired_at(maze, r1_landing(maze, n))
+                if land is not None:
+                    into.setdefault(land, []).append((x, y))
     dist = {maze.goal: 0}
     q = deque([maze.goal])
     while q:
@@ -172,5 +171,5 @@ def _tile_field_r1(maze: Maze) -> dict[tuple[int, int], int]:
 
 def tile_distance(maze: Maze, pos: tuple[int, int]) -> int | None:
     """Moves from ``pos`` to the goal over non-wall cells; doors, gates and keys count as open
-    (under multinet-r1 also: hazards and blocks closed, teleporters and kill cells followed)."""
+    (under the study's rulesets the tiles' rules count too: ``_tile_field_r1``)."""
     return _tile_field(maze).get(pos)

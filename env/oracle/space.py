@@ -3,8 +3,8 @@
 A state is ``mechanism * (4 * floors) + navigation`` (``env.oracle``'s docstring); turns and moves
 are table look-ups, and the transitions that change the mechanism state (pickup, toggle) are
 computed once per (mechanism state, key cell / door / switch) pair. An explicit maze (hold
-switches, kill cells, frozen tiles, multinet-pr57), and every maze searched with DROP, steps
-through ``env.state.step`` instead.
+switches, a mechanic whose rules the tables do not hold, multinet-pr57), and every maze searched
+with DROP, steps through ``env.state.step`` instead.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from env.state import (
     initial_state,
     no_change,
     r1_landing,
+    rules_of,
     step,
 )
 
@@ -50,7 +51,7 @@ class Unencodable(ValueError):
 
 
 # A mechanism configuration: (place of each key, door states, switch states, freeze countdown,
-# turntable phase, portal latch). A key's place is the index of the key cell it lies on, K (= number
+# phase, latch: env.state.MazeState's). A key's place is the index of the key cell it lies on, K (= number
 # of key cells: of keys, or with DROP of floor cells) when carried, K + 1 when used up (the study's
 # rulesets); the last two are multinet-pr57's.
 Config = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...], int, int, bool]
@@ -66,12 +67,11 @@ class StateSpace:
         self.drop = drop
         self.useful = USEFUL_WITH_DROP if drop else USEFUL_ACTIONS
         self.order = R1_ORDER_DROP if drop else R1_ORDER
-        # moves that change the mechanism state (hold switches, kill cells, frozen tiles; under
-        # multinet-pr57 every step, which turns the arrows; DROP, which can put a key on any
-        # floor cell): no table
+        # moves that change the mechanism state (hold switches, and a mechanic's rule beyond where a
+        # move lands: env.state.rules_of; under multinet-pr57 every maze, whose steps count the
+        # phase; DROP, which can put a key on any floor cell): no table
         self.explicit = drop or self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
-                                             or bool(maze.cells_of("kill") or maze.cells_of("frozen"))
-                                             or maze.ruleset == MULTINET_PR57)
+                                             or not rules_of(maze).tabled or maze.ruleset == MULTINET_PR57)
         walls = maze.walls
         self.floors: list[tuple[int, int]] = [
             (x, y) for y in range(maze.height) for x in range(maze.width) if not walls[x, y]
@@ -91,9 +91,9 @@ class StateSpace:
         floor_at[xy[:, 0], xy[:, 1]] = np.arange(F)
         # the outer ring is wall, so a floor cell's neighbours are always inside the grid
         self.front = np.stack([floor_at[xy[:, 0] + dx, xy[:, 1] + dy] for dx, dy in DIR_VECTORS], axis=1).reshape(-1)
-        # where a forward move into the cell in front ends: the other end of a teleporter, or there
+        # where a forward move into the cell in front ends: where a mechanic sends it (``lands``), or there
         self.land = self.front
-        if maze.teleporters:
+        if rules_of(maze).lands:
             lands = [self.floor_of[r1_landing(maze, c)] for c in self.floors]
             self.land = np.where(self.front >= 0, np.array([*lands, -1], dtype=np.int64)[self.front], -1)
         self.goal_floor = self.floor_of[maze.goal]

@@ -30,8 +30,6 @@ SPEC_COLORS = {
     "purple": (0.44, 0.19, 1.0), "yellow": (1.0, 1.0, 0.0), "grey": (0.39, 0.39, 0.39),
     "white": (1.0, 1.0, 1.0), "cyan": (0.0, 219 / 255, 219 / 255), "brown": (139 / 255, 90 / 255, 43 / 255),
 }
-TURNTABLE = (1.0, 168 / 255, 64 / 255)  # the 2D glyph's orange and its dark arrow
-TURNTABLE_ARROW = (40 / 255, 28 / 255, 16 / 255)
 FLOOR = (0.82, 0.82, 0.80)
 GRID_LINE = (0.52, 0.53, 0.57)
 WALL = (0.23, 0.24, 0.31)

@@ -132,7 +132,7 @@ def test_the_text_map_names_them_by_their_look_and_the_study_prompt_lists_them()
     assert "standing on the hourglass tile" in text
     neutral = loop_maze([ONEWAY, REVERSER], "neutral")
     assert "tuk at (4, 1): pointing west; blick at (3, 3)." in text_projection(neutral, initial_state(neutral))
-    assert object_lines(BOTH, s)[-2:] == ["- a chevron tile at (1, 4), pointing west", "- a hourglass tile at (3, 3)"]
+    assert object_lines(BOTH, s)[-2:] == ["- a chevron tile at (1, 4), pointing WEST", "- a hourglass tile at (3, 3)"]
 
 
 def test_both_are_built_into_the_3d_scene():

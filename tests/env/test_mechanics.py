@@ -142,3 +142,19 @@ def test_the_skins_gathered_from_the_mechanics_are_the_skins_before_the_move():
     assert set(SKINS) == set(before["skins"])
     # every mechanic names itself in every skin
     assert all(set(m.words) == set(SKINS) for m in MECHANICS)
+
+
+@pytest.mark.parametrize("name", ["portal", "death", "ice", "turntable", "oneway", "reverser"])
+def test_a_later_tile_is_named_only_by_its_module_and_the_registry(name):
+    """Outside tests, docs, bench and testing, a later tile's name stands in its own module, the
+    registry and, for the study's four, the script that describes the study's files: every rule,
+    record, glyph, word, reader and prompt line of it is its module's."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    found = subprocess.run(["git", "grep", "--untracked", "-l", "-i", "-w", "-E", f"{name}s?", "--", "*.py", "*.js"],
+                           cwd=root, capture_output=True, text=True, check=False).stdout.split()
+    outside = {f for f in found if not f.startswith(("tests/", "docs/", "bench/", "testing/"))}
+    module = f"env/mechanics/{by_name(name).module.rsplit('.', 1)[1]}.py"
+    allowed = {module, "env/mechanics/__init__.py", "scripts/build_study_m7m10_set.py"}
+    assert module in outside and outside <= allowed and len(outside) <= 4, sorted(outside - allowed)

@@ -238,9 +238,9 @@ def test_a_mirror_turns_the_arrows_the_other_way_so_it_is_no_exact_twin():
     assert flipped.family == "near-isomorphic" and any("turntables" in c for c in flipped.record["changed"])
     assert solve(flipped.maze).optimal_actions != solve(m).optimal_actions  # 131 against 133
     turned = rotate(m, 90).maze  # a rotation turns each arrow with the layout
-    assert [t.dir for t in turned.turntables] == [
+    assert [t.dir for t in turned.of_kind("turntable")] == [
         ("east", "south", "west", "north")[(("east", "south", "west", "north").index(t.dir) + 1) % 4]
-        for t in m.turntables]
+        for t in m.of_kind("turntable")]
     # without turntables the top-bottom mirror stays an exact twin, as under multinet-r1
     plain = resolve_maze("study-m7m10/M7_18x18_dense_kr_sg_kb_death_0")
     assert mirror(plain, "tb").family == "isomorphic"
@@ -293,7 +293,7 @@ def test_each_later_tile_has_a_removal_twin():
         (twin,) = build_variants(m, name)
         assert twin.family == "ablation" and twin.maze.ruleset == "multinet-pr57"
         assert {o.kind for o in twin.maze.objects} == {o.kind for o in m.objects} - {kind}
-        removed = {o.pos for o in m.objects if o.kind == kind} | {o.to for o in m.teleporters if kind == "teleporter"}
+        removed = {o.pos for o in m.objects if o.kind == kind} | {o.to for o in m.of_kind("teleporter") if kind == "teleporter"}
         assert all(twin.maze.grid[y][x] == "." for x, y in removed)
         assert solve(twin.maze).status == "solved"
     # the portals are the M10 maze's shortcut: without them the way is far longer

@@ -151,7 +151,7 @@ def test_turntable_arrows_turn_with_the_state():
     m = resolve_maze("study-m7m10/M10_18x18_dense_kr_sg_kb_portals_death_rotating_frozen_0")
     s = initial_state(m)
     side = frame_side("grid", m.width, m.height)
-    r0, r1, c0, c1 = cell_box(m, *m.turntables[0].pos, side)
+    r0, r1, c0, c1 = cell_box(m, *m.of_kind("turntable")[0].pos, side)
     crops = [frame3d(m, replace(s, phase=p), "top_down")[r0:r1, c0:c1] for p in range(4)]
     assert len({c.tobytes() for c in crops}) == 4  # four ways to point, four looks
 

@@ -93,8 +93,8 @@ def test_a_document_with_every_field_converts_and_every_mechanism_is_read():
     kinds = sorted(o.kind for o in m.objects)
     assert kinds == sorted(["key", "door", "switch", "gate", "block", "hazard", "teleporter", "kill", "kill",
                             "frozen", "turntable"])
-    (t,) = m.turntables
-    assert (t.pos, t.dir) == ((8, 4), "west") and m.teleporters[0].color == "cyan"
+    (t,) = m.of_kind("turntable")
+    assert (t.pos, t.dir) == ((8, 4), "west") and m.of_kind("teleporter")[0].color == "cyan"
     assert {o.id for o in m.objects if o.kind == "kill"} == {"kill0", "death0"}
     nested = convert(nested_doc(), "multinet:nested.json", "every")
     assert content_key(nested) == content_key(m)
@@ -174,7 +174,7 @@ def test_r1_files_keep_r1_and_refuse_turntables_when_r1_is_asked_for():
         del doc["mechanisms"][name]
     del doc["mechanisms"]["teleporters"][0]["color"]
     m = convert(doc, "multinet:t.json", "t")
-    assert m.ruleset == "multinet-r1" and m.teleporters[0].color == "purple"  # as R1 drew every teleporter
+    assert m.ruleset == "multinet-r1" and m.of_kind("teleporter")[0].color == "purple"  # as R1 drew every teleporter
     with pytest.raises(BadInput) as e:
         convert(full_doc(), "multinet:t.json", "t", ruleset="multinet-r1")
     assert e.value.field == "mechanisms.rotating_tiles"
@@ -194,3 +194,31 @@ def test_the_command_line_refuses_in_one_line_with_exit_code_2(tmp_path: Path):
     assert r.returncode == 2 and not out.exists()
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "mechanisms.conveyors" in lines[0]
+
+
+def test_rule_sets_a_setting_of_every_maze_and_a_setting_its_ruleset_lacks_is_refused(tmp_path: Path):
+    """``--rule NAME=VALUE`` sets a field of every imported maze's rules (each mechanic declares its
+    own, ``Mechanic.settings``); a value the maze's ruleset does not have is refused in one line
+    naming the field, with exit code 2 and nothing written."""
+    f = tmp_path / "later.json"
+    f.write_text(json.dumps(full_doc()), encoding="utf-8")
+
+    def run(*rules: str, src: Path = f) -> subprocess.CompletedProcess:
+        out = tmp_path / "out.json"
+        out.unlink(missing_ok=True)
+        return subprocess.run([sys.executable, "-m", "app.cli", "maze", "import", f"multinet:{src}", "--out", str(out),
+                               *(a for rule in rules for a in ("--rule", rule))], capture_output=True, text=True,
+                              timeout=120)
+
+    assert run("death=fail", "freeze_steps=7").returncode == 0
+    written = json.loads((tmp_path / "out.json").read_text())
+    assert written["rules"]["death"] == "fail" and written["rules"]["freeze_steps"] == 7
+    assert run().returncode == 0 and "death" not in json.loads((tmp_path / "out.json").read_text())["rules"]
+    r1 = tmp_path / "r1.json"
+    r1.write_text((Path(__file__).parent / "data" / "multinet_key_door.json").read_text(), encoding="utf-8")
+    for rules, field in ((("death=fail",), "rules.death"), (("death=sometimes",), "rules.death"),
+                         (("fail",), "--rule")):
+        r = run(*rules, src=r1 if rules == ("death=fail",) else f)
+        lines = [line for line in r.stderr.splitlines() if line.strip()]
+        assert r.returncode == 2 and len(lines) == 1 and field in lines[0], (rules, r.stderr)
+        assert not (tmp_path / "out.json").exists()

@@ -41,7 +41,7 @@ def test_switch_gate_file_keeps_its_key_rule():
 
 def test_every_mechanism_converts():
     tp = import_maze(f"multinet:{DATA / 'multinet_teleporter.json'}")
-    (t,) = tp.teleporters
+    (t,) = tp.of_kind("teleporter")
     assert (t.pos, t.to, t.bidirectional) == ((3, 3), (5, 1), False)
     assert {o.kind for o in tp.objects} == {"teleporter", "hazard", "block"} and solve(tp).status == "solved"
     sw = import_maze(f"multinet:{DATA / 'multinet_switch_kinds.json'}")

@@ -66,6 +66,6 @@ def test_both_fire_each_style_names_them_and_the_trace_replays(tmp_path):
         assert list(rows["event"])[2] == "bump" and list(rows["dir"])[12] == 2  # refused; turned round
         result = replay(tmp_path, eid)
         assert result.ok, (eid, [str(m) for m in result.mismatches[:3]])
-    assert "chevron tile at (1, 4), pointing west" in requests["study"]  # (row, col): the study's order
+    assert "chevron tile at (1, 4), pointing WEST" in requests["study"]  # (row, col): the study's order
     assert "hourglass tile at (3, 3)" in requests["study"]
     assert "chevron tile at (4, 1): pointing west" in requests["gridbench"]

@@ -5,8 +5,8 @@
 // exactly the pixels of env.render.render_state: the frame the model was shown.
 //
 // A state is what env.mechanism_info says of it: {pos: [x, y], dir, keys: {id: [x, y] | null},
-// doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}, and under
-// multinet-pr57 arrows: {id: "east" | ...} (where each turntable points now).
+// doors: {id: "open" | "closed" | "locked"}, switches: {id: bool}, gates: {id: bool}}, and the
+// fields a later tile keeps there (env.mechanics, Mechanic.info: arrows: {id: "east" | ...}).
 // How each object looks is not decided here: the maze's entry carries, per switch_frames, each
 // object's field of the state, its cells and its tile for each value that field records
 // (env.minigrid_env.cell_looks, read off the same function env.minigrid_env.build_grid draws
