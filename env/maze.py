@@ -159,8 +159,13 @@ class Maze(BaseModel):
         return {o.id: o for o in self.objects}
 
     def cells_of(self, kind: str) -> frozenset[Pos]:
-        """The cells holding objects of one kind (``Mechanic.cells``: some cover two)."""
-        return frozenset(c for o in self.objects if o.kind == kind for c in covered_cells(o))
+        """The cells holding objects of one kind (``covered_cells``: some cover two)."""
+        cells = self._cells_by_kind.get(kind)
+        return frozenset() if cells is None else cells
+
+    @cached_property
+    def _cells_by_kind(self) -> dict[str, frozenset[Pos]]:
+        return {kind: frozenset(c for o in objs for c in covered_cells(o)) for kind, objs in self._by_kind.items()}
 
     def object_on(self, cell: Pos) -> MazeObject | None:
         """The object covering ``cell`` (one object per cell; None: none)."""

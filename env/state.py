@@ -343,11 +343,11 @@ def _forward_study(maze: Maze, s: MazeState) -> tuple[MazeState, str, bool]:
     entering does (``enters``, the first event a mechanic gives, in the registry's order; the goal
     before them all)."""
     rules = rules_of(maze)
-    way = heading(maze, s)
+    way = heading(maze, s) if rules.steers else s.dir
     front = (s.pos[0] + DIR_VECTORS[way][0], s.pos[1] + DIR_VECTORS[way][1])
-    if not r1_enterable(maze, s, front) or refused(maze, front, way):
+    if not r1_enterable(maze, s, front) or (rules.refuses and refused(maze, front, way)):
         return s, "bump", False
-    landing = r1_landing(maze, front)
+    landing = r1_landing(maze, front) if rules.lands else front
     for fires in rules.fires:
         fired = fires(maze, s, landing)
         if fired is not None:

@@ -110,7 +110,7 @@ def enters(maze: Any, before: Any, after: Any, front: Pos) -> tuple[Any, str | N
     """A move that landed elsewhere says so (``teleported``); under multinet-pr57 the agent on the
     end it was sent to is latched there until it moves off."""
     sent = after.pos != front
-    if maze.ruleset == MULTINET_PR57:
+    if maze.ruleset == MULTINET_PR57 and after.latched != sent:
         after = replace(after, latched=sent)
     return after, ("teleported" if sent else None)
 
