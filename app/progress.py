@@ -9,6 +9,8 @@ command never sits silent in a log.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 
 from rich.console import Console
@@ -64,3 +66,10 @@ class ProgressBar:
         self.last_line, self.last_done = time.monotonic(), self.done
         self.console.print(f"{self.what}: {self.done}/{self.total} ({self.last_line - self.started:.0f} s)",
                            markup=False, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def building_twins() -> Iterator[Callable[[int, int], None]]:
+    """Progress on stderr while a sweep's twins are built (shown once building starts)."""
+    with ProgressBar("building variants") as bar:
+        yield bar.update

@@ -37,7 +37,7 @@ from agents.model import Price
 from env.errors import BadInput
 from env.maze import Maze
 from orchestrator.estimate import Calibrated, calls_bound, price_of
-from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
+from orchestrator.sweep import EpisodeSpec, Sweep
 from traces import ERROR, RunStore
 
 FORMAT = "gridbench.calibration/1"
@@ -58,16 +58,12 @@ def probe_maze(mazes: list[Maze]) -> Maze:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def called(model: ModelEntry) -> bool:
-    return not model.builtin and not model.config.human
-
-
 def probe_sweep(target: Sweep, maze: Maze, run_name: str, max_cost: float | None) -> Sweep:
     """The target's called arms, every condition, on ``maze`` alone. A ``tier: batch`` arm probes
     at standard: a lockstep batch round per query would make one maze take as many batch windows
     as it has steps; its requests are the same and its projection is priced at its own tier."""
     models = [replace(m, mazes=None, config=replace(m.config, tier="standard") if m.config.tier == "batch"
-                      else m.config) for m in target.models if called(m)]
+                      else m.config) for m in target.models if m.called]
     return replace(target, sources=[maze], mazes_spec=maze.id, variants=[], models=models, run_name=run_name,
                    max_cost=max_cost, _twins=None)
 
@@ -135,7 +131,7 @@ def profiles(target: Sweep, probe_episodes: pd.DataFrame) -> list[Profile]:
     done = finished(probe_episodes)
     out = []
     for m in target.models:
-        if not called(m):
+        if not m.called:
             continue
         for c in model_conditions(m, target.conditions):
             mine = done[(done["model_name"] == m.name) & (done["condition"] == c.name)] if len(done) else done
@@ -177,7 +173,7 @@ def project(specs: list[EpisodeSpec], qpe: QueriesPerEpisode, measured: list[Pro
     by_key = {(p.arm, p.condition): p for p in measured}
     rows: dict[str, dict[str, Any]] = {}
     for spec in specs:
-        if not called(spec.model):
+        if not spec.model.called:
             continue
         row = rows.setdefault(spec.model.name, {"episodes": 0, "queries": dict.fromkeys(SCENARIOS, 0.0),
                                                 "usd": dict.fromkeys(SCENARIOS, 0.0)})

@@ -17,10 +17,12 @@ to be answered and journaled, so a rerun asks none of them again. Past the grace
 request, the actors go at once, and the calls still in flight then are asked again on resume
 (as after SIGKILL).
 
-Its state, in named parts: the episodes waiting (``Pending``: built-in ones by maze, so an actor
-that holds a maze's distance table takes its episodes first; called models' by model, taken in
-turn), those running (``InFlight``), the actors (``orchestrator.actors.Actors``), the budgets and
-concurrency (``orchestrator.journal_actor.Spending``) and the writer thread (``TraceWriter``).
+Its state, in named parts: what runs next and where, and what becomes of each episode collected
+(``orchestrator.scheduling.Scheduler``, over the episodes waiting and running), the actors
+(``orchestrator.actors.Actors``), the budgets and concurrency
+(``orchestrator.journal_actor.Spending``), a stop (``Stopping``) and the writer thread
+(``TraceWriter``). ``orchestrator.run.run_sweep`` is the run around it: Ray, the model servers,
+the checks and the compaction.
 """
 
 from __future__ import annotations
@@ -35,13 +37,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
-from ray import exceptions as rex
 
-from episodes.episode import Suspended, failed_episode
-from orchestrator.actors import ACTOR_LOST, Actors, Resume, Worker
+from orchestrator.actors import Actors, Resume
 from orchestrator.journal_actor import POLL_S, Spending
 from orchestrator.reporter import Reporter
-from orchestrator.serving.actor import ServerStartError
+from orchestrator.scheduling import MAX_ATTEMPTS, Pending, Scheduler, Task
 from orchestrator.sweep import EpisodeSpec, Sweep
 from traces import (
     ERROR,
@@ -51,7 +51,6 @@ from traces import (
     RunStore,
     clean_partial,
     completed_ids,
-    encode_episode,
     episodes_frame,
     extract,
     git_info,
@@ -63,137 +62,14 @@ from traces import (
 
 if TYPE_CHECKING:
     import pandas as pd
-    from ray import ObjectRef
 
-    from orchestrator.serving.server_pool import Lease, ServerPool
+    from orchestrator.serving.server_pool import ServerPool
 
-MAX_ATTEMPTS = 3
-MAX_IN_FLIGHT = 512
 WRITE_BACKLOG = 64  # finished episodes waiting for the writer thread
 # On Ctrl-C, how long the model calls in flight get to return (and be journaled) before the actors
 # go: a turn of a hosted model seldom takes longer, and an interrupted user will not wait for long.
 GRACE_S = 5.0
 BATCH_REPORT_S = 2.0  # how often the progress line hears of the batch arms' rounds
-
-
-@dataclass
-class Task:
-    """One episode of the matrix as the driver schedules it."""
-
-    spec: EpisodeSpec
-    attempts: int = 0
-    lease: Lease | None = None
-    actor: Worker | None = None  # where it was last submitted
-    seq: int = 0  # submission order
-    unstarted: int = 0  # times its actor was lost while it waited, queued, behind another
-
-    @property
-    def builtin(self) -> bool:
-        return self.spec.model.builtin
-
-
-class Pending:
-    """Episodes waiting to start: built-in ones by maze checksum (``cpu``), called models' by
-    model name (``model``)."""
-
-    def __init__(self) -> None:
-        self.cpu: dict[str, deque[Task]] = {}
-        self.model: dict[str, deque[Task]] = {}
-
-    def add(self, task: Task, *, first: bool = False) -> None:
-        """Queue ``task`` (at the front with ``first``: an episode put back after its actor died)."""
-        queue = self.cpu.setdefault(task.spec.maze.checksum, deque()) if task.builtin \
-            else self.model.setdefault(task.spec.model.name, deque())
-        queue.appendleft(task) if first else queue.append(task)
-
-    def drop_model(self, model: str) -> int:
-        """Take every waiting episode of ``model`` out; returns how many."""
-        dropped = 0
-        for queues in (self.model, self.cpu):
-            for key in list(queues):
-                kept = deque(t for t in queues[key] if t.spec.model.name != model)
-                dropped += len(queues[key]) - len(kept)
-                if kept:
-                    queues[key] = kept
-                else:
-                    del queues[key]
-        return dropped
-
-    def clear(self) -> None:
-        self.cpu.clear()
-        self.model.clear()
-
-    def take_cpu(self, worker: Worker, claimed: set[str], has_room: Callable[[Task], bool]) -> Task | None:
-        """A built-in episode for ``worker``: a maze it already knows, then a maze no other actor
-        started (``claimed``), then the maze with the most episodes left."""
-        best, best_key = None, None
-        for checksum, queue in self.cpu.items():
-            if not any(has_room(t) for t in queue):
-                continue
-            key = (checksum in worker.warm, checksum not in claimed, len(queue))
-            if best_key is None or key > best_key:
-                best, best_key = checksum, key
-        if best is None:
-            return None
-        queue = self.cpu[best]
-        for i, t in enumerate(queue):
-            if has_room(t):
-                del queue[i]
-                if not queue:
-                    del self.cpu[best]
-                worker.warm.add(best)
-                return t
-        return None
-
-    def take_model(self, name: str) -> Task:
-        queue = self.model[name]
-        task = queue.popleft()
-        if not queue:
-            del self.model[name]
-        return task
-
-    def __bool__(self) -> bool:
-        return bool(self.cpu or self.model)
-
-
-class InFlight:
-    """Episodes submitted to an actor and not yet collected, and how many of each model run."""
-
-    def __init__(self) -> None:
-        self.tasks: dict[ObjectRef, Task] = {}
-        self.per_model: dict[str, int] = {}
-        self.submitted = 0
-
-    def starting(self, task: Task, worker: Worker) -> None:
-        """``task`` is about to be submitted to ``worker``: a new attempt, in submission order."""
-        task.attempts += 1
-        task.actor = worker
-        self.submitted += 1
-        task.seq = self.submitted
-        self.per_model[task.spec.model.name] = self.running(task.spec.model.name) + 1
-
-    def add(self, ref: ObjectRef, task: Task) -> None:
-        self.tasks[ref] = task
-        assert task.actor is not None
-        task.actor.queue[ref] = task
-
-    def pop(self, ref: ObjectRef) -> Task:
-        return self.tasks.pop(ref)
-
-    def done(self, ref: ObjectRef, task: Task) -> None:
-        """``task`` (collected from ``ref``) no longer holds its actor's slot nor its model's."""
-        if task.actor is not None:
-            task.actor.queue.pop(ref, None)
-        self.per_model[task.spec.model.name] -= 1
-
-    def running(self, model: str) -> int:
-        return self.per_model.get(model, 0)
-
-    def refs(self) -> list[ObjectRef]:
-        return list(self.tasks)
-
-    def __len__(self) -> int:
-        return len(self.tasks)
 
 
 class TraceWriter:
@@ -254,6 +130,32 @@ class Stop:
     graceful: bool
 
 
+class Stopping:
+    """A run's stop: the first request a graceful one (nothing more starts, each running episode
+    stops after its current turn, within ``grace_s``), the next at once."""
+
+    def __init__(self, grace_s: float = GRACE_S):
+        self.grace_s = grace_s
+        self.requests = 0  # Ctrl-C presses
+        self.since: float | None = None  # when the loop began stopping
+        self.mid = 0  # episodes that stopped between turns for it
+
+    def begun(self) -> bool:
+        """A request came and the loop has not yet acted on it."""
+        return bool(self.requests) and self.since is None
+
+    def over(self) -> bool:
+        """The grace is over, or a second request came."""
+        assert self.since is not None
+        return self.requests > 1 or time.monotonic() - self.since >= self.grace_s
+
+    def left(self, journals: Journals, specs: list[EpisodeSpec], episodes: pd.DataFrame, graceful: bool) -> Stop:
+        """What an interrupted invocation leaves: complete, journaled, not started."""
+        done = set(episodes["episode_id"]) if len(episodes) else set()
+        journaled = journals.ids() & ({s.episode_id for s in specs} - done)
+        return Stop(len(done), len(journaled), len(specs) - len(done) - len(journaled), graceful)
+
+
 @dataclass(frozen=True)
 class DriverSettings:
     retry_errors: bool = False  # rerun episodes that ended in error too
@@ -262,6 +164,11 @@ class DriverSettings:
     max_cost: float | None = None  # USD the whole run may spend
     # a test's hook, called as each episode is submitted: it may kill the actor or its node there
     on_dispatch: Callable[[EpisodeSpec, Any, int], None] | None = None
+
+    def invocation(self, planned: int, to_run: int) -> dict[str, Any]:
+        """This invocation as the manifest records it."""
+        return {"command": list(self.command), "planned": planned, "to_run": to_run,
+                "retry_errors": self.retry_errors, "max_cost": self.max_cost}
 
 
 class Driver:
@@ -288,21 +195,17 @@ class Driver:
         self.pool = pool
         self.journals = Journals.of_run(self.store)
         self.pending = Pending()
-        self.in_flight = InFlight()
         self.actors = Actors(sweep.models, cpu_actors)
         self.spending = Spending(sweep, max_cost, self.reporter, self.pending.drop_model)
         self.written: dict[str, EpisodeRecord] = {}  # episodes written by this invocation
-        self.brokers: dict[str, Any] = {}  # batch arm -> its BatchBroker actor
         self.writer = TraceWriter(self._write_now)
-        self.grace_s = GRACE_S
-        self.stop_requests = 0  # Ctrl-C presses: 1 a graceful stop, 2 at once
-        self.stopping_since: float | None = None  # when the loop began stopping
-        self.stopped_mid = 0  # episodes that stopped between turns for the interrupt
+        self.stopping = Stopping()
+        self.scheduler = Scheduler(self.run, self.pending, self.actors, self.spending, self.reporter, self.stopping,
+                                   pool, self.writer.submit, self._resume, max_attempts, on_dispatch)
 
     def request_stop(self) -> None:
-        """Stop the run: the first request gracefully (each running episode stops after its current
-        turn, within ``grace_s``), the next at once. Only sets a flag: safe from a signal handler."""
-        self.stop_requests += 1
+        """Stop the run (``Stopping``). Only counts: safe from a signal handler."""
+        self.stopping.requests += 1
 
     def plan(self) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
         """(every episode of the matrix, those still to run)."""
@@ -325,8 +228,7 @@ class Driver:
         # a job's working dir for its actors deletes and unpacks the copy the driver runs from
         git = git_info()
         self.actors.start_cpu(len(self.pending.cpu))  # actors import and pre-warm while the manifest is written
-        invocation = {"command": list(self.settings.command), "planned": len(specs), "to_run": len(todo),
-                      "retry_errors": self.settings.retry_errors, "max_cost": self.settings.max_cost}
+        invocation = self.settings.invocation(len(specs), len(todo))
         write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(),
                        mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation, git=git)
         todo_ids = {s.episode_id for s in todo}
@@ -344,16 +246,21 @@ class Driver:
                 # whose every line is then flushed
                 self.actors.release()
             finally:
-                for broker in self.brokers.values():
+                for broker in self.scheduler.brokers.values():
                     ray.kill(broker, no_restart=True)
                 try:
                     self.spending.close()
                 finally:
                     self.reporter.finish()
-        episodes = self._episodes(specs)
+        return self._outcome(specs, todo, invocation, graceful)
+
+    def _outcome(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec], invocation: dict[str, Any],
+                 graceful: bool) -> RunOutcome:
+        """The invocation's outcome, its ledger and what a stop left recorded in the manifest."""
+        episodes = _matrix_episodes(self.store, specs, self.written)
         errors = int((episodes["termination"] == ERROR).sum()) if len(episodes) else 0
         spent = self.spending
-        stop = self._left(specs, episodes, graceful) if self.stopping_since is not None else None
+        stop = self.stopping.left(self.journals, specs, episodes, graceful) if self.stopping.since is not None else None
         if todo:
             write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(), mazes={},
                            invocation={**invocation, "ledger": spent.ledger, "concurrency": spent.history,
@@ -362,12 +269,6 @@ class Driver:
                            replace_last=True)
         return RunOutcome(self.store.where, len(specs), len(specs) - len(todo), len(self.written), errors, episodes,
                           spent.suspended, spent.not_started, spent.ledger, spent.history, stop)
-
-    def _left(self, specs: list[EpisodeSpec], episodes: pd.DataFrame, graceful: bool) -> Stop:
-        """What an interrupted invocation leaves: complete, journaled, not started."""
-        done = set(episodes["episode_id"]) if len(episodes) else set()
-        journaled = self.journals.ids() & ({s.episode_id for s in specs} - done)
-        return Stop(len(done), len(journaled), len(specs) - len(done) - len(journaled), graceful)
 
     # ---- seams a test or bench may replace ------------------------------------------------------
     def _start_journal(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> None:
@@ -378,7 +279,7 @@ class Driver:
         """The lockstep rounds of each ``tier: batch`` arm (``orchestrator.batching``); they end with the driver."""
         from orchestrator.batching import start_brokers
 
-        self.brokers = start_brokers(self.sweep.models, self.journals.folder)
+        self.scheduler.brokers = start_brokers(self.sweep.models, self.journals.folder)
 
     def _resume(self, spec: EpisodeSpec) -> Resume:
         """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""
@@ -390,25 +291,26 @@ class Driver:
         """Run until every episode is collected, or an interrupt's grace ends; False when episodes
         were still in flight then (their calls are asked again on resume)."""
         reported = 0.0
-        while self.pending or self.in_flight:
+        in_flight, brokers = self.scheduler.in_flight, self.scheduler.brokers
+        while self.pending or in_flight:
             if self._stop_now():
-                return not self.in_flight
+                return not in_flight
             self.spending.poll()
-            if self.brokers and time.monotonic() - reported >= BATCH_REPORT_S:
+            if brokers and time.monotonic() - reported >= BATCH_REPORT_S:
                 reported = time.monotonic()
-                self.reporter.batches({name: ray.get(b.progress.remote()) for name, b in self.brokers.items()})
-            self._dispatch()
-            if not self.in_flight:
+                self.reporter.batches({name: ray.get(b.progress.remote()) for name, b in brokers.items()})
+            self.scheduler.dispatch()
+            if not in_flight:
                 time.sleep(0.2)  # everything pending waits for a server replica with room
                 continue
-            refs = self.in_flight.refs()
+            refs = in_flight.refs()
             # a status asked of the journal actor is taken in within POLL_S
             ready, _ = ray.wait(refs, num_returns=1, timeout=POLL_S if self.spending.journal is not None else 1.0)
             if ready:
                 more, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
                 ready = list({*ready, *more})
             for ref in ready:
-                result = self._collect(ref)
+                result = self.scheduler.collect(ref)
                 if result is not None:
                     self.writer.submit(result)
         self.writer.drain()
@@ -417,137 +319,14 @@ class Driver:
     def _stop_now(self) -> bool:
         """Acts on ``request_stop``: the first time, nothing more starts and every running
         episode is told to stop after its turn; True once the grace is over or a second request came."""
-        if not self.stop_requests:
+        if not self.stopping.requests:
             return False
-        if self.stopping_since is None:
-            self.stopping_since = time.monotonic()
+        if self.stopping.begun():
+            self.stopping.since = time.monotonic()
             self.pending.clear()  # never started: they run on resume
             self.spending.stop()
-            self.reporter.stopping(len(self.in_flight), self.grace_s)
-        return self.stop_requests > 1 or time.monotonic() - self.stopping_since >= self.grace_s
-
-    def _has_room(self, task: Task) -> bool:
-        name = task.spec.model.name
-        adaptive = self.spending.concurrency.get(name)
-        cap = adaptive.limit if adaptive is not None else task.spec.model.max_concurrency
-        return cap is None or self.in_flight.running(name) < cap
-
-    def _dispatch(self) -> None:
-        if not self.pending.cpu:
-            self.actors.release_idle_cpu()
-        elif not self.actors.cpu:  # episodes came back (their actor died) after the others left
-            self.actors.cpu.append(self.actors.new_cpu())
-        for w in self.actors.cpu:
-            while w.free > 0 and self.pending.cpu and len(self.in_flight) < MAX_IN_FLIGHT:
-                claimed = set().union(*(o.warm for o in self.actors.cpu if o is not w and o.alive))
-                task = self.pending.take_cpu(w, claimed, self._has_room)
-                if task is None:
-                    break
-                self._submit(w, task, None)
-        # model-bound episodes: round-robin over models so one slow model never starves the others
-        progressed = True
-        while progressed and self.pending.model and len(self.in_flight) < MAX_IN_FLIGHT:
-            progressed = False
-            for name in list(self.pending.model):
-                if self._has_room(self.pending.model[name][0]) and self._dispatch_model(name):
-                    progressed = True
-
-    def _dispatch_model(self, name: str) -> bool:
-        """Submit the next episode of ``name`` (on a leased server replica's node when the model is
-        served); False when no replica has room."""
-        lease = strategy = node = None
-        if self.pool is not None and self.pool.serves(name):
-            # the model-server hook: a leased replica gives the endpoint and the node
-            try:
-                lease = self.pool.acquire(name)
-            except ServerStartError as err:  # every replica failed for good: its episodes end in error
-                for t in self.pending.model.pop(name):
-                    self.writer.submit(self._error(t, "ServerFailed", str(err).splitlines()[0]))
-                return True
-            if lease is None:
-                return False
-            node, strategy = lease.node_id, lease.scheduling_strategy()
-        task = self.pending.take_model(name)
-        task.lease = lease
-        self._submit(self.actors.for_model(node, strategy), task, lease.url if lease else None)
-        return True
-
-    def _submit(self, worker: Worker, task: Task, api_base: str | None) -> None:
-        self.in_flight.starting(task, worker)
-        if self.settings.on_dispatch is not None:  # a test's hook may kill the actor or its node right here
-            self.settings.on_dispatch(task.spec, worker.handle, task.attempts)
-        ref = worker.handle.run.remote(task.spec, self.run, task.attempts, api_base, self._resume(task.spec),
-                                       self.spending.journal, task.seq, self.brokers.get(task.spec.model.name))
-        self.in_flight.add(ref, task)
-
-    def _finish_task(self, ref: ObjectRef, task: Task) -> None:
-        self.in_flight.done(ref, task)
-        if task.lease is not None and self.pool is not None:  # only a pool gives leases
-            self.pool.release(task.lease)
-
-    def _requeue(self, task: Task) -> None:
-        task.lease = None
-        if self.stopping_since is None:  # once stopping, it is left to a rerun
-            self.pending.add(task, first=True)
-
-    def _collect(self, ref: ObjectRef) -> EncodedEpisode | None:
-        """The finished episode to write, or None when it was put back in the queue."""
-        task = self.in_flight.pop(ref)
-        worker = task.actor
-        assert worker is not None  # in flight: submitted to a worker
-        try:
-            out = ray.get(ref)
-        except ACTOR_LOST as err:
-            ran = worker.ran_when_lost(ref)
-            self._finish_task(ref, task)
-            self.actors.lost(worker)
-            return self._after_loss(task, ran, type(err).__name__)
-        except rex.RayTaskError as err:  # the actor code itself raised: a bug, recorded as error
-            self._finish_task(ref, task)
-            cause = err.cause if getattr(err, "cause", None) is not None else err
-            return self._error(task, type(cause).__name__, str(cause).splitlines()[0] if str(cause) else "")
-        self._finish_task(ref, task)
-        if isinstance(out, Suspended):  # a budget ran out, or the run stops: its journal waits for a rerun
-            if self.stopping_since is not None:
-                self.stopped_mid += 1
-            else:
-                self.spending.suspended += 1
-                self.reporter.suspended(task.spec, out.steps)
-            return None
-        if (out.termination == ERROR and task.lease is not None and task.attempts < self.settings.max_attempts
-                and self._server_lost(task.lease)):
-            self.reporter.retrying(task.spec, task.attempts, "model server restarted")
-            self._requeue(task)
-            return None
-        return out
-
-    def _after_loss(self, task: Task, ran: bool, reason: str) -> EncodedEpisode | None:
-        """An episode whose actor or node died: put back (without a charge when it only waited,
-        queued, behind the one running), or an error once it has used its attempts."""
-        if not ran and task.unstarted < self.settings.max_attempts:
-            # bounded, so that no ordering surprise can keep an episode coming back for ever
-            task.unstarted += 1
-            task.attempts -= 1
-            self._requeue(task)
-            return None
-        if task.attempts < self.settings.max_attempts:
-            self.reporter.retrying(task.spec, task.attempts, reason)
-            self._requeue(task)
-            return None
-        return self._error(task, reason, f"its actor or node died on each of {task.attempts} attempts")
-
-    def _server_lost(self, lease: Lease) -> bool:
-        if self.pool is None:  # only a pool gives leases
-            return True
-        try:
-            return bool(self.pool.lost(lease))
-        except Exception:  # noqa: BLE001 - a pool that cannot answer counts as lost
-            return True
-
-    def _error(self, task: Task, error_class: str, message: str) -> EncodedEpisode:
-        s = task.spec
-        return encode_episode(failed_episode(s.identity(self.run), s.maze, s.condition.protocol, error_class,
-                                             message, task.attempts, serving=s.model.serving))
+            self.reporter.stopping(len(self.scheduler.in_flight), self.stopping.grace_s)
+        return self.stopping.over()
 
     # ---- writing ------------------------------------------------------------------------------
     def _write_now(self, result: EncodedEpisode) -> None:
@@ -561,16 +340,17 @@ class Driver:
         self.written[result.episode_id] = result.episode
         self.reporter.episode_done(result.episode)
 
-    def _episodes(self, specs: list[EpisodeSpec]) -> pd.DataFrame:
-        """The matrix's episodes: rows written now, files for those finished before."""
-        import pandas as pd
 
-        earlier = read_episodes(self.store, ids={s.episode_id for s in specs} - self.written.keys())
-        now = episodes_frame(list(self.written.values()))
-        frames = [f for f in (earlier, now) if len(f)]
-        if not frames:
-            return now
-        return pd.concat(frames, ignore_index=True).sort_values("episode_id", ignore_index=True)
+def _matrix_episodes(store: RunStore, specs: list[EpisodeSpec], written: dict[str, EpisodeRecord]) -> pd.DataFrame:
+    """The matrix's episodes: rows written now, files for those finished before."""
+    import pandas as pd
+
+    earlier = read_episodes(store, ids={s.episode_id for s in specs} - written.keys())
+    now = episodes_frame(list(written.values()))
+    frames = [f for f in (earlier, now) if len(f)]
+    if not frames:
+        return now
+    return pd.concat(frames, ignore_index=True).sort_values("episode_id", ignore_index=True)
 
 
 def _per_model(specs: Iterable[EpisodeSpec]) -> dict[str, int]:

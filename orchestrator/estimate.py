@@ -41,6 +41,7 @@ from env.state import initial_state, step
 from env.study_facts import STUDY_OUTPUT_TOKENS_PER_GPU_HOUR
 from orchestrator.serving.limits import count_tokens, step_cap_of
 from orchestrator.sweep import EpisodeSpec, ModelEntry
+from traces import RunStore
 
 # Without a prior for the family: the study's observed episode length, one model's 1,600 turns
 # that followed a move over its 50 episodes (the stall watchdog ended most of them), so about 33
@@ -73,6 +74,19 @@ class Calibrated:
     output_per_call: float
     usd_per_call_standard: float | None  # at the standard price; None when no price was known
     source: str
+
+
+def observed(run: RunStore) -> dict[str, Observed]:
+    """Per model, what a run's finished episodes spent (the typical figure's first source)."""
+    from traces import ERROR, read_episodes
+
+    finished = read_episodes(run)
+    out: dict[str, Observed] = {}
+    for name, g in finished[finished["termination"] != ERROR].groupby("model_name") if len(finished) else ():
+        calls = int(g["steps"].sum() + g["reasks"].sum())
+        if calls > 0:
+            out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))
+    return out
 
 
 def calls_bound(spec: EpisodeSpec, cap: int | None = None) -> int:

@@ -200,7 +200,7 @@ def check_called(sweep: Sweep) -> list[Checked]:
     """Every arm of the sweep that is called at an endpoint or a provider (not built in, not
     served), checked once; the first that cannot run is ``BadInput``."""
     return [check_arm(sweep.source, i, m) for i, m in enumerate(sweep.models)
-            if not m.builtin and not m.config.human and m.serve is None]
+            if m.billed]
 
 
 def check_servers(sweep: Sweep, pool: ServerPool) -> list[Checked]:

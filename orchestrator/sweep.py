@@ -71,7 +71,7 @@ class ModelEntry:
     weights: Weights | None = None
 
     def __post_init__(self) -> None:
-        if self.max_concurrency is None and not self.builtin and not self.config.human:
+        if self.max_concurrency is None and self.called:
             object.__setattr__(self, "max_concurrency", DEFAULT_LLM_CONCURRENCY)
 
     @property
@@ -85,6 +85,18 @@ class ModelEntry:
     @property
     def builtin(self) -> bool:
         return self.config.builtin
+
+    @property
+    def called(self) -> bool:
+        """A model the run calls (at a provider, or at a server the sweep starts): neither built in
+        nor a human. The one statement of that rule."""
+        return not self.builtin and not self.config.human
+
+    @property
+    def billed(self) -> bool:
+        """A called model the run does not serve itself: its calls are paid to a provider or go to
+        an endpoint the sweep names (what the preflight checks before Ray starts)."""
+        return self.called and self.serve is None
 
     @property
     def serving(self) -> str | None:
@@ -478,7 +490,7 @@ def _check_provider(source: str, i: int, model: ModelEntry, conditions: list[Con
     """Every condition, as this model runs it, is one its provider family can honour
     (docs/providers.md): otherwise a request would be refused, or sent and recorded as if a
     setting had been applied that the provider drops."""
-    if model.builtin or model.config.human:
+    if not model.called:
         return
     config = model.config
     for j, c in enumerate(model_conditions(model, conditions)):

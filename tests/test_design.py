@@ -195,3 +195,24 @@ def test_every_citation_of_the_design_names_one_of_its_sections():
             for anchor in links:
                 assert anchor in anchors, f"{rel}:{number}: no heading of docs/design.md has the anchor #{anchor}"
     assert cited >= 20, "the code's comments cite docs/design.md by section"
+
+
+def test_no_app_module_imports_a_private_name_of_another():
+    """The commands share what they share by public names (issue "a provider is one adapter, a run
+    is one call"): a run is ``orchestrator.run.run_sweep``, its presentation ``app.commands.run``'s
+    ``execute`` and ``show_result``; nothing reaches into another module's private helpers."""
+    private = []
+    for path in sorted((ROOT / "app").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in LAYERS:
+                private += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_")]
+    assert private == []
+
+
+def test_the_driver_class_is_at_most_250_lines():
+    """The driver runs the loop; what runs next and where is ``orchestrator.scheduling``'s, the run
+    around it ``orchestrator.run``'s (issue 23 asked for 250 lines at most)."""
+    tree = ast.parse((ROOT / "orchestrator" / "driver.py").read_text(encoding="utf-8"))
+    (driver,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Driver"]
+    assert driver.end_lineno is not None and driver.end_lineno - driver.lineno + 1 <= 250

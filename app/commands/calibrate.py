@@ -35,15 +35,14 @@ def _usd(v: float | None) -> str:
 
 
 def _paid(s: Sweep) -> bool:
-    """The sweep calls a model that bills (neither built in nor served by the sweep)."""
-    return any(not m.builtin and not m.config.human and m.serve is None for m in s.models)
+    """The sweep calls a model that bills (at a provider, not served by the sweep)."""
+    return any(m.billed for m in s.models)
 
 
 def _plan(runs: list[tuple[str, Sweep, RunStore]]) -> list[tuple[str, ModelEstimate]]:
     """Per run and arm: what the episodes still to run will cost (``orchestrator.estimate``)."""
-    from app.commands.run import _observed
     from app.progress import ProgressBar
-    from orchestrator.estimate import estimate
+    from orchestrator.estimate import estimate, observed
     from traces import completed_ids
 
     out = []
@@ -51,7 +50,7 @@ def _plan(runs: list[tuple[str, Sweep, RunStore]]) -> list[tuple[str, ModelEstim
         for label, s, store in runs:
             done = completed_ids(store, include_errors=False)
             todo = [e for e in s.episodes() if e.episode_id not in done]
-            out += [(label, row) for row in estimate(todo, _observed(store), bar.update)]
+            out += [(label, row) for row in estimate(todo, observed(store), bar.update)]
     return out
 
 
@@ -149,7 +148,7 @@ def calibrate_command(
 ) -> None:
     """Measure queries per episode (a cheap sample) and tokens per query (a one-maze probe of each
     arm), then project what SWEEP will cost and suggest a --max-cost."""
-    from app.commands.run import _building_twins
+    from app.progress import building_twins
     from env.sets import resolve_maze
     from orchestrator.calibration import probe_maze as median_maze
     from orchestrator.calibration import probe_sweep
@@ -160,7 +159,7 @@ def calibrate_command(
         raise BadInput("--max-cost", "", f"must be a number of USD > 0 (got {max_cost})")
     target = load_sweep(sweep)
     sampled = load_sweep(sample, max_cost=max_cost)
-    with _building_twins() as progress:
+    with building_twins() as progress:
         target.build_twins(progress)
         sampled.build_twins(progress)
     try:
@@ -246,13 +245,15 @@ def _run_both(sampled: Sweep, probe: Sweep, stores: dict[str, RunStore], address
     exit code: 0, or 1 when the sample did not finish (its queries per episode would be biased)."""
     from dataclasses import replace
 
-    from app.commands.run import _execute, _finish
+    from app.commands.run import execute, show_result
     from orchestrator.connect import connect, disconnect
 
-    started = connect(address)
+    started = connect(address)  # one Ray for both runs
     try:
-        outcome, since = _execute(sampled, stores["sample"], address, False, command, preflight)
-        _finish(sampled, stores["sample"], outcome, console, since=since, command=command)
+        # the arms of both runs were checked before the sample started
+        result = execute(sampled, stores["sample"], command, address=address, preflight=preflight, arms_checked=True)
+        show_result(sampled, stores["sample"], result, console, command)
+        outcome = result.outcome
         if outcome.stop is not None:
             return outcome.exit_code
         if outcome.unfinished or outcome.episodes is None or not len(outcome.episodes):
@@ -265,9 +266,9 @@ def _run_both(sampled: Sweep, probe: Sweep, stores: dict[str, RunStore], address
                   file=sys.stderr)
             return 1
         probe = replace(probe, max_cost=left)
-        outcome, since = _execute(probe, stores["probe"], address, False, command, preflight)
-        _finish(probe, stores["probe"], outcome, console, since=since, command=command)
-        return outcome.exit_code if outcome.stop is not None else 0
+        result = execute(probe, stores["probe"], command, address=address, preflight=preflight, arms_checked=True)
+        show_result(probe, stores["probe"], result, console, command)
+        return result.outcome.exit_code if result.outcome.stop is not None else 0
     finally:
         if started:
             disconnect()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -14,20 +16,35 @@ if TYPE_CHECKING:
     from traces import CompactionResult, RunStore
 
 
+@contextmanager
+def compacting(console: Console) -> Iterator[Callable[[str, int, int], None]]:
+    """A compaction's progress (``traces.compact``'s ``progress``) as a bar per table on ``console``,
+    shown only once a compaction reports."""
+    columns = [TextColumn("compacting {task.description:<8}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+               TextColumn("files"), TimeRemainingColumn()]
+    # started on the first report: a run's own live display has ended by then
+    bar = Progress(*columns, console=console, transient=True)
+    tasks: dict[str, TaskID] = {}
+
+    def progress(table: str, done: int, total: int) -> None:
+        if not tasks:
+            bar.start()
+        if table not in tasks:
+            tasks[table] = bar.add_task(table, total=total)
+        bar.update(tasks[table], completed=done, total=total)
+
+    try:
+        yield progress
+    finally:
+        if tasks:
+            bar.stop()
+
+
 def compact_with_progress(store: RunStore, console: Console) -> CompactionResult:
     """Compact ``store`` with a bar per table on ``console``; returns the ``CompactionResult``."""
     from traces import compact
 
-    columns = [TextColumn("compacting {task.description:<8}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-               TextColumn("files"), TimeRemainingColumn()]
-    with Progress(*columns, console=console, transient=True) as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def progress(table: str, done: int, total: int) -> None:
-            if table not in tasks:
-                tasks[table] = bar.add_task(table, total=total)
-            bar.update(tasks[table], completed=done, total=total)
-
+    with compacting(console) as progress:
         return compact(store, progress=progress)
 
 

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -30,13 +26,16 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from app.commands.compact import compacting
+from app.progress import building_twins
 from env.errors import BadInput
 from orchestrator.reporter import Reporter
 
 if TYPE_CHECKING:
     from env import Maze
     from orchestrator.driver import RunOutcome
-    from orchestrator.estimate import ModelEstimate, Observed
+    from orchestrator.estimate import ModelEstimate
+    from orchestrator.run import RunResult
     from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
     from orchestrator.sweep_variants import LeftOut
     from traces import EpisodeRecord, RunStore
@@ -202,15 +201,6 @@ def _matrix_table(sweep: Sweep, todo_ids: set[str]) -> Table:
     return table
 
 
-@contextmanager
-def _building_twins() -> Iterator[Callable[[int, int], None]]:
-    """Progress on stderr while a sweep's twins are built (shown once building starts)."""
-    from app.progress import ProgressBar
-
-    with ProgressBar("building variants") as bar:
-        yield bar.update
-
-
 def _left_out_lines(left_out: Sequence[LeftOut]) -> list[str]:
     """One line per twin left out, or, for a kind and reason shared by several, one line that
     counts them and names the first few (``--dry-run --json`` and the manifest list them all)."""
@@ -368,20 +358,6 @@ def _error_lines(outcome: RunOutcome, sweep: Sweep) -> list[str]:
     return lines
 
 
-def _observed(run_dir: RunStore) -> dict[str, Observed]:
-    """Per model, what this run's finished episodes spent (the typical figure's first source)."""
-    from orchestrator.estimate import Observed
-    from traces import ERROR, read_episodes
-
-    finished = read_episodes(run_dir)
-    out: dict[str, Observed] = {}
-    for name, g in finished[finished["termination"] != ERROR].groupby("model_name") if len(finished) else ():
-        calls = int(g["steps"].sum() + g["reasks"].sum())
-        if calls > 0:
-            out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))
-    return out
-
-
 def _estimate_table(rows: list[ModelEstimate], max_cost: float | None) -> Table:
     """What the episodes still to run will cost: an upper bound, a typical figure and its source."""
     table = Table(title="cost of the episodes to run (upper bound: every call at the step cap and its output cap; "
@@ -465,7 +441,7 @@ def _request_fields(sweep: Sweep) -> list[dict[str, object]]:
 
     out: list[dict[str, object]] = []
     for m in sweep.models:
-        if m.builtin or m.config.human:
+        if not m.called:
             continue
         for c in model_conditions(m, sweep.conditions):
             fields, _ = m.config.family.request_fields(c.protocol, c.protocol.seed)
@@ -546,7 +522,7 @@ def run_command(
     s = load_sweep(sweep, mazes=mazes, models=model, run_name=name, max_cost=max_cost)
     store = open_store(out, "--out").child(s.run_name)
     store.check_location()  # before any server or actor starts
-    with _building_twins() as progress:
+    with building_twins() as progress:
         s.build_twins(progress)
     for line in [*_left_out_lines(s.left_out), *_shown_already_lines(s)]:
         # a twin the sweep names and does not run is said, never dropped silently
@@ -556,16 +532,10 @@ def run_command(
     if dry_run:
         _dry_run(s, store, retry_errors, json_out, stdout, open_store(out, "--out"))
         return
-    s.check_keys()  # before Ray starts: a missing key is bad input, not a sweep of errors
-    if preflight:  # before Ray starts too: a dead endpoint or a refused key is one line in seconds
-        from orchestrator.preflight import check_called, summary
-
-        for line in summary(check_called(s)):
-            Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
     command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight)
     try:
-        outcome, ray_up = _execute(s, store, address, retry_errors, command, preflight)
-        _finish(s, store, outcome, stdout, since=ray_up, command=command)
+        result = execute(s, store, command, address=address, retry_errors=retry_errors, preflight=preflight)
+        show_result(s, store, result, stdout, command)
     except KeyboardInterrupt:
         # Ctrl-C while Ray or the model servers start, or while the run is compacted: every file
         # written is whole (compaction is safe to stop), and the same command goes on from there
@@ -573,8 +543,8 @@ def run_command(
 
         print(f"resume with the same command: {shlex.join(command)}", file=sys.stderr)
         raise
-    if outcome.exit_code:
-        raise typer.Exit(outcome.exit_code)
+    if result.outcome.exit_code:
+        raise typer.Exit(result.outcome.exit_code)
 
 
 def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdout: Console,
@@ -582,7 +552,7 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     """The matrix, its cost estimate and the model servers' command lines, as tables or JSON.
     ``root``: where runs are kept, and the sweep's calibration (``gridbench calibrate``) with them."""
     from orchestrator.calibration import load, typical_for
-    from orchestrator.estimate import estimate, prior_notes
+    from orchestrator.estimate import estimate, observed, prior_notes
     from traces import completed_ids
 
     calibration = load(root, s.name) if root is not None else None  # a broken one is bad input, said first
@@ -596,7 +566,7 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     from app.progress import ProgressBar
 
     with ProgressBar("estimating the cost") as bar:
-        rows = estimate([e for e in s.episodes() if e.episode_id in todo], _observed(store), bar.update, calibrated)
+        rows = estimate([e for e in s.episodes() if e.episode_id in todo], observed(store), bar.update, calibrated)
     servers = _server_commands(s)
     requests = _request_fields(s)
     assumptions = prior_notes(rows)
@@ -641,73 +611,31 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     stdout.print(f"run folder: {store.display()}")
 
 
-def _execute(s: Sweep, store: RunStore, address: str | None, retry_errors: bool,
-             command: list[str], preflight: bool = True) -> tuple[RunOutcome, float]:
-    """Ray (joined or embedded), the sweep's model servers, then the driver; all shut down after.
-    Returns the outcome and when Ray was up (``time.monotonic``)."""
-    from orchestrator.connect import connect, disconnect
-    from orchestrator.driver import Driver
+def execute(s: Sweep, store: RunStore, command: list[str], *, address: str | None = None,
+            retry_errors: bool = False, preflight: bool = True, arms_checked: bool = False) -> RunResult:
+    """``orchestrator.run.run_sweep`` with this command's progress: its lines and the live
+    display on stderr, a bar while it compacts. A model server that does not start is one line
+    (its log's tail) and exit code 1."""
+    from orchestrator.run import run_sweep
     from orchestrator.serving.actor import ServerStartError
-    from orchestrator.serving.server_pool import ServerPool
 
-    started = connect(address)
-    ray_up = time.monotonic()
-    pool = None
+    stderr = Console(stderr=True)
+    # piped progress keeps whole rows too
+    reporter = RichReporter(stderr if sys.stderr.isatty() else Console(stderr=True, width=160))
+    reporter.run_limit = s.max_cost
+
+    def say(line: str) -> None:
+        stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+
     try:
-        # model servers first: episodes of served models get their endpoint and node from the pool
-        # their logs are written on this machine: into the run, or first into a local folder
-        # when the run is in object storage (uploaded at the end)
-        pool = ServerPool.for_sweep(store.local_dir(), s) or None  # None: the sweep serves no model
-        if pool is not None:
-            Console(stderr=True).print(f"starting model servers for {', '.join(pool.models)} ...")
-            try:
-                pool.start()
-            except ServerStartError as err:
-                # not bad input: the server's own log tail says what went wrong
-                print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
-                raise typer.Exit(1) from None
-            if preflight:  # each replica answers for its model before any episode is sent to it
-                from orchestrator.preflight import check_servers, summary
-
-                for line in summary(check_servers(s, pool), "every server up and listing its model"):
-                    Console(stderr=True).print(line, markup=False, highlight=False, soft_wrap=True)
-        # piped progress keeps whole rows too
-        reporter = RichReporter(Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=160))
-        reporter.run_limit = s.max_cost
-        driver = Driver(s, store, run=s.run_name, retry_errors=retry_errors, pool=pool, reporter=reporter,
-                        command=command, max_cost=s.max_cost)
-        with _stop_on_ctrl_c(driver.request_stop):
-            return driver.execute(), ray_up
-    finally:
-        if pool is not None:
-            pool.stop()
-            if not store.local:
-                store.child("servers").put_folder(store.local_dir() / "servers")
-        if started:
-            disconnect()
-
-
-@contextmanager
-def _stop_on_ctrl_c(request_stop: Callable[[], None]) -> Iterator[None]:
-    """While the driver runs, Ctrl-C asks it to stop (gracefully, then at once); a third one
-    raises ``KeyboardInterrupt`` as usual, should the driver not get to act on the first two."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread (a test may run the command elsewhere)
-        return
-    presses = 0
-
-    def on_sigint(signum: int, frame: object) -> None:
-        nonlocal presses
-        presses += 1
-        if presses > 2:
-            raise KeyboardInterrupt
-        request_stop()
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+        with compacting(stderr) as progress:
+            return run_sweep(s, store, address=address, retry_errors=retry_errors, command=command,
+                             preflight=preflight, reporter=reporter, say=say, compact_progress=progress,
+                             arms_checked=arms_checked)
+    except ServerStartError as err:
+        # not bad input: the server's own log tail says what went wrong
+        print(f"gridbench: a model server did not start: {err}", file=sys.stderr)
+        raise typer.Exit(1) from None
 
 
 def _stopped_lines(outcome: RunOutcome, command: list[str], calls_models: bool) -> list[str]:
@@ -725,16 +653,16 @@ def _stopped_lines(outcome: RunOutcome, command: list[str], calls_models: bool) 
             f"resume with the same command: {shlex.join(command)}"]
 
 
-def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, since: float,
-            command: list[str]) -> None:
-    """Compact the run (its per-episode files, needed while it ran, packed into a few large
-    ones), then print its summary, its spending and what a budget left unfinished. An interrupted
-    run is not compacted (its rerun will be): it says what is left and how to resume."""
-    from app.commands.compact import compact_with_progress, summary_line
+def show_result(s: Sweep, store: RunStore, result: RunResult, stdout: Console, command: list[str]) -> None:
+    """What a run did: how it was compacted (its per-episode files, needed while it ran, packed
+    into a few large ones), its summary, its spending and what a budget left unfinished; an
+    interrupted run (not compacted: its rerun will be) says what is left and how to resume."""
+    from app.commands.compact import summary_line
 
     stderr = Console(stderr=True)
-    if outcome.stop is None:
-        stderr.print(summary_line(store, compact_with_progress(store, stderr)))
+    outcome = result.outcome
+    if result.compaction is not None:
+        stderr.print(summary_line(store, result.compaction))
     if outcome.stop is None or (outcome.episodes is not None and len(outcome.episodes)):
         stdout.print(_summary_table(outcome, s))
     for line in _bundled_lines(s):
@@ -750,7 +678,7 @@ def _finish(s: Sweep, store: RunStore, outcome: RunOutcome, stdout: Console, sin
                      "price: {input: ..., output: ...}) to record what its calls cost", markup=False, highlight=False)
     run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
-                 f"{time.monotonic() - since:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
+                 f"{result.seconds:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
     if outcome.stop is not None:
         for line in _stopped_lines(outcome, command, any(not m.builtin for m in s.models)):
             stderr.print(line, markup=False, highlight=False, soft_wrap=True)
