@@ -40,9 +40,21 @@ class Outcome:
 
 
 def errored(status: int, message: str) -> Outcome:
+    """A request the provider answered with an error status: classified as the synchronous call's
+    would be (``agents.openai_compat.classify_status``), the one mapping of batch errors."""
     error_class, retryable = classify_status(status, message)
     return Outcome("errored", error_class=error_class, message=f"HTTP {status} in a batch: {message}",
                    retryable=retryable)
+
+
+def failed(err: Exception) -> Outcome:
+    """A batch the provider refused, or one that could not be read: each of its requests fails as
+    the synchronous call would have (an outcome, not an exception: it crosses Ray as data)."""
+    status = getattr(err, "status_code", None)
+    if isinstance(status, int):
+        return errored(status, str(err))
+    return Outcome("errored", error_class="APIConnectionError", message=f"batch: {type(err).__name__}: {err}",
+                   retryable=True)
 
 
 class ProviderBatches(ABC):

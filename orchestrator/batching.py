@@ -30,6 +30,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,13 @@ import ray
 from agents.batch_requests import custom_id, read_message
 from agents.model import ModelConfig
 from agents.openai_compat import Completion, EndpointError, read_completion
-from orchestrator.batch_providers import Outcome, ProviderBatches, provider_batches
+from agents.providers import Tier
+from orchestrator.batch_providers import Outcome, ProviderBatches, failed, provider_batches
 
 BATCH_JOURNAL_DIR = "batches"
 UNPROCESSED = ("expired", "canceled")
+# a request's line in a batch beyond its body: its custom_id, method and URL in the JSONL files
+LINE_OVERHEAD = 128
 
 
 class BatchJournal:
@@ -81,6 +85,27 @@ class Waiting:
     body: dict[str, Any]
     answer: asyncio.Future
     again: int = 0  # times it went unprocessed
+
+    @cached_property
+    def size(self) -> int:
+        """Its bytes in a batch: the body as JSON and the line around it (its id, the method, the
+        URL the providers' JSONL files name), counted once."""
+        return len(json.dumps(self.body, separators=(",", ":"))) + LINE_OVERHEAD
+
+
+def next_batch(waiting: dict[str, Waiting], tier: Tier) -> dict[str, Waiting]:
+    """The requests of the next batch: the waiting ones in order, as many as the tier lets one
+    batch hold (``Tier.max_requests``, and ``Tier.max_bytes`` of requests; a request larger than
+    that alone still goes, and the provider says why it refuses it)."""
+    limit, room = tier.max_requests, tier.max_bytes
+    taken: dict[str, Waiting] = {}
+    size = 0
+    for request, w in waiting.items():
+        if taken and ((limit is not None and len(taken) >= limit) or (room is not None and size + w.size > room)):
+            break
+        taken[request] = w
+        size += w.size
+    return taken
 
 
 @dataclass
@@ -138,7 +163,7 @@ class BatchBroker:
                 outcome = outcomes.get(wire) or outcomes.get("*") or Outcome("expired")
             except Exception as err:  # noqa: BLE001 - the batch cannot be read now: a retryable failure
                 self.results.pop(batch, None)
-                outcome = _failure(err)
+                outcome = failed(err)
             finally:
                 self.awaiting_known -= 1
                 self._wake.set()
@@ -166,14 +191,16 @@ class BatchBroker:
         lockstep), ``round_wait_s`` has passed since the round's first request or the last answers."""
         if not self.waiting:
             return False
-        limit = self.tier.max_requests
-        if limit is not None and len(self.waiting) >= limit:
-            return True
+        if len(self._batch()) < len(self.waiting) or len(self.waiting) == self.tier.max_requests:
+            return True  # a batch is as full as the provider lets it be
         if len(self.waiting) + self.awaiting_known >= len(self.live):
             return True
         if self.in_batches or self.awaiting_known:
             return False
         return time.monotonic() >= self._deadline()
+
+    def _batch(self) -> dict[str, Waiting]:
+        return next_batch(self.waiting, self.tier)
 
     def _deadline(self) -> float:
         assert self.first_waiting is not None
@@ -195,8 +222,7 @@ class BatchBroker:
 
     async def _submit_round(self) -> None:
         started = time.monotonic()
-        limit = self.tier.max_requests or len(self.waiting)
-        taken = dict(list(self.waiting.items())[:limit])
+        taken = self._batch()
         for request in taken:
             del self.waiting[request]
         self.first_waiting = time.monotonic() if self.waiting else None
@@ -204,7 +230,7 @@ class BatchBroker:
         try:
             batch = await self.provider.submit({wire: taken[request].body for wire, request in wires.items()})
         except Exception as err:  # noqa: BLE001 - the provider refused the batch: each request hears why
-            failure = _failure(err).__dict__
+            failure = failed(err).__dict__
             for w in taken.values():
                 if not w.answer.done():
                     w.answer.set_result((failure, ""))
@@ -226,7 +252,7 @@ class BatchBroker:
             self.in_batches -= len(wires)
             self._wake.set()
             self.results.pop(batch, None)  # asked again, it is polled again
-            failure = _failure(err).__dict__
+            failure = failed(err).__dict__
             for w in taken.values():
                 if not w.answer.done():
                     w.answer.set_result((failure, batch))
@@ -263,19 +289,6 @@ class BatchBroker:
             return await self.provider.outcomes(batch)
         finally:
             self.stats.in_flight.pop(batch, None)
-
-
-def _failure(err: Exception) -> Outcome:
-    """A batch the provider refused, or one that could not be read: each of its requests fails as
-    the synchronous call would have (an outcome, not an exception: it crosses Ray as data)."""
-    from agents.openai_compat import classify_status
-
-    status = getattr(err, "status_code", None)
-    if isinstance(status, int):
-        error_class, retryable = classify_status(status, str(err))
-        return Outcome("errored", error_class=error_class, message=f"batch: HTTP {status}: {err}", retryable=retryable)
-    return Outcome("errored", error_class="APIConnectionError", message=f"batch: {type(err).__name__}: {err}",
-                   retryable=True)
 
 
 class EpisodeGateway:

@@ -73,14 +73,16 @@ def _connection_cause(err: Exception) -> str:
     return text.rsplit("] ", 1)[-1] if "[Errno" in text else text
 
 
-def openai_listing(api_base: str, key: str | None) -> list[str]:
-    """The model ids ``GET {api_base}/models`` lists; ``ListingError`` when it does not answer 200."""
+def openai_listing(api_base: str, key: str | None, timeout: float = READ_TIMEOUT_S,
+                   connect: float = CONNECT_TIMEOUT_S) -> list[str]:
+    """The model ids ``GET {api_base}/models`` lists; ``ListingError`` when it does not answer 200.
+    The one reading of that listing: the preflight's, and a model server's health check's."""
     import httpx
 
     url = f"{api_base.rstrip('/')}/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        r = httpx.get(url, headers=headers, timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S))
+        r = httpx.get(url, headers=headers, timeout=httpx.Timeout(timeout, connect=connect))
     except httpx.HTTPError as err:
         raise ListingError("unreachable", _connection_cause(err)) from None
     if r.status_code in (401, 403):

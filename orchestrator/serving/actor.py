@@ -249,12 +249,12 @@ class ModelServerProcess:
             time.sleep(0.5)
 
     def _models_listed(self, timeout: float) -> bool:
-        import httpx  # here, not at the top: every episode actor imports this module too
+        # here, not at the top: every episode actor imports this module too
+        from orchestrator.preflight import ListingError, openai_listing
 
         try:
-            r = httpx.get(f"{self.url}/models", timeout=timeout)
-            return r.status_code == 200 and any(m.get("id") == self.served for m in r.json().get("data", []))
-        except (httpx.HTTPError, ValueError, AttributeError):
+            return self.served in openai_listing(self.url, None, timeout, connect=timeout)
+        except ListingError:
             return False
 
     def _one_token(self) -> bool:

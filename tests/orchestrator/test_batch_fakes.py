@@ -113,3 +113,25 @@ def test_gridbench_reads_each_outcome_a_provider_documents(model):
         batch, outcomes = asyncio.run(go())
         assert {k: o.kind for k, o in outcomes.items()} == {"a": "succeeded", "b": "expired", "c": "succeeded"}
         assert [c for api_, b, c in srv.batches.submitted if b == batch] == ["a", "b", "c"]
+
+
+def test_a_batch_holds_no_more_requests_nor_bytes_than_its_tier_allows():
+    """``Tier.max_requests`` and ``Tier.max_bytes`` both bound a round's batch (Moonshot documents
+    only a file size): the waiting requests go in order until the next would pass either; a
+    request larger than a whole batch still goes alone, for the provider to refuse by name."""
+    from agents.providers import Tier
+    from orchestrator.batching import LINE_OVERHEAD, Waiting, next_batch
+
+    loop = asyncio.new_event_loop()
+    try:
+        def waiting(sizes: list[int]) -> dict[str, Waiting]:
+            return {f"r{i}": Waiting("e", {"x": "a" * n}, loop.create_future()) for i, n in enumerate(sizes)}
+
+        line = len(json.dumps({"x": ""}, separators=(",", ":"))) + LINE_OVERHEAD  # a request's bytes beyond its text
+        five = waiting([1000] * 5)
+        assert list(next_batch(five, Tier("batch", 0.6, max_bytes=3 * (1000 + line)))) == ["r0", "r1", "r2"]
+        assert list(next_batch(five, Tier("batch", 0.5, max_requests=2, max_bytes=10**9))) == ["r0", "r1"]
+        assert len(next_batch(five, Tier("batch", 0.5))) == 5
+        assert list(next_batch(waiting([5000, 10]), Tier("batch", 0.6, max_bytes=100))) == ["r0"]
+    finally:
+        loop.close()
