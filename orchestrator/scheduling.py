@@ -48,7 +48,7 @@ class Task:
         return self.spec.model.builtin
 
     def after_loss(self, ran: bool, max_attempts: int) -> str | None:
-        """What follows its actor's or node's death: ``again`` without a charge when it only
+        """What follows the loss of its actor or node: ``again`` without a charge when it only
         waited, queued, behind the one running (bounded, so that no ordering surprise can keep it
         coming back for ever); ``retry`` while it has attempts left; None: it ends in error."""
         if not ran and self.unstarted < max_attempts:

@@ -203,8 +203,9 @@ class StepRecord(TraceRecord):
     reply: str = col("string", "the model's raw reply text (re-asks joined by a `[re-asked]` line)")
     reasoning: str = col("string", "the model's reasoning / thinking text, when the provider returns it")
     event: str = col("string", "exactly one of `moved turned bump pickup swap door_unlocked door_opened door_closed "
-                               "switch_on switch_off noop goal`, under the study's rulesets also the events the later "
-                               "tiles name their moves (`env.state.EVENTS`, docs/design.md §3); `noop` for invalid replies")
+                               "switch_on switch_off noop goal`, under multinet-r1 also `teleported reset frozen`, under "
+                               "multinet-pr57 `teleported died froze frozen rode` (each later tile's, `env.state.EVENTS`; "
+                               "docs/design.md §3); `noop` for invalid replies")
     x: int = col("int32", "agent column after the step (from the left)")
     y: int = col("int32", "agent row after the step (from the top)")
     dir: int = col("int8", "facing after the step: 0 east, 1 south, 2 west, 3 north")
@@ -212,8 +213,10 @@ class StepRecord(TraceRecord):
     mechanisms: str = col("string", 'JSON `{"doors": {id: "locked"/"closed"/"open"}, "gates": {id: open?}, '
                                     '"keys": {id: [x, y] or null while carried (multinet-r1: or used up)}, '
                                     '"switches": {id: on?}}`, plus what each later tile of the maze keeps beside '
-                                    '(`Mechanic.info`: `"frozen": n` actions still swallowed, `"arrows": {id: '
-                                    'direction}`, `"latched": bool`; docs/design.md §3)')
+                                    '(`Mechanic.info`): `"frozen": n` (actions still swallowed) in mazes with frozen '
+                                    'tiles, `"arrows": {id: direction}` in mazes with rotating tiles and `"latched": '
+                                    'bool` (on the cell a teleporter sent the agent to) in multinet-pr57 mazes with '
+                                    'teleporters')
     novel: bool = col("bool", "this step reached a never-seen signature under the episode's termination rules "
                               "(gridbench style: position, carried key, mechanism state; study style: the study's "
                               "watchdog signature); the start counts as seen; `stall_window` steps in a row "
@@ -249,7 +252,7 @@ class EpisodeRecord(TraceRecord):
     optimal_actions: int | None = col("int32", "shortest action count from the start (exact BFS); null when the "
                                                "episode never started")
     step_cap: int | None = col("int32", "`ceil(step_cap_factor x optimal_actions)`")
-    termination: Termination = col("string", "`solved`, `died` (a state a mechanic says is over, `env.state.dead`), `step_cap`, "
+    termination: Termination = col("string", "`solved`, `died` (the agent dead on a kill cell, the episode over: docs/maze-format.md), `step_cap`, "
                                      "`stall`, `parse_failed` (`requery_limit` replies in a "
                                      "row gave no action), `exhausted` (a trajectory's actions ran out) or `error` "
                                      "(infrastructure failure: leave it out of metrics)")
