@@ -22,6 +22,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agents.model import request_name
 from agents.openai_compat import chat_body, usage_of
 from agents.transport import Answer, Completion, PricedBy, Request, Transport, seeded
 
@@ -50,16 +51,11 @@ def custom_id(episode_id: str, step: int, call: int, attempt: int) -> str:
     return out
 
 
-def provider_model(model: str) -> str:
-    """The name the provider knows a litellm model string by (``moonshot/kimi-k2.6``: ``kimi-k2.6``)."""
-    return model.split("/", 1)[1] if "/" in model else model
-
-
 def batch_body(chat: dict[str, Any], api: str, model: str) -> dict[str, Any]:
     """The body of one batch line, from the Chat Completions body the OpenAI-compatible transport
     would have posted (``agents.openai_compat.chat_body``): as it is for ``api == "openai"``, as
     Messages params for ``"anthropic"``."""
-    body = {**chat, "model": provider_model(model)}
+    body = {**chat, "model": request_name(model)}
     if api == "openai":
         return body
     system: list[dict[str, Any]] = []
@@ -139,5 +135,5 @@ class BatchTransport(Transport):
         return Answer(completion, batch_id=batch_id)
 
 
-__all__ = ["CUSTOM_ID", "BatchGateway", "BatchTransport", "batch_body", "custom_id", "provider_model",
+__all__ = ["CUSTOM_ID", "BatchGateway", "BatchTransport", "batch_body", "custom_id",
            "read_message"]

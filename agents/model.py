@@ -163,9 +163,15 @@ class ModelConfig:
 
 
 def request_name(model: str) -> str:
-    """The name an OpenAI-compatible server knows ``model`` by: without its provider prefix."""
+    """The name the endpoint knows ``model`` by: without its provider prefix (``openai/gpt-5``:
+    ``gpt-5``; ``moonshot/kimi-k2.6``: ``kimi-k2.6``; a served ``hosted_vllm/Qwen/Qwen3``:
+    ``Qwen/Qwen3``), what litellm sends; a name whose first part is no provider is kept whole.
+    The one translation of a model's name into a request: synchronous calls through the openai
+    client and every batch line use it."""
     provider, sep, rest = model.partition("/")
-    return rest if sep and rest and provider in OPENAI_COMPATIBLE_PREFIXES else model
+    if sep and rest and (provider in OPENAI_COMPATIBLE_PREFIXES or provider in litellm_providers()):
+        return rest
+    return model
 
 
 _PROVIDERS: frozenset[str] | None = None

@@ -200,8 +200,8 @@ def step(maze: Maze, s: MazeState, action: int) -> tuple[MazeState, str]:
 
 # ---- multinet-r1 and multinet-pr57 ------------------------------------------------------------
 # R1's own rules (keys underfoot, one-shot and hold switches, doors that stay open) are written
-# here; every other tile's rule is its mechanic's (env.mechanics: ``steers``, ``refuses``,
-# ``lands``, ``fires``, ``enters``, ``ticks``, ``over``), asked in the registry's order.
+# here; every other tile's rule is its mechanic's (env.mechanics: ``holds``, ``steers``,
+# ``refuses``, ``lands``, ``fires``, ``enters``, ``ticks``, ``over``), asked in the registry's order.
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""``gridbench run SWEEP``: run a sweep's matrix on Ray and write its traces.
+"""``gridbench run SWEEP``: a run as the command line shows it. The run itself is one call,
+``orchestrator.run.run_sweep``; this module loads the sweep, prints the dry run's tables, the live
+progress (``RichReporter``) and what the run did (``show_result``).
 
 Ray, litellm and the driver are imported inside the command, so ``gridbench --help`` and the
 other commands stay fast.

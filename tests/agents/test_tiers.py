@@ -5,6 +5,7 @@ waited out unbilled, and every cost at the tier's price (Kimi's cache hits at th
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -240,3 +241,43 @@ def test_a_batch_answer_costs_its_tier_of_the_table_price(model, tier, factor):
     price = table_price(model)
     assert price is not None
     assert answer_cost(config, "table", usage) == pytest.approx(factor * price.cost(12_000, 3_000, 2_000))
+
+
+@pytest.mark.parametrize("model, persona, client", [
+    ("anthropic/claude-opus-4-8", None, "litellm"),
+    ("moonshot/kimi-k2.6", "moonshot", "litellm"), ("moonshot/kimi-k2.6", "moonshot", "openai"),
+    ("openai/gpt-5", "openai-reasoning", "litellm"), ("openai/gpt-5", "openai-reasoning", "openai"),
+])
+def test_a_batch_line_carries_the_body_the_synchronous_call_sends(example_maze, monkeypatch, model, persona, client):
+    """One request, one translation: for each family with a batch tier and each client, the body a
+    ``tier: batch`` arm puts in its batch line is the body the same call, made synchronously, puts
+    on the wire (for Anthropic, the Messages params litellm posts). Before, the openai client sent
+    Moonshot the litellm string ``moonshot/kimi-k2.6`` while its batch line named ``kimi-k2.6``."""
+    import agents.caller as caller_module
+
+    seen: list[tuple] = []
+    original = caller_module.Caller.call
+
+    async def spy(self, messages):
+        seen.append((messages, caller_module.call_seed(self.seed, self._step, self._calls)))
+        return await original(self, messages)
+
+    monkeypatch.setattr(caller_module.Caller, "call", spy)
+    protocol = Protocol(observation="image+text", thinking=True, effort="high", icl_example=False, tile_size=8)
+    t = Turn(example_maze, protocol, 1, initial_state(example_maze), (), 57)
+    with ScriptedServer(script=["ACTION: left"], **({"persona": persona} if persona else {})) as srv:
+        config = ModelConfig.for_model(model, api_base=srv.url, api_key_env=KEY_ENV, client=client)
+        agent = LLMAgent(config, protocol, retry=FAST)
+
+        async def one():
+            try:
+                return await agent.act(t)
+            finally:
+                await agent.aclose()
+
+        asyncio.run(one())
+        sent = srv.chat_requests[-1]
+        wire = sent.wire if sent.wire is not None else sent.body  # Anthropic's own params, as posted
+    (messages, seed), = seen
+    batch = LLMAgent(ModelConfig.for_model(model, tier="batch"), protocol, offline=True).transport.body(messages, seed)
+    assert json.loads(json.dumps(batch)) == json.loads(json.dumps(wire))
