@@ -1,7 +1,8 @@
 """The mechanics of the mazes, one module each (``env.mechanics.<name>``), found through this one
 registry. Each module declares a ``Mechanic`` (``env.mechanics.base`` says what one holds: what it
-is, its twin, how it is laid, looks, is named and discovered). Every list of kinds, twins, tiles
-and study fields elsewhere is read off this registry (docs/design.md §2, "Mechanics").
+is, its records and settings, its rules and state, its twin, how it is laid, looks, is named, read
+from the study's files and discovered). Every other part asks this registry (docs/design.md §2,
+"Mechanics").
 
 The order of ``MECHANICS`` is the order every table and list shows them in.
 """
