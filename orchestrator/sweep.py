@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from agents.model import AGENT_KEYS, ModelConfig, parse_model_config
+from agents.model import AGENT_KEYS, OPENAI_COMPATIBLE_PREFIXES, ModelConfig, parse_model_config
 from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
@@ -461,7 +461,7 @@ def _parse_model(source: str, i: int, entry: Any, base_dir: Path | None = None,
                                 served_as=serve.speaks if serve is not None else None)
     if serve is not None and (config.builtin or config.human):
         raise BadInput(source, f"{where}.serve", "only litellm models are served")
-    if serve is not None and config.request_name == config.model:
+    if serve is not None and config.model.partition("/")[0] not in OPENAI_COMPATIBLE_PREFIXES:
         raise BadInput(source, f"{where}.model", "a served model is asked over an OpenAI-compatible API: "
                                                  f"name it openai/... or hosted_vllm/... (got {config.model!r})")
     conc = entry.get("max_concurrency")
