@@ -6,8 +6,12 @@
   timeouts and connection errors are transient; authentication errors, bad requests and
   context-window overflows fail at once.
 - The family's fields go at the top level of the call, or inside ``extra_body`` where litellm
-  refuses them at the top level; a family that caches only marked prefixes (Anthropic's
-  ``cache_control``) gets its requests marked.
+  refuses them at the top level; a family that caches only marked prefixes
+  (``ProviderFamily.marks_cache``) gets its requests marked.
+- litellm is the one translation between gridbench's request and a provider's own: ``wire``
+  gives the provider's request that ``send`` would post (litellm's raw request, captured before
+  anything is sent) and ``read`` reads a provider's own answer as litellm reads a synchronous
+  one, so a provider batch carries, and is read as, the same request and answer.
 - Also here: litellm itself, imported once per process (its import takes seconds), and its token
   counter.
 """
@@ -83,15 +87,16 @@ class LiteLLMTransport(Transport):
         self._api_key = api_key
         self.marks_cache = config.family.marks_cache
         self._provider: str | None = None
+        self._name = ""  # the model's name at its provider
         self._supported: list[str] = []
 
-    def _resolve_provider(self) -> None:
+    def _resolve_provider(self) -> str:
         if self._provider is not None:
-            return
+            return self._provider
         lib = litellm_module()
         model = self.config.model
         try:
-            _, self._provider, _, _ = lib.get_llm_provider(model, api_base=self.api_base)
+            self._name, self._provider, _, _ = lib.get_llm_provider(model, api_base=self.api_base)
         except Exception as err:  # litellm raises BadRequestError for an unknown provider
             raise InfraError("BadRequestError", scrub(f"{model}: {err}", (self._api_key,))) from None
         try:
@@ -99,6 +104,7 @@ class LiteLLMTransport(Transport):
                 model=model.split("/", 1)[-1], custom_llm_provider=self._provider) or [])
         except Exception:
             self._supported = []
+        return str(self._provider)
 
     def body(self, messages: list[dict[str, Any]], seed: int | None = None) -> dict[str, Any]:
         """Everything passed to ``litellm.acompletion`` for these messages (the key excepted): the
@@ -125,6 +131,46 @@ class LiteLLMTransport(Transport):
         if not getattr(response, "choices", None):
             raise EndpointError("EmptyChoices", "the server answered with an empty choices list", retryable=True)
         return Answer(read_response(response), response=response)
+
+    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The provider's own request litellm posts for ``body``: its raw request, captured before
+        anything is sent (``litellm.utils.return_raw_request``), with ``extra_body`` laid into it
+        as the OpenAI SDK lays it into what it posts."""
+        from litellm.types.utils import CallTypes
+        from litellm.utils import return_raw_request
+
+        litellm_module()
+        raw = return_raw_request(CallTypes.completion, {k: v for k, v in body.items() if k != "num_retries"})
+        wire = raw.get("raw_request_body")
+        if not isinstance(wire, dict):
+            raise EndpointError("BadRequestError", f"litellm built no request: {raw.get('error', '')}",
+                                retryable=False)
+        extra = wire.pop("extra_body", None)
+        return merge_fields(wire, extra) if isinstance(extra, dict) else wire
+
+    def read(self, payload: dict[str, Any]) -> Completion:
+        """A provider's own answer read by litellm's transformation of that provider's replies,
+        the one a synchronous call's answer goes through."""
+        import httpx
+        from litellm.types.utils import LlmProviders
+        from litellm.utils import ProviderConfigManager
+
+        lib = litellm_module()
+        provider = self._resolve_provider()
+        config = ProviderConfigManager.get_provider_chat_config(model=self._name, provider=LlmProviders(provider))
+        if config is None:
+            raise EndpointError("BadRequestError", f"litellm cannot read a {provider} answer", retryable=False)
+        try:
+            response = config.transform_response(
+                model=self._name, raw_response=httpx.Response(200, json=payload, request=httpx.Request("POST", "http://batch")),
+                model_response=lib.ModelResponse(), logging_obj=_reading_log(self._name), request_data={},
+                messages=[], optional_params={}, litellm_params={}, encoding=None, api_key=None, json_mode=None)
+        except Exception as err:  # noqa: BLE001 - litellm reports a reply it cannot read in its own classes
+            raise EndpointError("InternalServerError", f"an answer of an unexpected shape: {type(err).__name__}: {err}",
+                                retryable=True) from None
+        if not response.choices:
+            raise EndpointError("EmptyChoices", "the answer has no choices", retryable=True)
+        return read_response(response)
 
     def classify(self, err: Exception) -> Failure:
         if isinstance(err, EndpointError):
@@ -156,7 +202,7 @@ class LiteLLMTransport(Transport):
 
 def read_response(response: Any) -> Completion:
     """litellm's response as a ``Completion``: the reply, the reasoning (``reasoning_content``, or
-    Anthropic's thinking blocks), the finish reason and the usage."""
+    the text of its thinking blocks), the finish reason and the usage."""
     choice = response.choices[0]
     msg = choice.message
     reply = msg.content if isinstance(getattr(msg, "content", None), str) else ""
@@ -166,6 +212,20 @@ def read_response(response: Any) -> Completion:
         reasoning = "\n\n".join(b.get("thinking", "") for b in blocks if isinstance(b, dict))
     return Completion(reply=reply, reasoning=reasoning, finish_reason=str(getattr(choice, "finish_reason", "") or ""),
                       usage=usage_of(getattr(response, "usage", None)))
+
+
+def _reading_log(model: str) -> Any:
+    """The logging object litellm's reply transformations write to: one that logs nowhere."""
+    from datetime import datetime
+
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    log = Logging(model=model, messages=[], stream=False, call_type="acompletion", litellm_call_id="batch",
+                  start_time=datetime.now(), function_id="batch")
+    # what litellm's call path sets before a transformation reads them
+    log.optional_params = {}
+    log.model_call_details.setdefault("litellm_params", {})
+    return log
 
 
 def _retry_after(err: Exception) -> float | None:

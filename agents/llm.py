@@ -55,7 +55,7 @@ __all__ = ["POLICIES", "LLMAgent", "count_tokens", "litellm_module", "table_pric
 
 
 class LLMAgent:
-    """An agent backed by one ``ModelConfig`` (``anthropic/...``, ``hosted_vllm/...``, ...).
+    """An agent backed by one ``ModelConfig`` (``openai/gpt-5``, ``hosted_vllm/...``, ...).
 
     ``config.params`` go to ``litellm.acompletion`` (``client="litellm"``) or into the JSON body
     (``client="openai"``) as they are; ``timeout`` and ``retries`` there are the agent's own.
@@ -95,13 +95,16 @@ class LLMAgent:
         if config.client == "openai" and not self.api_base and not offline:
             raise BadInput(self.name, "api_base", "the openai client needs an OpenAI-compatible endpoint")
         api_key = None if offline else config.api_key(endpoint)
+        in_batches = batch is not None or config.tier == "batch"
+        # a batch model's requests and answers are those its client would send and read synchronously
+        sends = not (offline or in_batches)
         self.transport: Transport
-        if batch is not None or config.tier == "batch":
-            self.transport = BatchTransport(config, fields, batch)
-        elif config.client == "openai":
-            self.transport = OpenAICompatTransport(config, fields, None if offline else self.api_base, api_key)
+        if config.client == "openai":
+            self.transport = OpenAICompatTransport(config, fields, self.api_base if sends else None, api_key)
         else:
-            self.transport = LiteLLMTransport(config, fields, self.api_base, api_key)
+            self.transport = LiteLLMTransport(config, fields, self.api_base, api_key if sends else None)
+        if in_batches:
+            self.transport = BatchTransport(self.transport, batch)
         self.caller = Caller(
             self.transport, retry or RetryPolicy(max_retries=config.retries, rate_limited_s=config.timeout_s),
             name=config.name, budget=self.budget, secrets=(api_key,), image_detail=config.image_detail,

@@ -45,8 +45,8 @@ FORBIDDEN_PARAMS = {
 NO_KEY = "EMPTY"
 DEFAULT_TIMEOUT_S = 900.0  # a 64k-token thinking turn can take many minutes
 DEFAULT_RETRIES = 8
-# a batch arm's driver: how often it asks the provider about a batch in flight (Anthropic's and
-# OpenAI's guides poll about once a minute), and how long a round waits for its last episodes
+# a batch arm's driver: how often it asks the provider about a batch in flight (the
+# providers' guides poll about once a minute), and how long a round waits for its last episodes
 DEFAULT_BATCH_POLL_S = 60.0
 DEFAULT_BATCH_ROUND_WAIT_S = 5.0
 # Prefixes of litellm model strings that name an OpenAI-compatible server; the server knows the
@@ -75,7 +75,7 @@ class ModelConfig:
 
     name: str
     model: str
-    family: ProviderFamily  # what the requests speak: agents/providers.py
+    family: ProviderFamily  # what the requests speak: agents/providers/
     api_base: str | None = None
     api_key_env: str | None = None
     params: dict[str, Any] = field(default_factory=dict)  # as the sweep wrote them
@@ -164,7 +164,7 @@ class ModelConfig:
 
 def request_name(model: str) -> str:
     """The name the endpoint knows ``model`` by: without its provider prefix (``openai/gpt-5``:
-    ``gpt-5``; ``moonshot/kimi-k2.6``: ``kimi-k2.6``; a served ``hosted_vllm/Qwen/Qwen3``:
+    ``gpt-5``; a served ``hosted_vllm/Qwen/Qwen3``:
     ``Qwen/Qwen3``), what litellm sends; a name whose first part is no provider is kept whole.
     The one translation of a model's name into a request: synchronous calls through the openai
     client and every batch line use it."""
@@ -195,7 +195,7 @@ def _model_string(source: str, where: str, model: Any) -> str:
         raise BadInput(source, where, "is required: a litellm model string, builtin/<agent> or human/<name>")
     prefix, _, rest = model.partition("/")
     if not rest:
-        raise BadInput(source, where, f"{model!r} has no provider prefix (e.g. anthropic/..., builtin/oracle)")
+        raise BadInput(source, where, f"{model!r} has no provider prefix (e.g. openai/gpt-5, builtin/oracle)")
     if prefix == "builtin":
         if rest not in KNOWN_BUILTINS:
             raise BadInput(source, where, f"unknown built-in agent {rest!r} (known: {', '.join(KNOWN_BUILTINS)})")

@@ -67,18 +67,11 @@ def read_completion(payload: Any) -> Completion:
 
 
 def usage_of(usage: Any) -> Usage:
-    """The token counts of a reply's ``usage``, in any shape a provider gives it (a dict, or
-    litellm's object of the same shape); docs/providers.md lists where each provider puts what.
-
-    - input: ``prompt_tokens`` (OpenAI-style), or Anthropic's ``input_tokens`` plus its cache
-      reads and writes (which Anthropic counts apart);
-    - output: ``completion_tokens``, or Anthropic's ``output_tokens``;
-    - reasoning: ``completion_tokens_details.reasoning_tokens`` (OpenAI, vLLM with a reasoning
-      parser, and litellm for Anthropic), or Anthropic's ``output_tokens_details.thinking_tokens``;
-    - cached input: ``prompt_tokens_details.cached_tokens`` (OpenAI; vLLM under
-      ``--enable-prompt-tokens-details``; litellm for Anthropic), Anthropic's
-      ``cache_read_input_tokens``, or Moonshot's top-level ``cached_tokens``.
-    """
+    """The token counts of an OpenAI-shaped ``usage`` (a dict from an OpenAI-compatible server,
+    or litellm's object of the same shape, into which litellm reads every provider's own):
+    ``prompt_tokens``, ``completion_tokens``, ``completion_tokens_details.reasoning_tokens`` and
+    cached input from ``prompt_tokens_details.cached_tokens``, or a top-level ``cached_tokens``
+    where a provider puts it there (docs/providers.md lists where each provider puts what)."""
     def get(obj: Any, name: str) -> Any:
         if obj is None:
             return None
@@ -86,20 +79,11 @@ def usage_of(usage: Any) -> Usage:
 
     if usage is None:
         return Usage()
-    cache_read = get(usage, "cache_read_input_tokens")
-    cached = (get(get(usage, "prompt_tokens_details"), "cached_tokens") or cache_read
-              or get(usage, "cached_tokens"))
-    tokens_in = get(usage, "prompt_tokens")
-    if tokens_in is None and get(usage, "input_tokens") is not None:
-        tokens_in = (int(get(usage, "input_tokens")) + int(cache_read or 0)
-                     + int(get(usage, "cache_creation_input_tokens") or 0))
-    reasoning = (get(get(usage, "completion_tokens_details"), "reasoning_tokens")
-                 or get(get(usage, "output_tokens_details"), "thinking_tokens"))
     return Usage(
-        tokens_in=int(tokens_in or 0),
-        tokens_out=int(get(usage, "completion_tokens") or get(usage, "output_tokens") or 0),
-        tokens_reasoning=int(reasoning or 0),
-        tokens_cached=int(cached or 0),
+        tokens_in=int(get(usage, "prompt_tokens") or 0),
+        tokens_out=int(get(usage, "completion_tokens") or 0),
+        tokens_reasoning=int(get(get(usage, "completion_tokens_details"), "reasoning_tokens") or 0),
+        tokens_cached=int(get(get(usage, "prompt_tokens_details"), "cached_tokens") or get(usage, "cached_tokens") or 0),
     )
 
 
@@ -218,7 +202,10 @@ class OpenAICompatTransport(Transport):
 
     async def send(self, request: Request) -> Answer:
         assert self.client is not None, "a transport built without an endpoint sends nothing"
-        return Answer(read_completion(await self.client.complete(request.body)))
+        return Answer(self.read(await self.client.complete(request.body)))
+
+    def read(self, payload: dict[str, Any]) -> Completion:
+        return read_completion(payload)
 
     async def aclose(self) -> None:
         if self.client is not None:

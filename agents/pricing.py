@@ -4,8 +4,8 @@ The standard price is the entry's ``price`` when it has one; otherwise what the 
 answers can be priced by (``Transport.priced_by``): litellm's reading of its own response,
 litellm's price table (a provider batch's answers), or nothing (the OpenAI-compatible client has
 no price table: 0, which the run's summary shows as unknown). The tier's factor multiplies it.
-Cache reads are priced from the usage gridbench read, not litellm's: litellm misses Moonshot's
-top-level ``cached_tokens``.
+Where litellm's reading misses a provider's cache reads (``ProviderFamily.litellm_misses_cache_reads``),
+they are priced from the usage gridbench read.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def answer_cost(config: ModelConfig, priced_by: PricedBy, usage: Usage, response
         return factor * config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
     if priced_by == "none":
         return 0.0
-    if priced_by == "table" or (usage.tokens_cached and config.family.name == "moonshot-kimi-k2"):
+    if priced_by == "table" or (usage.tokens_cached and config.family.litellm_misses_cache_reads):
         price = table_price(config.model)
         return factor * price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached) if price else 0.0
     try:

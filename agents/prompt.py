@@ -356,7 +356,7 @@ CACHE_MARKER = {"type": "ephemeral"}
 
 
 def with_cache_markers(messages: list[dict[str, Any]], turn: Turn) -> list[dict[str, Any]]:
-    """The messages with prompt-cache markers (Anthropic's ``cache_control``) where what every
+    """The messages with prompt-cache markers (``cache_control``, for a family that ``marks_cache``) where what every
     turn repeats ends: after the fixed preamble (instructions, worked example, start, object
     locations) and, in a multi-turn conversation, after the last past turn. The text is unchanged
     byte for byte: a marker can only sit on a part's end, so the part that holds the end of the

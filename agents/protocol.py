@@ -29,7 +29,7 @@ from env.render_settings import MINIGRID, RenderSettings, render_settings
 from env.state import ACTIONS, SIX_ACTIONS
 
 Observation = Literal["image", "text", "image+text"]
-# effort levels across providers (each provider takes some of them: agents/providers.py)
+# effort levels across providers (each provider takes some of them: agents/providers/)
 Effort = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
 Style = Literal["gridbench", "study"]
 # fields that mean something in one style only, with the value the other style must keep
@@ -74,7 +74,7 @@ class Protocol(BaseModel):
     icl_example: bool = True
     # how much a model may think: its provider's own switch, an effort level (None: the
     # provider's default) and a separate thinking-token budget (None: none, only the output cap);
-    # agents/providers.py translates them, and refuses at load what a provider cannot honour
+    # agents/providers/ translates them, and refuses at load what a provider cannot honour
     thinking: bool = True
     effort: Effort | None = None
     thinking_budget: int | None = Field(None, ge=1024, le=1_000_000)
@@ -112,7 +112,7 @@ class Protocol(BaseModel):
     render: RenderSettings = MINIGRID
     # constrained decoding (agents/constraint.py): no constraint, the answer line alone, or free
     # text then the answer line; sent by the engine's own mechanism and refused at load where the
-    # model's provider has none (agents/providers.py)
+    # model's provider has none (agents/providers/)
     constrain: Constrain = "none"
 
     @model_validator(mode="after")

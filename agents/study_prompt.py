@@ -419,7 +419,7 @@ CACHE_MARKER = {"type": "ephemeral"}
 
 
 def study_cache_markers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Prompt-cache markers (Anthropic's ``cache_control``) where the study's client put its two:
+    """Prompt-cache markers (``cache_control``, for a family that ``marks_cache``) where the study's client put its two:
     the end of the system message and the last block of the request. Text and images unchanged."""
     out = [dict(m) for m in messages]
     system = out[0]

@@ -151,7 +151,7 @@ def seeded(fields: dict[str, Any], seed: int | None) -> dict[str, Any]:
 class Transport(ABC):
     """One way of sending a model's chat requests (see the module's docstring)."""
 
-    marks_cache: bool = False  # the request carries prompt-cache markers (Anthropic's cache_control)
+    marks_cache: bool = False  # the request carries prompt-cache markers (ProviderFamily.marks_cache)
     # what prices an answer when the model entry has no price: litellm's reading of the response,
     # litellm's price table, or nothing (agents.pricing)
     priced_by: PricedBy = "none"
@@ -165,6 +165,15 @@ class Transport(ABC):
     @abstractmethod
     async def send(self, request: Request) -> Answer:
         """One attempt: one request sent, its answer read; a failure raises."""
+
+    def wire(self, body: dict[str, Any]) -> dict[str, Any]:
+        """What ``send`` puts on the wire for ``body``, in the provider's own shape (``body`` itself,
+        where the transport posts it as it is): what a provider batch's line carries."""
+        return body
+
+    def read(self, payload: dict[str, Any]) -> Completion:
+        """An answer in the provider's own shape (a provider batch's), read as ``send`` reads one."""
+        raise NotImplementedError(f"{type(self).__name__} reads no answer apart from its call")
 
     def classify(self, err: Exception) -> Failure | None:
         """What a failed ``send`` means; None for an exception that is no transport failure (a

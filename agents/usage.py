@@ -69,8 +69,8 @@ class Budget:
         "thinking-token budget the request carried; null when it carried none (only the output cap limits "
         "thinking)"))
     reasoning_effort: str | None = field(default=None, metadata=doc(
-        "effort level the request carried (`low` .. `max`: Anthropic `output_config.effort`, OpenAI "
-        "`reasoning_effort`); null when none (the provider's default)"))
+        "effort level the request carried (`low` .. `max`, in the field its provider family names: "
+        "docs/providers.md); null when none (the provider's default)"))
     max_output_tokens: int | None = field(default=None, metadata=doc(
         "output-token cap the request carried (`max_tokens` or `max_completion_tokens`, thinking included); "
         "null for built-in agents"))

@@ -96,7 +96,7 @@ class EpisodeActor:
             if broker is not None:  # its requests go through the arm's lockstep rounds
                 from orchestrator.batching import EpisodeGateway
 
-                gateway = EpisodeGateway(broker, spec.episode_id, spec.model.config.family.batch_api)
+                gateway = EpisodeGateway(broker, spec.episode_id)
                 await gateway.join()
             agent = build_agent(spec.model.config, protocol, seed=spec.seed, endpoint=endpoint,
                                 on_rate_limit=sender.rate_limited if sender is not None else None, batch=gateway)

@@ -36,11 +36,10 @@ from typing import Any
 
 import ray
 
-from agents.batch_requests import custom_id, read_message
+from agents.batch_requests import custom_id
 from agents.model import ModelConfig
-from agents.openai_compat import Completion, EndpointError, read_completion
-from agents.providers import Tier
-from orchestrator.batch_providers import Outcome, ProviderBatches, failed, provider_batches
+from agents.providers import Outcome, ProviderBatches, Tier, api_of, failed
+from agents.transport import EndpointError
 
 BATCH_JOURNAL_DIR = "batches"
 UNPROCESSED = ("expired", "canceled")
@@ -126,7 +125,7 @@ class BatchBroker:
         self.config = config
         self.tier = config.tier_facts
         self.journal = BatchJournal(Path(journal_path))
-        self.provider = provider or provider_batches(config)
+        self.provider = provider or api_of(config.family).batches(config)
         self.live: set[str] = set()
         self.waiting: dict[str, Waiting] = {}  # request id -> its wait, not yet in a batch
         self.first_waiting: float | None = None
@@ -294,8 +293,8 @@ class BatchBroker:
 class EpisodeGateway:
     """One episode's way into its arm's broker (``agents.batch_requests.BatchGateway``)."""
 
-    def __init__(self, broker: Any, episode_id: str, api: str):
-        self.broker, self.episode_id, self.api = broker, episode_id, api
+    def __init__(self, broker: Any, episode_id: str):
+        self.broker, self.episode_id = broker, episode_id
 
     async def join(self) -> None:
         await self.broker.join.remote(self.episode_id)
@@ -303,7 +302,7 @@ class EpisodeGateway:
     async def leave(self) -> None:
         await self.broker.leave.remote(self.episode_id)
 
-    async def complete(self, request: dict[str, Any]) -> tuple[Completion, str]:
+    async def complete(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
         step, call, attempt = request["key"]
         outcome, batch = await self.broker.complete.remote(self.episode_id,
                                                            custom_id(self.episode_id, step, call, attempt),
@@ -311,8 +310,7 @@ class EpisodeGateway:
         if outcome["kind"] != "succeeded":
             raise EndpointError(outcome["error_class"] or "BatchRequestFailed", outcome["message"],
                                 retryable=outcome["retryable"])
-        body = outcome["body"]
-        return (read_message(body) if self.api == "anthropic" else read_completion(body)), batch
+        return outcome["body"], batch
 
 
 def journal_path(journal_dir: Path, model: str) -> str:

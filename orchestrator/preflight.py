@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agents.model import OPENAI_COMPATIBLE_PREFIXES, ModelConfig
+from agents.providers import ListingError, api_of
 from agents.secrets import scrub
 from env.errors import BadInput
 
@@ -51,14 +52,6 @@ class Checked:
     where: str  # the listing asked (a URL, or "<provider> model listing")
     checked: bool  # False: no free check exists for it
     seconds: float
-
-
-class ListingError(Exception):
-    """A listing that did not answer: ``kind`` is ``unreachable``, ``refused`` or ``status``."""
-
-    def __init__(self, kind: str, detail: str, status: int | None = None):
-        super().__init__(detail)
-        self.kind, self.detail, self.status = kind, detail, status
 
 
 def _connection_cause(err: Exception) -> str:
@@ -142,7 +135,7 @@ def listed(model: str, ids: Iterable[str], provider: str | None = None) -> bool:
     wanted = bare(model)
     if wanted in names:
         return True
-    # a version is the alias and a date: -20250929 (Anthropic), -2024-08-06 (OpenAI)
+    # a version is the alias and a date: -20250929 or -2024-08-06
     dated = re.compile(re.escape(wanted.removesuffix("-latest")) + r"-(\d{8}|\d{4}-\d{2}-\d{2})")
     return any(dated.fullmatch(n) for n in names)
 
@@ -180,6 +173,10 @@ def check_arm(source: str, i: int, m: ModelEntry) -> Checked:
         where = f"{config.api_base.rstrip('/')}/models"
         fetch: Callable[[], list[str]] = lambda: openai_listing(config.api_base or "", key)  # noqa: E731
         provider_prefix = None
+    elif (api := api_of(config.family)).reads_listing:
+        where = f"{provider}'s model listing" + (f" at {config.api_base}" if config.api_base else "")
+        fetch = lambda: api.listing(config, key)  # noqa: E731
+        provider_prefix = provider
     else:
         info = _litellm_listing(provider)
         if info is None:

@@ -3,7 +3,7 @@
 Each persona behaves as its provider documents, on its own: none reads gridbench's provider
 table (``agents.providers.FAMILIES``), so a test against it cannot agree with gridbench by
 construction. The one thing taken from gridbench is how a Claude model's name gives its version
-(``agents.providers.claude_version``, itself tested against Anthropic's model names): what each
+(``agents.providers.anthropic.claude_version``, itself tested against Anthropic's model names): what each
 version then accepts is the persona's own.
 """
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agents.providers import claude_version
+from agents.providers.anthropic import claude_version
 from testing.reading import request_images
 
 if TYPE_CHECKING:

@@ -216,3 +216,19 @@ def test_the_driver_class_is_at_most_250_lines():
     tree = ast.parse((ROOT / "orchestrator" / "driver.py").read_text(encoding="utf-8"))
     (driver,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Driver"]
     assert driver.end_lineno is not None and driver.end_lineno - driver.lineno + 1 <= 250
+
+
+def test_each_provider_is_named_in_its_adapter_alone():
+    """A provider is one adapter (docs/providers.md, *Adding a provider*): outside tests, docs,
+    bench and testing, its name appears in no source file but its own adapter module."""
+    from agents.providers import APIS
+
+    exempt = {"tests", "docs", "bench", "testing"}
+    sources = [p for p in ROOT.rglob("*") if p.suffix in (".py", ".js") and p.is_file()
+               and not (set(p.relative_to(ROOT).parts[:-1]) & (SKIPPED_DIRS | exempt))]
+    named = {api.name: api for api in APIS}
+    for provider in ("anthropic", "moonshot"):
+        word = re.compile(provider, re.IGNORECASE)
+        found = sorted(str(p.relative_to(ROOT)) for p in sources if word.search(p.read_text(encoding="utf-8")))
+        assert found == [f"agents/providers/{provider}.py"], (provider, found)
+        assert provider in named

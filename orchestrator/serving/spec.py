@@ -170,7 +170,7 @@ class ServeSpec(BaseModel):
     # ---- derived values ----------------------------------------------------------------
     @property
     def speaks(self) -> str:
-        """The provider family (agents/providers.py) of this spec's servers: what its requests
+        """The provider family (agents/providers/) of this spec's servers: what its requests
         carry depends on the engine, and on vLLM's reasoning parser."""
         if self.engine == "llama_cpp":
             return "llama-cpp"

@@ -50,10 +50,6 @@ def test_docs_list_every_family_with_its_facts():
     # Moonshot: cached tokens at the top level, no reasoning count
     ({"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140, "cached_tokens": 50},
      Usage(tokens_in=100, tokens_out=40, tokens_cached=50)),
-    # Anthropic's own shape: cache reads and writes apart from input_tokens, thinking tokens apart
-    ({"input_tokens": 10, "cache_read_input_tokens": 80, "cache_creation_input_tokens": 5, "output_tokens": 40,
-      "output_tokens_details": {"thinking_tokens": 25}},
-     Usage(tokens_in=95, tokens_out=40, tokens_reasoning=25, tokens_cached=80)),
     # llama.cpp: the counts and nothing more
     ({"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}, Usage(tokens_in=7, tokens_out=3)),
     (None, Usage()),

@@ -167,32 +167,35 @@ def test_dry_run_prices_each_arm_at_its_tier_beside_the_standard_figure(tmp_path
 
 def test_a_batch_line_carries_the_request_in_the_providers_own_shape(example_maze):
     """Anthropic's batch params: the system prompt apart, images as base64 sources, the cache
-    marks kept; OpenAI's and Moonshot's: the chat body under the provider's model name."""
-    from agents.batch_requests import CUSTOM_ID, batch_body, custom_id, read_message
+    marks kept; Moonshot's: the chat body under the provider's model name, ``thinking`` laid in
+    as the OpenAI SDK lays ``extra_body``; and an answer in a provider's own shape read as litellm
+    reads a synchronous one."""
+    from agents.batch_requests import CUSTOM_ID, custom_id
+    from agents.prompt import build_messages, with_cache_markers
 
     protocol = Protocol(observation="image+text", thinking=True, effort="xhigh")
     claude = LLMAgent(ModelConfig.for_model("anthropic/claude-opus-4-8", tier="batch"), protocol, offline=True)
     t = Turn(example_maze, protocol, 1, initial_state(example_maze), (), 57)
-    from agents.prompt import build_messages, with_cache_markers
-
     messages = with_cache_markers(build_messages(t), t)
     body = claude.transport.body(messages)
     assert body["model"] == "claude-opus-4-8" and body["output_config"] == {"effort": "xhigh"}
     assert body["thinking"] == {"type": "adaptive", "display": "summarized"} and "temperature" not in body
-    blocks = [b for m in body["messages"] for b in m["content"]]
+    blocks = [b for m in body["messages"] for b in m["content"]] + body.get("system", [])
     images = [b for b in blocks if b["type"] == "image"]
     assert images and all(b["source"]["type"] == "base64" and b["source"]["media_type"] == "image/png"
                           for b in images)
     assert sum("cache_control" in b for b in blocks) == 1
     assert all(m["role"] != "system" for m in body["messages"])
-    kimi = batch_body({"model": "x", "messages": messages}, "openai", "moonshot/kimi-k2.6")
-    assert kimi["model"] == "kimi-k2.6" and kimi["messages"] == messages
+    kimi = LLMAgent(ModelConfig.for_model("moonshot/kimi-k2.6", tier="batch"), Protocol(thinking=True), offline=True)
+    line = kimi.transport.body(messages)
+    assert line["model"] == "kimi-k2.6" and line["thinking"] == {"type": "enabled"} and "extra_body" not in line
     ids = {custom_id(f"ep{i}", step, call, attempt) for i in range(3) for step in (1, 12) for call in (0, 1)
            for attempt in (0, 2)}
     assert len(ids) == 24 and all(CUSTOM_ID.match(i) for i in ids)
-    answer = read_message({"content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "ACTION: left"}],
-                           "stop_reason": "max_tokens", "usage": {"input_tokens": 10, "cache_read_input_tokens": 90,
-                                                                  "output_tokens": 7}})
+    answer = claude.transport.read({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-opus-4-8", "stop_sequence": None,
+        "content": [{"type": "thinking", "thinking": "hm", "signature": "s"}, {"type": "text", "text": "ACTION: left"}],
+        "stop_reason": "max_tokens", "usage": {"input_tokens": 10, "cache_read_input_tokens": 90, "output_tokens": 7}})
     assert (answer.reply, answer.reasoning, answer.finish_reason) == ("ACTION: left", "hm", "length")
     assert (answer.usage.tokens_in, answer.usage.tokens_cached, answer.usage.tokens_out) == (100, 90, 7)
 

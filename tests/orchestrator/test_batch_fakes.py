@@ -1,6 +1,6 @@
 """The scripted server's provider batches speak the providers' protocols: the official
 ``anthropic`` and ``openai`` SDKs create, poll, read and cancel batches against them, and the
-gridbench side (``orchestrator.batch_providers``) reads every outcome the providers document."""
+gridbench side (each adapter's ``batches``, ``agents.providers``) reads every outcome the providers document."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from agents.model import ModelConfig
-from orchestrator.batch_providers import provider_batches
+from agents.providers import api_of
 from testing.scripted_server import ScriptedServer
 
 CLAUDE = "claude-opus-4-8"
@@ -96,12 +96,11 @@ def test_gridbench_reads_each_outcome_a_provider_documents(model):
     with ScriptedServer(script=["ACTION: left"], batch_fates=["expire"], batch_latency=0.1,
                         persona="moonshot") as srv:
         config = ModelConfig.for_model(model, api_base=srv.url, tier="batch")
-        api = config.family.batch_api
-        body = _params("x") if api == "anthropic" else {
+        body = _params("x") if model.startswith("anthropic/") else {
             "model": "kimi-k2.6", "messages": [{"role": "user", "content": "x"}]}
 
         async def go():
-            batches = provider_batches(config)
+            batches = api_of(config.family).batches(config)
             try:
                 batch = await batches.submit({"a": body, "b": body, "c": body})
                 while not await batches.ended(batch):

@@ -18,7 +18,8 @@ from orchestrator.sweep import parse_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 # the modules that are the loading itself: their rules are what load runs
-LOADING = {"agents/model.py", "agents/protocol.py", "agents/providers.py", "orchestrator/serving/spec.py"}
+LOADING = {"agents/model.py", "agents/protocol.py", "agents/providers/__init__.py", "agents/providers/family.py",
+           "orchestrator/serving/spec.py"}
 MAZES = str(ROOT / "tests" / "orchestrator" / "mazes")
 
 
