@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.providers import ProviderFamily, Tier, check_provider, check_tier, family_for
+from agents.providers import Price, ProviderFamily, Tier, check_provider, check_tier, family_for
 from env.errors import BadInput
 from env.names import check_name
 
@@ -54,19 +54,6 @@ DEFAULT_BATCH_ROUND_WAIT_S = 5.0
 OPENAI_COMPATIBLE_PREFIXES = frozenset({
     "openai", "hosted_vllm", "custom_openai", "openai_like", "llamafile", "lm_studio",
 })
-
-
-@dataclass(frozen=True)
-class Price:
-    """USD per token; ``cached_input`` (prompt-cache reads) defaults to ``input``."""
-
-    input: float
-    output: float
-    cached_input: float | None = None
-
-    def cost(self, tokens_in: int, tokens_out: int, tokens_cached: int = 0) -> float:
-        cached_rate = self.input if self.cached_input is None else self.cached_input
-        return (tokens_in - tokens_cached) * self.input + tokens_cached * cached_rate + tokens_out * self.output
 
 
 @dataclass(frozen=True)

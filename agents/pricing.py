@@ -1,6 +1,7 @@
 """What one model answer costs, in USD at the model entry's tier (docs/providers.md, *Tiers*).
 
-The standard price is the entry's ``price`` when it has one; otherwise what the transport's
+The standard price is the entry's ``price`` when it has one, then the adapter's list price where
+litellm's table is behind the provider (``ProviderAPI.prices``); otherwise what the transport's
 answers can be priced by (``Transport.priced_by``): litellm's reading of its own response,
 litellm's price table (a provider batch's answers), or nothing (the OpenAI-compatible client has
 no price table: 0, which the run's summary shows as unknown). The tier's factor multiplies it.
@@ -13,13 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from agents.litellm_transport import litellm_module
-from agents.model import ModelConfig, Price
+from agents.model import ModelConfig
+from agents.providers import Price, list_price
 from agents.transport import PricedBy
 from agents.usage import Usage
 
 
 def table_price(model: str) -> Price | None:
-    """The standard price of ``model`` in litellm's price table; None when it has none."""
+    """The standard price of ``model``: its adapter's list price where litellm's table is behind
+    (``agents.providers.list_price``), else litellm's table's; None when neither has one."""
+    listed = list_price(model)
+    if listed is not None:
+        return listed
     try:
         info = litellm_module().get_model_info(model)
         return Price(float(info["input_cost_per_token"]), float(info["output_cost_per_token"]),
@@ -32,8 +38,9 @@ def answer_cost(config: ModelConfig, priced_by: PricedBy, usage: Usage, response
     """USD of one answer of ``config``'s model that used ``usage``; ``response``: the provider's
     own, where ``priced_by`` is ``litellm``."""
     factor = config.tier_facts.price_factor
-    if config.price is not None:
-        return factor * config.price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
+    price = config.price or (list_price(config.model, config.family) if priced_by != "none" else None)
+    if price is not None:
+        return factor * price.cost(usage.tokens_in, usage.tokens_out, usage.tokens_cached)
     if priced_by == "none":
         return 0.0
     if priced_by == "table" or (usage.tokens_cached and config.family.litellm_misses_cache_reads):

@@ -119,6 +119,7 @@ class ModelEstimate:
     cost_typical_standard: float | None = 0.0
     typical_source: str = ""
     price_source: str = ""
+    price: dict[str, float] | None = None  # the standard USD per token: input, output, cached_input
     gpus: int | None = None  # a self-hosted vLLM model: GPUs its replicas hold
     gpu_hours_max: float | None = None
     gpu_hours_typical: float | None = None
@@ -186,6 +187,8 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
                                    else e.output_tokens_typical / STUDY_OUTPUT_TOKENS_PER_GPU_HOUR)
         e.tier = m.config.tier
         price, e.price_source = price_of(m)
+        if price is not None:
+            e.price = {k: v for k, v in asdict(price).items() if v is not None}
         if price is None or e.cost_max_standard is None:
             e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = None
             continue
@@ -240,7 +243,10 @@ def price_of(model: ModelEntry) -> tuple[Price | None, str]:
     if model.serve is not None:
         return None, "self-hosted"
     from agents.llm import table_price
+    from agents.providers import list_price
 
+    if (listed := list_price(config.model, config.family)) is not None:
+        return listed, "list price (docs/providers.md)"
     price = table_price(config.model)
     return (price, "litellm table") if price is not None else (None, "unknown: give the entry a price")
 

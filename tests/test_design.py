@@ -227,7 +227,7 @@ def test_each_provider_is_named_in_its_adapter_alone():
     sources = [p for p in ROOT.rglob("*") if p.suffix in (".py", ".js") and p.is_file()
                and not (set(p.relative_to(ROOT).parts[:-1]) & (SKIPPED_DIRS | exempt))]
     named = {api.name: api for api in APIS}
-    for provider in ("anthropic", "moonshot"):
+    for provider in ("anthropic", "moonshot", "gemini"):
         word = re.compile(provider, re.IGNORECASE)
         found = sorted(str(p.relative_to(ROOT)) for p in sources if word.search(p.read_text(encoding="utf-8")))
         assert found == [f"agents/providers/{provider}.py"], (provider, found)

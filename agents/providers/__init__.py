@@ -25,6 +25,7 @@ from agents.providers.family import (
     IMAGE_DETAILS,
     TIERS,
     Control,
+    Price,
     ProviderFamily,
     Switch,
     Tier,
@@ -68,6 +69,12 @@ def family_for(model: str, *, provider: str | None = None) -> ProviderFamily:
 def api_of(family: ProviderFamily) -> ProviderAPI:
     """The adapter that declares ``family``."""
     return _API_OF[family.name]
+
+
+def list_price(model: str, family: ProviderFamily | None = None) -> Price | None:
+    """The standard price of ``model`` where its adapter knows it better than litellm's table
+    (``ProviderAPI.prices``); None: litellm's table serves."""
+    return api_of(family or family_for(model)).prices.get(model.partition("/")[2])
 
 
 def check_tier(source: str, where: str, value: Any, family: ProviderFamily) -> str:
@@ -118,7 +125,8 @@ STUDY_PRIORS: dict[str, StudyPrior] = {f.name: STUDY_PRIORS_BY_MODEL[f.prior] fo
 
 __all__ = [
     "APIS", "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_PRIORS", "STUDY_PRIORS_BY_MODEL",
-    "TIERS", "Control", "ListingError", "Outcome", "ProviderAPI", "ProviderBatches", "ProviderFamily", "StudyPrior",
+    "TIERS", "Control", "ListingError", "Price", "Outcome", "ProviderAPI", "ProviderBatches", "ProviderFamily", "StudyPrior",
     "Switch", "Tier", "api_of", "check_provider", "check_tier", "controlled_param", "errored", "failed", "family_for",
+    "list_price",
     "merge_fields",
 ]

@@ -10,7 +10,9 @@ in spirit: a provider overrides only what differs). It declares:
 - ``family``: which model strings it claims (a litellm prefix and a name);
 - ``batches``: its batch endpoints, where a family sells a ``batch`` tier;
 - ``listing`` (with ``reads_listing``): the preflight's model listing, where litellm's is
-  missing or wrong.
+  missing or wrong;
+- ``prices``: list prices where litellm's table is behind the provider's (each with its source
+  in docs/providers.md).
 
 What it does not declare, it shares with every provider: the request body and the reading of the
 answer are litellm's one translation (``agents.litellm_transport``), for a synchronous call and a
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from agents.providers.family import ProviderFamily
+from agents.providers.family import Price, ProviderFamily
 
 if TYPE_CHECKING:
     from agents.model import ModelConfig
@@ -40,6 +42,8 @@ class ProviderAPI:
     fallback: ClassVar[bool] = False
     # the preflight asks ``listing`` for the provider's models, not litellm's listing
     reads_listing: ClassVar[bool] = False
+    # standard prices by the model's name at the provider, where litellm's table is behind
+    prices: ClassVar[dict[str, Price]] = {}
 
     def family(self, prefix: str, name: str) -> ProviderFamily | None:
         """The family of a litellm model string ``prefix/name``; None when it is not this API's."""

@@ -25,6 +25,7 @@ CONTROLLED_PARAMS = {
     "max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens",
     "temperature": "temperature", "thinking": "thinking", "reasoning_effort": "effort",
     "output_config": "effort", "thinking_token_budget": "thinking_budget", "seed": "seed",
+    "thinkingConfig": "effort", "thinking_config": "effort",
     # the engines' reply constraints (and vLLM's older names for them)
     "grammar": "constrain", "structured_outputs": "constrain", "guided_choice": "constrain",
     "guided_regex": "constrain", "guided_grammar": "constrain", "guided_json": "constrain",
@@ -75,6 +76,19 @@ class Tier:
 
 
 STANDARD = Tier("standard")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per token; ``cached_input`` (prompt-cache reads) defaults to ``input``."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, tokens_in: int, tokens_out: int, tokens_cached: int = 0) -> float:
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        return (tokens_in - tokens_cached) * self.input + tokens_cached * cached_rate + tokens_out * self.output
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,12 @@ from agents.usage import Usage
     ("openai/gpt-4o", {}, "generic"),
     ("hosted_vllm/Qwen/Qwen3.6-27B", {}, "vllm"),
     ("openai/gpt-5", {"provider": "vllm-reasoning"}, "vllm-reasoning"),
+    ("gemini/gemini-4-argon", {}, "gemini-3"),
+    ("gemini/gemini-3.8-flash", {}, "gemini-3"),
+    ("gemini/gemini-3.1-pro-preview", {}, "gemini-3"),
+    ("gemini/gemini-3.6-flash", {}, "gemini-3-minimal"),
+    ("gemini/gemini-3.1-flash-lite", {}, "gemini-3-minimal"),
+    ("gemini/gemini-2.5-pro", {}, "generic"),
 ])
 def test_a_model_gets_its_family(model, served, family):
     assert family_for(model, **served).name == family
