@@ -1,7 +1,8 @@
-"""A scripted OpenAI- and Anthropic-compatible chat server on 127.0.0.1, for tests and benches
-(not installed with gridbench: ``testing/`` is the test suite's and the benches' own).
+"""A scripted OpenAI-, Anthropic- and Gemini-compatible chat server on 127.0.0.1, for tests and
+benches (not installed with gridbench: ``testing/`` is the test suite's and the benches' own).
 
-It speaks ``POST /v1/chat/completions``, Anthropic's ``POST /v1/messages`` and ``GET /v1/models``
+It speaks ``POST /v1/chat/completions``, Anthropic's ``POST /v1/messages``, Google's ``POST
+.../models/{model}:generateContent`` and ``GET /v1/models`` (Google's ``GET /v1beta/models``)
 over real HTTP, so the agent is exercised exactly as against a provider: retries, faults, usage,
 prompt caching and cost accounting.
 
@@ -37,12 +38,21 @@ without; cached tokens only under ``--enable-prompt-tokens-details``) and ``llam
 thinking switch; ignores unknown fields). ``/v1/messages`` always answers as Anthropic does,
 by model: Claude 5 cannot turn thinking off and thinks at effort medium unless told; Claude 4.7+ refuses ``budget_tokens`` and any sampling parameter and leaves thinking
 text out unless ``display: summarized`` is asked; older Claude thinks within ``budget_tokens``
-below ``max_tokens``. Each recorded request holds what the persona applied (``applied``:
-thinking, effort, thinking budget, output cap), which tests compare with what gridbench recorded.
+below ``max_tokens``. ``.../models/{model}:generateContent`` (with or without ``/v1beta`` or
+``/v1alpha``; ``gemini_url`` is litellm's ``api_base`` for it, ``root_url`` the google-genai SDK's
+``base_url``) always answers as Google's Gemini API does (``testing.personas.GeminiPersona``, by
+model: thinking levels or budgets as each generation takes them, Google's error body, thought
+summaries under ``includeThoughts``, ``usageMetadata`` with the implicit cache's hits), its
+request recorded in the OpenAI shape with Google's own body in ``wire``; persona ``gemini`` makes
+the whole server Google's (its model listing, paged, and its key errors on every path). Each
+recorded request holds what the persona applied (``applied``: thinking, effort, thinking budget,
+output cap; Gemini's also the media resolution), which tests compare with what gridbench recorded.
 
 ``api_key``: the one key the server takes. A request without it (``Authorization: Bearer <key>``, or
 Anthropic's ``x-api-key`` header) is refused with 401 before anything else, its model
-listing included, with the body the provider sends (OpenAI's echoes part of the key it got).
+listing included, with the body the provider sends (OpenAI's echoes part of the key it got). On
+the Gemini API's routes the key is ``x-goog-api-key`` or ``?key=``, and a wrong one is Google's
+400 ``API_KEY_INVALID`` (none at all, its 403); faults come back in Google's shape there too.
 
 Per-request headers override the script: ``X-Scripted-Reply`` (reply text), ``X-Scripted-Fault``
 (a fault name). Every request is recorded (path, headers, parsed body, whether it was answered)
@@ -55,8 +65,9 @@ requests than this at once are refused with 429 and ``Retry-After: retry_after``
 rate limit). Anthropic requests report ``cache_read_input_tokens`` for the longest part of the
 prompt up to a ``cache_control`` marker that was sent before, as Anthropic's prompt cache does.
 
-Provider batches (``testing.batch_fakes``): Anthropic's Message Batches and OpenAI's (and
-Moonshot's) files and batches endpoints, each request answered by the script when its batch ends
+Provider batches (``testing.batch_fakes``): Anthropic's Message Batches, OpenAI's (and
+Moonshot's) files and batches endpoints, and Gemini's Batch Mode through its Files API, each
+request answered by the script when its batch ends
 (``batch_latency`` seconds after it was created; ``batch_fates``: ``ok``, ``expire``, ``error``).
 The flex tier: ``flex_unavailable`` requests with ``service_tier: "flex"`` are refused first with
 OpenAI's 429 "Resource Unavailable" (nothing answered, nothing billed); answers echo the tier.
@@ -72,6 +83,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -80,11 +92,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+from urllib import parse as urllib_parse
 
-from testing.batch_fakes import BatchFakes
+from testing.batch_fakes import BatchFakes, Reply
 from testing.defects import DEFECTS, defect_plan
 from testing.personas import (
     ANTHROPIC,
+    GEMINI,
+    GEMINI_LISTED_NAMES,
+    GEMINI_MODELS,
+    GOOGLE_STATUS,
     LlamaCppPersona,
     MoonshotPersona,
     OpenAIReasoningPersona,
@@ -92,6 +109,9 @@ from testing.personas import (
     VLLMPersona,
     approx_tokens,
     count_prompt_tokens,
+    gemini_openai_shape,
+    google_error,
+    google_key_error,
     openai_shape,
 )
 from testing.reading import (
@@ -113,7 +133,10 @@ FAULTS = (
     "429", "insufficient_quota", "500", "503", "hang", "malformed", "empty_choices", "length", "401", "400", "context_length",
 )
 MODES = ("script", "actions", "oracle", *DEFECTS, "garbage")
-PERSONAS = ("openai", "openai-reasoning", "moonshot", "vllm", "llama-cpp")
+PERSONAS = ("openai", "openai-reasoning", "moonshot", "vllm", "llama-cpp", "gemini")
+# Gemini's generateContent, under any API version (v1beta, v1alpha) or none: the model is the path's
+GEMINI_CALL = re.compile(r"(?:^|/)models/([^/:?]+):generateContent$")
+GEMINI_PAGE_SIZE = 5  # the fake's default models.list page (Google's is 50): small enough to page
 
 _GARBAGE = (
     "I am not sure what to do here. The maze is interesting.",
@@ -134,6 +157,31 @@ _ERROR_BODIES = {
         "9000 tokens. Please reduce the length of the messages.",
     ),
 }
+# the same faults as the Gemini API answers them: (HTTP status, message)
+_GOOGLE_FAULTS = {
+    "429": (429, "Resource has been exhausted (e.g. check quota)."),
+    "insufficient_quota": (429, "You exceeded your current quota, please check your plan and billing details."),
+    "500": (500, "An internal error has occurred. Please retry or report in "
+                 "https://developers.generativeai.google/guide/troubleshooting"),
+    "503": (503, "The model is overloaded. Please try again later."),
+    "400": (400, "Request contains an invalid argument."),
+    "context_length": (400, "The input token count (9000) exceeds the maximum number of tokens allowed (8192)."),
+}
+
+
+def gemini_path(path: str) -> str | None:
+    """The model a Gemini ``generateContent`` path names, None for any other path."""
+    m = GEMINI_CALL.search(path.split("?", 1)[0].rstrip("/"))
+    return m.group(1) if m else None
+
+
+def google_route(path: str, headers: dict[str, str]) -> bool:
+    """Whether a request is the Gemini API's: its paths (a version ``v1beta``/``v1alpha``, the
+    upload and download roots, ``:generateContent``) or its key (``x-goog-api-key``, ``?key=``)."""
+    bare, _, query = path.partition("?")
+    return (gemini_path(path) is not None or bare.endswith(":batchGenerateContent")
+            or re.match(r"/(upload/|download/)?v1(beta|alpha)\b", bare) is not None
+            or "x-goog-api-key" in headers or re.search(r"(^|&)key=", query) is not None)
 
 
 @dataclass
@@ -191,8 +239,9 @@ class ScriptedServer:
         batch_fates: Sequence[str] = ("ok",),
         flex_unavailable: int = 0,
     ):
-        """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``); ``vllm_argv``: the
-        ``vllm serve`` command line the ``vllm`` persona was served with."""
+        """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``; ``gemini``: as ``openai``,
+        with Google's model listing and key errors on every path); ``vllm_argv``: the ``vllm serve``
+        command line the ``vllm`` persona was served with."""
         self.mode = mode or ("actions" if actions else "script")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
@@ -224,7 +273,8 @@ class ScriptedServer:
             raise ValueError(f"persona must be one of {PERSONAS}, got {persona!r}")
         self.persona: Persona = (VLLMPersona(vllm_argv or ["vllm", "serve", model]) if persona == "vllm"
                                  else {"openai": Persona, "openai-reasoning": OpenAIReasoningPersona, "moonshot": MoonshotPersona,
-                                       "llama-cpp": LlamaCppPersona}[persona]())
+                                       "llama-cpp": LlamaCppPersona, "gemini": Persona}[persona]())
+        self.google = persona == "gemini"  # Google's model listing and key errors on every path
         self.batches = BatchFakes(self, batch_latency, list(batch_fates))
         self.flex_unavailable = flex_unavailable
         self._httpd = _Server((host, port), _Handler)
@@ -241,6 +291,16 @@ class ScriptedServer:
     def url(self) -> str:
         """The OpenAI-style base URL (ends in ``/v1``): pass it as ``api_base``."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def gemini_url(self) -> str:
+        """Gemini's versioned base URL (ends in ``/v1beta``): litellm's ``api_base`` for ``gemini/`` models."""
+        return f"http://127.0.0.1:{self.port}/v1beta"
+
+    @property
+    def root_url(self) -> str:
+        """The server with no path: the google-genai SDK's ``base_url`` (it adds the version itself)."""
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ScriptedServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
@@ -262,7 +322,8 @@ class ScriptedServer:
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.path.endswith(("/chat/completions", "/messages"))]
+        return [r for r in self.requests
+                if r.path.split("?", 1)[0].endswith(("/chat/completions", "/messages", ":generateContent"))]
 
     # ---- replies ---------------------------------------------------------------------------
     def _next_item(self, index: int, body: dict, headers: dict[str, str]) -> dict[str, Any]:
@@ -390,6 +451,38 @@ class ScriptedServer:
             return status, {"error": {"type": kind, "message": message}}
         return 200, persona.answer(self, wire, self._completion(index, body, item))
 
+    def answer_gemini_now(self, model: str, wire: dict) -> tuple[int, dict[str, Any]]:
+        """A Gemini request answered without HTTP, as a batch processes it: (status, body), an
+        error in Google's shape."""
+        native = {**wire, "model": wire.get("model") or f"models/{model}"}
+        body = gemini_openai_shape(native)
+        with self._lock:
+            index = next(self._counter)
+        refusal = GEMINI.refusal(native)
+        if refusal is not None:
+            return refusal
+        item = self._next_item(index, body, {})
+        fault = item.get("fault")
+        if fault:
+            status, message = _GOOGLE_FAULTS.get(fault, (500, f"scripted {fault}"))
+            return google_error(status, message)
+        return 200, GEMINI.answer(self, native, self._completion(index, body, item))
+
+    def gemini_models(self) -> list[dict[str, Any]]:
+        """The Gemini API's model listing: its current models (``GEMINI_MODELS``), as ``Model`` resources."""
+        out = []
+        for m in GEMINI_MODELS:
+            if not m.listed:
+                continue
+            name = GEMINI_LISTED_NAMES.get(m.id, m.id)
+            out.append({"name": f"models/{name}", "baseModelId": m.id, "version": "001", "displayName": m.display,
+                        "description": f"{m.display} (scripted)", "inputTokenLimit": 1_048_576,
+                        "outputTokenLimit": m.output_limit,
+                        "supportedGenerationMethods": ["generateContent", "countTokens", "createCachedContent",
+                                                       "batchGenerateContent"],
+                        "temperature": 1.0, "topP": 0.95, "topK": 64, "maxTemperature": 2.0, "thinking": True})
+        return out
+
     def _completion(self, index: int, body: dict, item: dict[str, Any]) -> dict[str, Any]:
         reply = item.get("reply", "")
         reasoning = item.get("reasoning", self.reasoning)
@@ -441,11 +534,28 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _send_batch(self, reply: tuple[int, Any, str] | Reply) -> None:
+        """A batch or file endpoint's answer, with its own headers where it has some."""
+        self._send(reply[0], reply[1], reply.headers if isinstance(reply, Reply) else None, content_type=reply[2])
+
     def _refused_key(self, headers: dict[str, str]) -> bool:
-        """Answer 401 when the server takes one key and the request does not carry it."""
+        """Answer 401 when the server takes one key and the request does not carry it (the Gemini
+        API's own answer, a 400 or 403, to a request on its routes)."""
         expected = self.server.scripted.api_key
         if expected is None:
             return False
+        query = self.path.partition("?")[2]
+        if self.server.scripted.google or google_route(self.path, headers):
+            if "upload_id=" in query:  # a resumable upload's URL is its own credential
+                return False
+            params = urllib_parse.parse_qs(query)
+            # Google's OpenAI-compatible paths take the key as a bearer token
+            sent = (headers.get("x-goog-api-key") or next(iter(params.get("key") or []), None)
+                    or headers.get("authorization", "").removeprefix("Bearer ").strip() or None)
+            if sent == expected:
+                return False
+            self._send(*google_key_error(sent))
+            return True
         # Anthropic's requests (its model listing included) carry the key in x-api-key
         anthropic = "x-api-key" in headers
         sent = headers["x-api-key"] if anthropic else headers.get("authorization", "").removeprefix("Bearer ").strip()
@@ -464,13 +574,53 @@ class _Handler(BaseHTTPRequestHandler):
         if self._refused_key(headers):
             return
         batch = scripted.batches.handle("GET", self.path, b"", headers)
+        bare = self.path.split("?", 1)[0].rstrip("/")
         if batch is not None:
-            self._send(batch[0], batch[1], content_type=batch[2])
-        elif self.path.rstrip("/").endswith("/models"):
+            self._send_batch(batch)
+        elif scripted.google or google_route(self.path, headers):
+            self._google_models(bare)
+        elif bare.endswith("/models"):
             self._send(200, {"object": "list", "data": [
                 {"id": scripted.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})
         else:
             self._send(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def _google_models(self, bare: str) -> None:
+        """``models.list`` (``pageSize``, ``pageToken``, ``nextPageToken``) and ``models.get``, as
+        the Gemini API answers them."""
+        models = self.server.scripted.gemini_models()
+        m = re.search(r"/models/([^/:]+)$", bare)
+        if m:
+            found = next((x for x in models if x["name"] == f"models/{m.group(1)}"), None)
+            if found is None:
+                self._send(*google_error(404, f"models/{m.group(1)} is not found for API version v1beta."))
+            else:
+                self._send(200, found)
+            return
+        if not bare.endswith("/models"):
+            self._send(*google_error(404, "Method not found."))
+            return
+        params = urllib_parse.parse_qs(self.path.partition("?")[2])
+        try:
+            size = min(int(next(iter(params.get("pageSize") or []), 0)) or GEMINI_PAGE_SIZE, 1000)
+            token = (params.get("pageToken") or [""])[0]
+            start = int(token.removeprefix("page-")) if token else 0
+        except ValueError:
+            self._send(*google_error(400, "Invalid page token or page size."))
+            return
+        page: dict[str, Any] = {"models": models[start:start + size]}
+        if start + size < len(models):
+            page["nextPageToken"] = f"page-{start + size}"
+        self._send(200, page)
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        scripted = self.server.scripted
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        scripted.requests.append(RecordedRequest(self.path, headers, None))
+        if self._refused_key(headers):
+            return
+        self._send_batch(scripted.batches.handle("DELETE", self.path, b"", headers) or (
+            404, {"error": {"message": "not found", "type": "not_found"}}, "application/json"))
 
     def do_POST(self) -> None:  # noqa: N802
         scripted = self.server.scripted
@@ -486,8 +636,11 @@ class _Handler(BaseHTTPRequestHandler):
             scripted.requests.append(batch_request)
             if self._refused_key(headers):
                 return
-            status, payload, content_type = scripted.batches.handle("POST", self.path, raw, headers) or (404, {}, "")
-            self._send(status, payload, content_type=content_type)
+            self._send_batch(scripted.batches.handle("POST", self.path, raw, headers) or (404, {}, "application/json"))
+            return
+        gemini_model = gemini_path(self.path)
+        if gemini_model is not None:
+            self._gemini(gemini_model, body, headers)
             return
         anthropic = self.path.rstrip("/").endswith("/messages")
         record = RecordedRequest(self.path, headers, openai_shape(body) if anthropic else body, wire=body)
@@ -526,30 +679,73 @@ class _Handler(BaseHTTPRequestHandler):
             with scripted._lock:
                 scripted._busy -= 1
 
-    def _answer(self, persona: Persona, index: int, record: RecordedRequest, body: dict) -> None:
+    def _gemini(self, model: str, body: Any, headers: dict[str, str]) -> None:
+        """``models/{model}:generateContent``, answered as the Gemini API does (``GEMINI``): the
+        recorded ``body`` in the OpenAI shape, ``wire`` the request as it came."""
+        scripted = self.server.scripted
+        native = {**body, "model": body.get("model") or f"models/{model}"} if isinstance(body, dict) else body
+        record = RecordedRequest(self.path, headers, gemini_openai_shape(native, model), wire=body)
+        with scripted._lock:
+            scripted.requests.append(record)
+            index = next(scripted._counter)
+        if self._refused_key(headers):
+            return
+        if not isinstance(native, dict):
+            self._send(*google_error(400, "Invalid JSON payload received."))
+            return
+        if scripted.on_request is not None and scripted.on_request(record) == "drop":
+            self.close_connection = True
+            return
+        rejection = GEMINI.refusal(native)
+        if rejection is not None:
+            self._send(*rejection)
+            return
+        record.applied = GEMINI.applied(native)
+        with scripted._lock:
+            scripted._busy += 1
+            refused = scripted.capacity is not None and scripted._busy > scripted.capacity
+        try:
+            if refused:
+                self._fault("429", {"retry_after": scripted.retry_after}, headers, record.body, google=True)
+            else:
+                self._answer(GEMINI, index, record, native, google=True)
+        finally:
+            with scripted._lock:
+                scripted._busy -= 1
+
+    def _answer(self, persona: Persona, index: int, record: RecordedRequest, body: dict, google: bool = False) -> None:
         """The script's next item for this request: a completion as ``persona`` sends it, or a fault."""
         scripted = self.server.scripted
         try:
             item = scripted._next_item(index, record.body, record.headers)
         except Exception as err:  # a broken script answers 500 instead of dropping the line
-            self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
+            if google:
+                self._send(*google_error(500, f"scripted server: {err!r}"))
+            else:
+                self._send(500, {"error": {"message": f"scripted server: {err!r}", "type": "server_error"}})
             return
         delay = item.get("latency", scripted.latency)
         if delay:
             scripted._stop.wait(delay)
         fault = item.get("fault")
         if fault:
-            self._fault(fault, item, record.headers, record.body)
+            self._fault(fault, item, record.headers, record.body, google=google)
             return
         reply = scripted._completion(index, record.body, item)
-        self._send(200, persona.answer(scripted, body, reply))
+        answer = persona.answer(scripted, body, reply)
+        # marked before it goes out: a client that reads the record as soon as its answer arrives
+        # must find it answered (a provider bills an answer it sent, read or not)
         record.answered = True
+        self._send(200, answer)
 
-    def _fault(self, fault: str, item: dict, headers: dict[str, str], request: dict) -> None:
+    def _fault(self, fault: str, item: dict, headers: dict[str, str], request: dict, google: bool = False) -> None:
         scripted = self.server.scripted
         if fault == "hang":
             scripted._stop.wait(item.get("hang_s", scripted.hang_s))
             self.close_connection = True
+            return
+        if google:
+            self._google_fault(fault, item, request)
             return
         if fault == "malformed":
             self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"index": 0, "mess')
@@ -576,6 +772,43 @@ class _Handler(BaseHTTPRequestHandler):
         status, kind, code, message = _ERROR_BODIES[fault]
         extra = {"Retry-After": str(item.get("retry_after", 1))} if status == 429 else None
         self._send(status, {"error": {"message": message, "type": kind, "code": code}}, extra)
+
+
+    def _google_fault(self, fault: str, item: dict, request: dict) -> None:
+        """A fault as the Gemini API answers it: Google's error body (a 429 with a ``RetryInfo``
+        detail, no ``Retry-After`` header), a cut body, a prompt blocked with no candidate, a reply
+        stopped at ``MAX_TOKENS``, an unknown key's 400."""
+        scripted = self.server.scripted
+        model = str(request.get("model") or scripted.model)
+        if fault == "malformed":
+            self._send(200, b'{"candidates": [{"content": {"parts": [{"te')
+            return
+        if fault == "empty_choices":
+            self._send(200, {"promptFeedback": {"blockReason": "OTHER"}, "modelVersion": model,
+                             "usageMetadata": {"promptTokenCount": count_prompt_tokens(request),
+                                               "totalTokenCount": count_prompt_tokens(request)}})
+            return
+        if fault == "length":
+            prompt = count_prompt_tokens(request)
+            self._send(200, {"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"},
+                                             "finishReason": "MAX_TOKENS", "index": 0}],
+                             "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 0,
+                                               "totalTokenCount": prompt},
+                             "modelVersion": model, "responseId": "scripted-gemini-length"})
+            return
+        if fault == "401":
+            self._send(*google_key_error("wrong"))
+            return
+        status, message = _GOOGLE_FAULTS.get(fault, (500, f"unknown scripted fault {fault!r}"))
+        details: list[dict[str, Any]] | None = None
+        if status == 429:
+            details = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                        "retryDelay": f"{item.get('retry_after', 1):g}s"}]
+            if fault == "insufficient_quota":
+                details.insert(0, {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [
+                    {"quotaMetric": "generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count",
+                     "quotaId": "GenerateContentPaidTierInputTokensPerModelPerDay"}]})
+        self._send(*google_error(status, message, GOOGLE_STATUS.get(status, ("UNKNOWN", 2))[0], details))
 
 
 def main(argv: list[str] | None = None) -> int:
