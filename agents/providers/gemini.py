@@ -89,13 +89,16 @@ class GeminiAPI(ProviderAPI):
     def listing(self, config: ModelConfig, key: str | None) -> list[str]:
         from google.genai import errors
 
+        sdk = client(config, key)  # held while the pager fetches its pages
         try:
-            return [str(m.name) for m in client(config, key).models.list(config={"page_size": 1000})]
+            return [str(m.name) for m in sdk.models.list(config={"page_size": 1000})]
         except errors.APIError as err:
             refused = err.code in (401, 403) or (err.code == 400 and "API key" in str(err.message))
             raise ListingError("refused" if refused else "status", f"HTTP {err.code}", err.code) from None
         except Exception as err:  # noqa: BLE001 - httpx's connection errors, whose text names no key
             raise ListingError("unreachable", type(err).__name__) from None
+        finally:
+            sdk.close()
 
 
 def client(config: ModelConfig, key: str | None) -> Any:

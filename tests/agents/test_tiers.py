@@ -250,6 +250,7 @@ def test_a_batch_answer_costs_its_tier_of_the_table_price(model, tier, factor):
     ("anthropic/claude-opus-4-8", None, "litellm"),
     ("moonshot/kimi-k2.6", "moonshot", "litellm"), ("moonshot/kimi-k2.6", "moonshot", "openai"),
     ("openai/gpt-5", "openai-reasoning", "litellm"), ("openai/gpt-5", "openai-reasoning", "openai"),
+    ("gemini/gemini-4-argon", "gemini", "litellm"), ("gemini/gemini-3.6-flash", "gemini", "litellm"),
 ])
 def test_a_batch_line_carries_the_body_the_synchronous_call_sends(example_maze, monkeypatch, model, persona, client):
     """One request, one translation: for each family with a batch tier and each client, the body a

@@ -62,53 +62,62 @@ class Rounds(Reporter):
 
 
 def test_batch_and_flex_arms_run_to_the_end_at_their_tiers_prices(ray_with_key, tmp_path):
-    # Claude's second batch expires half done and its third holds an errored (overloaded) request
+    # Claude's second batch expires half done and its third holds an errored (overloaded) request;
+    # Gemini's second batch expires with no result at all (as Google's does)
     with ScriptedServer(mode="oracle", mazes=MAZES, batch_fates=["ok", "expire", "error", "ok"]) as plain, \
-            ScriptedServer(mode="oracle", mazes=MAZES, persona="moonshot") as kimi_srv:
+            ScriptedServer(mode="oracle", mazes=MAZES, persona="moonshot") as kimi_srv, \
+            ScriptedServer(mode="oracle", mazes=MAZES, persona="gemini", batch_fates=["ok", "expire", "ok"]) as gem:
         plain.flex_unavailable = 3
         path = write_sweep(tmp_path / "tiers.yaml", [
             entry("claude-batch", "anthropic/claude-opus-4-8", plain.url, "batch"),
             entry("kimi-batch", "moonshot/kimi-k2.6", kimi_srv.url, "batch"),
             entry("gpt-flex", "openai/gpt-5", plain.url, "flex"),
+            entry("gemini-batch", "gemini/gemini-3.8-flash", gem.gemini_url, "batch", protocol={"effort": "low"}),
         ])
         reporter = Rounds()
         outcome = Driver(load_sweep(path), tmp_path / "run", reporter=reporter).execute()
-        submitted = plain.batches.submitted + kimi_srv.batches.submitted
+        submitted = plain.batches.submitted + kimi_srv.batches.submitted + gem.batches.submitted
+        gemini_expired = sum(len(b.lines) for b in gem.batches.batches.values() if b.fate == "expire")
         fates = Counter(kind for b in plain.batches.batches.values() for kind, _ in (b.outcomes or {}).values())
         flex_refused = [r for r in plain.chat_requests if r.body.get("service_tier") == "flex" and not r.answered]
     assert outcome.exit_code == 0
     episodes = assert_each_episode_once(tmp_path / "run", {s.episode_id for s in load_sweep(path).episodes()})
     assert episodes["solved"].all()
     steps = pd.read_parquet(tmp_path / "run" / "steps")
-    for name, factor in (("claude-batch", 0.5), ("kimi-batch", 0.6), ("gpt-flex", 0.5)):
+    for name, factor in (("claude-batch", 0.5), ("kimi-batch", 0.6), ("gpt-flex", 0.5), ("gemini-batch", 0.5)):
         arm = steps[steps["model_name"] == name]
         assert (arm["tier"] == name.split("-")[1]).all()
         assert arm["cost_usd"].sum() == pytest.approx(factor * standard_cost(arm))
     batch_steps = steps[steps["tier"] == "batch"]
     assert batch_steps["batch_id"].notna().all() and steps[steps["tier"] == "flex"]["batch_id"].isna().all()
     assert len(flex_refused) == 3  # the flex 429s were waited out, never billed
-    for name in ("claude-batch", "kimi-batch"):  # cache reads in batches, at the cached price above
+    for name in ("claude-batch", "kimi-batch", "gemini-batch"):  # cache reads in batches, at the cached price above
         assert steps[steps["model_name"] == name]["tokens_cached"].sum() > 0
     # the expired requests went again, the errored one was retried as a new request: each bought once
     assert fates["expired"] >= 1 and fates["errored"] == 1
     claude_calls = int(steps[steps["model_name"] == "claude-batch"]["calls"].sum())
     assert len(plain.batches.submitted) == claude_calls + fates["expired"] + fates["errored"]
-    assert {name for name, p in reporter.seen.items() if p["rounds"] > 0} == {"claude-batch", "kimi-batch"}
+    gemini_calls = int(steps[steps["model_name"] == "gemini-batch"]["calls"].sum())
+    assert gemini_expired >= 1 and len(gem.batches.submitted) == gemini_calls + gemini_expired
+    assert {name for name, p in reporter.seen.items() if p["rounds"] > 0} == {"claude-batch", "kimi-batch", "gemini-batch"}
     # each request went in exactly one batch, and the batches ran in lockstep: the two episodes of
     # an arm share their rounds (one round more at most, while the second episode started)
     assert max(Counter(cid for _, _, cid in submitted).values()) == 1
     # (Claude's expired and errored requests cost it a round each at most)
-    for name, slack in (("kimi-batch", 1), ("claude-batch", 3)):
+    for name, slack in (("kimi-batch", 1), ("claude-batch", 3), ("gemini-batch", 2)):
         arm = batch_steps[batch_steps["model_name"] == name]
         rounds = arm["batch_id"].nunique()
         longest = int(arm.groupby("episode_id")["step"].max().max())
         assert longest <= rounds <= longest + slack, (name, rounds, longest)
 
 
-def test_a_driver_killed_mid_batch_repays_nothing(ray_with_key, tmp_path):
+@pytest.mark.parametrize("persona, model, protocol", [
+    ("moonshot", "moonshot/kimi-k2.6", {}), ("gemini", "gemini/gemini-4-argon", {"effort": "medium"})])
+def test_a_driver_killed_mid_batch_repays_nothing(ray_with_key, tmp_path, persona, model, protocol):
     out = tmp_path / "results"
-    with ScriptedServer(mode="oracle", mazes=MAZES, persona="moonshot") as srv:
-        path = write_sweep(tmp_path / "killed.yaml", [entry("kimi-batch", "moonshot/kimi-k2.6", srv.url, "batch")])
+    with ScriptedServer(mode="oracle", mazes=MAZES, persona=persona) as srv:
+        url = srv.gemini_url if persona == "gemini" else srv.url
+        path = write_sweep(tmp_path / "killed.yaml", [entry("arm-batch", model, url, "batch", protocol=protocol)])
         command = [sys.executable, "-m", "app.cli", "run", str(path), "--out", str(out),
                    "--address", ray_with_key.get_runtime_context().gcs_address]
         env = {**os.environ, KEY_ENV: FAKE_KEY}

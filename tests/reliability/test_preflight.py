@@ -113,6 +113,33 @@ def test_a_provider_through_litellm_is_asked_by_its_own_listing(refused_run, mon
         assert not srv.chat_requests
 
 
+def test_a_gemini_arm_is_found_past_the_listings_first_page(refused_run, monkeypatch):
+    """Google lists models a page at a time (50 by default; the persona, 5): the Gemini adapter
+    asks for pages of 1000 and follows them through Google's SDK, where litellm's listing reads
+    the first default page alone. A
+    key Google calls invalid (its HTTP 400) is refused as a key, in the same one line."""
+    from orchestrator.preflight import check_called, summary
+    from orchestrator.sweep import load_sweep
+
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    lite = {"model": "gemini/gemini-3.1-flash-lite", "api_key_env": KEY_ENV, "protocol": {**FAST_PROTOCOL, "effort": "low", "thinking": True}}
+    with ScriptedServer(persona="gemini", api_key="AIza-the-right-one-0123456789") as srv:
+        code, err, path = refused_run({**arm(srv.gemini_url), **lite})
+        assert code == 2
+        assert err == (f"gridbench: {path}: models[1].api_key_env: {ARM}: gemini's model listing at {srv.gemini_url} "
+                       f"refused the key in {KEY_ENV} (HTTP 400)")
+        monkeypatch.setenv(KEY_ENV, "AIza-the-right-one-0123456789")
+        lines = summary(check_called(load_sweep(path)))
+        assert len(lines) == 1 and lines[0].startswith(f"preflight: {ARM}: reachable, key accepted, model listed")
+        assert [r.path for r in srv.requests][-1] == "/v1beta/models?pageSize=1000"
+        assert not srv.chat_requests
+        # litellm's listing asks for the default page alone, where this model is not
+        from orchestrator.preflight import _litellm_listing, provider_listing
+
+        first_page = provider_listing(_litellm_listing("gemini"), "AIza-the-right-one-0123456789", srv.gemini_url)
+        assert first_page and "gemini-3.1-flash-lite" not in {i.removeprefix("gemini/") for i in first_page}
+
+
 def test_the_listing_holds_a_dated_version_of_an_alias():
     from orchestrator.preflight import listed
 
