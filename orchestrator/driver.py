@@ -1,7 +1,8 @@
 """The sweep driver: Ray actors run episodes, the driver schedules them and writes their traces.
 
 The driver keeps a bounded number of episodes in flight (per-model ``max_concurrency``, slots
-per actor), collects them as they finish and writes each one's files at once (the actors
+per actor), started longest expected first (``Pending.fill``: the step cap, or what the run's
+finished episodes say), collects them as they finish and writes each one's files at once (the actors
 encode them), keeping only each episode's one row for the run's summary, so its memory does
 not grow with the steps of the sweep. An actor or node that dies costs only the episodes it hosted
 (one for a CPU actor, up to ``MODEL_SLOTS`` for a model actor): they are
@@ -39,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from orchestrator.actors import Actors, Resume
+from orchestrator.estimate import Lengths
 from orchestrator.journal_actor import POLL_S, Spending
 from orchestrator.reporter import Reporter
-from orchestrator.scheduling import MAX_ATTEMPTS, Pending, Scheduler, Task
+from orchestrator.scheduling import MAX_ATTEMPTS, Pending, Scheduler
 from orchestrator.sweep import EpisodeSpec, Sweep
 from traces import (
     ERROR,
@@ -222,8 +224,7 @@ class Driver:
             # episodes to rerun that a compaction packed: back to files of their own, which the
             # rerun then replaces as in a run never compacted
             extract(self.store, [s.episode_id for s in todo])
-        for spec in todo:
-            self.pending.add(Task(spec))
+        self.pending.fill(todo, self._lengths(specs, todo))
         # the commit before any actor starts: on a machine with several Ray nodes, a node that sets up
         # a job's working dir for its actors deletes and unpacks the copy the driver runs from
         git = git_info()
@@ -280,6 +281,15 @@ class Driver:
         from orchestrator.batching import start_brokers
 
         self.scheduler.brokers = start_brokers(self.sweep.models, self.journals.folder)
+
+    def _lengths(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> Lengths:
+        """How long each episode to run is expected to be, for the order they start in: what the
+        run's finished episodes of the called arms still to run say (``orchestrator.estimate.Lengths``),
+        the step cap where they say nothing. Built-in episodes take milliseconds: their files are not read."""
+        left = {s.episode_id for s in todo}
+        arms = {s.model.name for s in todo if s.model.called}
+        done = [s for s in specs if s.model.name in arms and s.episode_id not in left]
+        return Lengths.of_run(self.store, done) if done else Lengths()
 
     def _resume(self, spec: EpisodeSpec) -> Resume:
         """Where an episode continues: its journal, wherever an earlier attempt (or run) left it."""

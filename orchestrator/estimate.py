@@ -1,4 +1,5 @@
-"""What a sweep will cost before it spends anything (``gridbench run --dry-run``).
+"""What a sweep will cost before it spends anything (``gridbench run --dry-run``), and how long
+each of its episodes is expected to run (``Lengths``: the order they start in).
 
 Per model, over the episodes still to run, three figures: an upper bound, a typical figure,
 and where the typical figure comes from.
@@ -27,7 +28,7 @@ and where the typical figure comes from.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -87,6 +88,63 @@ def observed(run: RunStore) -> dict[str, Observed]:
         if calls > 0:
             out[str(name)] = Observed(episodes=len(g), calls=calls, tokens_out=int(g["tokens_out"].sum()))
     return out
+
+
+class Lengths:
+    """How long each episode is expected to run, in turns (steps and re-asks: the calls of a called
+    model), for the order episodes start in (``orchestrator.scheduling.Pending.fill``: longest
+    first). Built from this run's finished episodes (``of_run``, or given them):
+
+    - the arm has finished episodes on the same maze (any condition, any repeat): their mean
+      turns, never above the episode's call bound (``calls_bound``);
+    - else, the episode's step cap times the arm's share of its caps (its finished episodes' turns
+      over their step caps), so that a measured maze and a maze known by its cap compare;
+    - else (no finished episode of the arm: a first run) the episode's step cap.
+
+    A calibration (``orchestrator.calibration``) says nothing here: its queries per episode are one
+    figure for every arm and maze, and its probe plays one maze outside the panel, so neither ranks
+    one episode of an arm above another (docs/cluster.md, *The order episodes start in*).
+    """
+
+    def __init__(self, finished: Iterable[tuple[EpisodeSpec, int]] = ()):
+        self._caps: dict[tuple[str, float], int] = {}
+        turns: dict[tuple[str, str], list[int]] = {}
+        totals: dict[str, list[int]] = {}  # arm -> [turns, step caps]
+        for spec, n in finished:
+            turns.setdefault((spec.model.name, spec.maze.checksum), []).append(n)
+            total = totals.setdefault(spec.model.name, [0, 0])
+            total[0] += n
+            total[1] += self.step_cap(spec)
+        self.by_maze = {key: sum(v) / len(v) for key, v in turns.items()}
+        self.share = {arm: n / caps for arm, (n, caps) in totals.items() if caps}
+
+    @classmethod
+    def of_run(cls, run: RunStore, specs: Iterable[EpisodeSpec]) -> Lengths:
+        """From the run's finished episodes among ``specs`` (those that ended in error left out)."""
+        from traces import ERROR, read_episodes
+
+        by_id = {s.episode_id: s for s in specs}
+        rows = read_episodes(run, ids=by_id)
+        if not len(rows):
+            return cls()
+        rows = rows[rows["termination"] != ERROR]
+        return cls((by_id[i], int(steps) + int(reasks))
+                   for i, steps, reasks in zip(rows["episode_id"], rows["steps"], rows["reasks"], strict=True))
+
+    def step_cap(self, spec: EpisodeSpec) -> int:
+        factor = spec.condition.protocol.step_cap_factor
+        key = (spec.maze.checksum, factor)
+        if key not in self._caps:  # a search of the maze, once per maze and factor
+            self._caps[key] = step_cap_of(spec.maze, factor)
+        return self._caps[key]
+
+    def expected(self, spec: EpisodeSpec) -> float:
+        """The turns ``spec`` is expected to take (see the class)."""
+        cap = self.step_cap(spec)
+        seen = self.by_maze.get((spec.model.name, spec.maze.checksum))
+        if seen is not None:
+            return min(seen, float(calls_bound(spec, cap)))
+        return cap * self.share.get(spec.model.name, 1.0)
 
 
 def calls_bound(spec: EpisodeSpec, cap: int | None = None) -> int:

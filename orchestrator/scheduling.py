@@ -1,14 +1,15 @@
 """Which episode runs next and where, and what becomes of each one collected (``Scheduler``): the
 episodes waiting (``Pending``: built-in ones by maze, so an actor that holds a maze's distance table
-takes its episodes first; called models' by model, taken in turn), those running (``InFlight``), a
-lost actor's episodes put back or ended in error after ``MAX_ATTEMPTS``, a served model's episode
-retried when its server restarted. The driver (``orchestrator.driver``) runs the loop around it.
+takes its episodes first; called models' by model, taken in turn; each queue longest expected
+first, ``Pending.fill``), those running (``InFlight``), a lost actor's episodes put back or ended in
+error after ``MAX_ATTEMPTS``, a served model's episode retried when its server restarted. The driver
+(``orchestrator.driver``) runs the loop around it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from ray import exceptions as rex
 
 from episodes.episode import Suspended, failed_episode
 from orchestrator.actors import ACTOR_LOST, Actors, Resume, Worker
+from orchestrator.estimate import Lengths
 from orchestrator.journal_actor import Spending
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
@@ -66,6 +68,14 @@ class Pending:
         self.cpu: dict[str, deque[Task]] = {}
         self.model: dict[str, deque[Task]] = {}
 
+    def fill(self, specs: Iterable[EpisodeSpec], lengths: Lengths) -> None:
+        """Queue a run's episodes longest expected first (``lengths``: the step cap, or what the run's
+        finished episodes say), ties in the order given: so the last episodes to start are short ones
+        and the run's tail is short. Models stay taken in turn and built-in episodes by maze; only
+        the order within each queue is chosen here."""
+        for spec in sorted(specs, key=lambda s: -lengths.expected(s)):  # sorted is stable: ties keep their order
+            self.add(Task(spec))
+
     def add(self, task: Task, *, first: bool = False) -> None:
         """Queue ``task`` (at the front with ``first``: an episode put back after its actor died)."""
         queue = self.cpu.setdefault(task.spec.maze.checksum, deque()) if task.builtin \
@@ -91,7 +101,8 @@ class Pending:
 
     def take_cpu(self, worker: Worker, claimed: set[str], has_room: Callable[[Task], bool]) -> Task | None:
         """A built-in episode for ``worker``: a maze it already knows, then a maze no other actor
-        started (``claimed``), then the maze with the most episodes left."""
+        started (``claimed``), then the maze with the most episodes left (of equal ones, the first
+        queued: after ``fill``, the one whose longest episode is longest)."""
         best, best_key = None, None
         for checksum, queue in self.cpu.items():
             if not any(has_room(t) for t in queue):
