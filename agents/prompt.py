@@ -298,7 +298,7 @@ def _single(turn: Turn) -> list[dict[str, Any]]:
     _preamble(parts, turn)
     if p.summarised:
         parts.text(event_summary(turn.maze, turn.history))
-    shown = turn.history[len(turn.history) - p.history_frames:] if p.history_frames and p.shows_recent else ()
+    shown = turn.history[-p.history_frames:] if p.history_frames and p.shows_recent else ()
     if shown:
         parts.text(t["history_header"])
         for past in shown:

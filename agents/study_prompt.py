@@ -396,7 +396,7 @@ def build_study_messages(turn: Turn, chat: Sequence[PastQuery] = ()) -> list[dic
     if p.conversation != "multi":
         return [system, {"role": "user", "content": user_content(turn)}]
     messages = [system]
-    for past in chat[len(chat) - p.history_frames:] if p.history_frames else ():
+    for past in chat[-p.history_frames:] if p.history_frames else ():
         lean = Turn(turn.maze, p, past.step or turn.step, past.state, (), turn.step_cap)
         messages.append({"role": "user", "content": user_content(lean, example=False, context=False)})
         messages.append({"role": "assistant", "content": past.reply or texts(turn.maze.skin)["multi_no_action"]})

@@ -100,6 +100,19 @@ def test_history_frames_are_labelled_with_inventory_and_action(example_maze, exa
     assert "Before step 12: you were carrying a yellow key. Your action was: toggle." in text
 
 
+def test_a_short_history_shows_every_step_it_has(example_maze, example_midway):
+    """Fewer steps taken than ``history_frames``: each of them is shown (the window was cut from
+    ``len(history) - history_frames``, a negative index that dropped the oldest ones)."""
+    history, _ = example_midway
+    for taken in range(0, 4):
+        for k in (3, 8):
+            for protocol in (Protocol(icl_example=False, history_frames=k),
+                             Protocol(icl_example=False, history_frames=k, observation="text")):
+                state = history[taken - 1].state_after if taken else env.initial_state(example_maze)
+                text = all_text(build_messages(turn_for(example_maze, history[:taken], state, protocol)))
+                assert [n for n in range(1, 13) if f"Before step {n}:" in text] == list(range(1, taken + 1))
+
+
 def test_text_observation_has_the_projection_and_no_images(example_maze, example_midway):
     history, state = example_midway
     messages = build_messages(turn_for(example_maze, history, state, Protocol(observation="text")))

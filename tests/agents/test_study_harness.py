@@ -158,6 +158,19 @@ def test_a_past_query_of_a_multi_turn_chat_shows_its_own_moves_remaining(example
         ["Moves remaining: 47.", "Moves remaining: 46.", "Moves remaining: 45."]
 
 
+def test_a_short_multi_turn_chat_keeps_every_past_query(example_maze, example_midway):
+    """Fewer past queries than ``history_frames``: the chat keeps each of them (the window was cut
+    from ``len(chat) - history_frames``, a negative index that dropped the oldest ones)."""
+    from agents.types import PastQuery
+
+    history, _ = example_midway
+    protocol = Protocol(**{**WITH_TEXT, "conversation": "multi", "history_frames": 3})
+    for taken in range(0, 5):
+        chat = [PastQuery(h.state_before, "FINAL_OUTPUT: MOVE_FORWARD", h.step) for h in history[:taken]]
+        messages = build_study_messages(_turn(example_maze, history[:taken], history[taken].state_before, protocol), chat)
+        assert sum(m["role"] == "assistant" for m in messages) == min(taken, 3), taken
+
+
 # ---- actions: with_drop ----------------------------------------------------------------------
 DECOY = "study/r1_D2_8x8_corridor_wrong_ky_inactive_sb_sg_kr_1"
 
