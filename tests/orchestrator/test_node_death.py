@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pandas as pd
 import pytest
@@ -75,11 +76,13 @@ def test_a_node_lost_mid_episode_costs_no_model_call_twice(two_node_cluster, tmp
     maze = min((e for e in set_entries("eval") if e["optimal_actions"] >= 30), key=lambda e: e["optimal_actions"])
     where: list[tuple[str, int]] = []
     gone: list[int] = []
+    lost_at: list[float] = []
 
     def remove_the_node_at_turn(request):
         if request.step == 9 and not gone:
             node_id, pid = where[-1]
             gone.append(pid)
+            lost_at.append(time.monotonic())
             cluster.remove_node(next(n for n in nodes if n.node_id == node_id), allow_graceful=False)
             os.kill(pid, signal.SIGKILL)  # a machine that goes takes its processes with it
             return "drop"
@@ -97,11 +100,17 @@ def test_a_node_lost_mid_episode_costs_no_model_call_twice(two_node_cluster, tmp
                 where.append(tuple(ray.get([actor.node_id.remote(), actor.pid.remote()])))
 
         outcome = Driver(sweep, tmp_path / "run", on_dispatch=first_place).execute()
+        recovered_s = time.monotonic() - lost_at[0]
         bill = [r.step for r in srv.chat_requests if r.answered]
     episodes = pd.read_parquet(tmp_path / "run" / "episodes")
     assert gone and outcome.errors == 0 and len(episodes) == 1
     row = episodes.iloc[0]
     # a replacement actor placed on the node before Ray declared it dead costs one more attempt
     assert row["solved"] and row["resumed"] == 1 and 2 <= row["attempts"] <= 3
-    assert sorted(bill) == list(range(1, row["steps"] + 1))  # every turn answered exactly once
+    paid_twice = len(bill) - len(set(bill))
+    print(f"node lost at turn 9: the episode finished {recovered_s:.1f} s later on the other node; "
+          f"calls paid twice: {paid_twice}")
+    assert sorted(bill) == list(range(1, row["steps"] + 1)) and paid_twice == 0  # every turn answered exactly once
+    # bounded: Ray declares the node dead within its health checks, and the episode resumes at once
+    assert recovered_s < 120
     assert replay(tmp_path / "run", row["episode_id"]).ok
