@@ -55,7 +55,11 @@ GEMINI_3_MINIMAL = replace(
     effort=Control(("reasoning_effort",), levels=("minimal", "low", "medium", "high")),
     default_effort="medium (minimal on Flash-Lite, high on 3 Flash)",
 )
-_LEVELS_ONLY = re.compile(r"^gemini-(?:[4-9][.\d]*-|3(?:\.\d+)?-pro|3\.[7-9]-flash)")
+# Gemini 3 Pro, the first (3.1 Pro added medium), takes low and high alone
+GEMINI_3_PRO = replace(GEMINI_3, name="gemini-3-pro", title="Gemini 3 Pro (Google)",
+                       effort=Control(("reasoning_effort",), levels=("low", "high")), default_effort="high")
+_FIRST_PRO = re.compile(r"^gemini-3-pro")
+_LEVELS_ONLY = re.compile(r"^gemini-(?:[4-9][.\d]*-|3\.\d+-pro|3\.[7-9]-flash)")
 _GEMINI_3 = re.compile(r"^gemini-3")
 # Google's list prices from 1 December 2026 (docs/providers.md): litellm 1.110's table still has
 # Gemini 4 Argon's launch price and Gemini 3.6 Flash's preview price, half of what is billed
@@ -72,13 +76,15 @@ RPC_STATUS = {1: 499, 2: 500, 3: 400, 4: 504, 5: 404, 6: 409, 7: 403, 8: 429, 9:
 
 class GeminiAPI(ProviderAPI):
     name = "gemini"
-    families = (GEMINI_3, GEMINI_3_MINIMAL)
+    families = (GEMINI_3, GEMINI_3_MINIMAL, GEMINI_3_PRO)
     reads_listing = True  # litellm's listing reads the first page alone (50 models)
     prices = PRICES
 
     def family(self, prefix: str, name: str) -> ProviderFamily | None:
         if prefix != "gemini":
             return None
+        if _FIRST_PRO.match(name):
+            return GEMINI_3_PRO
         if _LEVELS_ONLY.match(name):
             return GEMINI_3
         return GEMINI_3_MINIMAL if _GEMINI_3.match(name) else None  # 2.5 and before: the generic family

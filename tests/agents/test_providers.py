@@ -34,6 +34,7 @@ from agents.usage import Usage
     ("gemini/gemini-3.1-pro-preview", {}, "gemini-3"),
     ("gemini/gemini-3.6-flash", {}, "gemini-3-minimal"),
     ("gemini/gemini-3.1-flash-lite", {}, "gemini-3-minimal"),
+    ("gemini/gemini-3-pro-preview", {}, "gemini-3-pro"),
     ("gemini/gemini-2.5-pro", {}, "generic"),
 ])
 def test_a_model_gets_its_family(model, served, family):
