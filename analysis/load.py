@@ -1,6 +1,7 @@
 """Read one or more runs and attach what every analysis needs.
 
-A run is a folder written by ``gridbench run`` (docs/design.md §7): an ``episodes`` and a
+A run is a folder written by ``gridbench run`` (docs/design.md §7), or its export
+(``gridbench export``, docs/export.md), read the same way: an ``episodes`` and a
 ``steps`` table with the fixed schemas of the records (``traces``), however their Parquet files
 are laid out. The episodes of several runs are read into one pandas table (one row per
 episode: small); the ``run`` column tells them apart. The steps are not read here: each run's
@@ -31,6 +32,7 @@ from traces import (
     EPISODES_DIR,
     ERROR,
     STEPS_DIR,
+    is_export,
     is_uri,
     open_store,
     read_episodes,
@@ -114,7 +116,7 @@ def read_run_tables(run_dir: str | Path) -> tuple[pd.DataFrame, RunSteps]:
     store = open_store(run_dir, "RUN_DIR")
     if not store.is_dir():
         raise BadInput(str(run_dir), "", "no such run folder")
-    if not store.is_dir(EPISODES_DIR):
+    if not store.is_dir(EPISODES_DIR) and not is_export(store):  # an export reads as its run (docs/export.md)
         raise BadInput(str(run_dir), EPISODES_DIR, "run folder has no episodes/ (is it a gridbench run?)")
     try:
         episodes = read_episodes(run_dir)

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "app.commands.run",
     "app.commands.calibrate",
     "app.commands.compact",
+    "app.commands.export",
     "app.commands.replay",
     "app.commands.report",
     "app.commands.plan",

@@ -19,6 +19,8 @@ Public API::
 - reading: ``trace_dataset``, ``read_table``, ``read_run``, ``read_episodes``, ``read_episode``,
   ``completed_ids``;
 - keeping a run exact: ``clean_partial``, ``compact`` (a ``CompactionResult``), ``extract``;
+- sharing a run: ``export_run`` (an ``ExportResult``): a Hugging Face dataset folder that every
+  reader reads as the run (``is_export`` tells one; docs/export.md);
 - the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``, ``git_info`` (the commit it records);
 - durable steps: ``Journals``, the journal files of a run's unfinished episodes.
 
@@ -36,6 +38,7 @@ from env.lazy import lazy_face
 _FACE = {
     "traces._codec": ("episode_timelines", "mechanisms_json", "recorded_state"),
     "traces._compaction": ("CompactionResult", "compact", "extract"),
+    "traces._export": ("ExportResult", "export_run"),
     "traces._journal": ("Journals",),
     "traces._manifest": ("MANIFEST", "git_info", "read_manifest", "write_manifest"),
     "traces._records": (
@@ -45,13 +48,14 @@ _FACE = {
     "traces._schema": ("EPISODES_DIR", "STEPS_DIR"),
     "traces._store": ("RunStore", "cache_home", "is_uri", "open_store"),
     "traces._tables": (
-        "EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame",
+        "EncodedEpisode", "clean_partial", "completed_ids", "encode_episode", "episodes_frame", "is_export",
         "read_episode", "read_episodes", "read_run", "read_table", "trace_dataset", "write_episode",
     ),
 }
 if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says why)
     from traces._codec import episode_timelines, mechanisms_json, recorded_state  # noqa: F401
     from traces._compaction import CompactionResult, compact, extract  # noqa: F401
+    from traces._export import ExportResult, export_run  # noqa: F401
     from traces._journal import Journals  # noqa: F401
     from traces._manifest import MANIFEST, git_info, read_manifest, write_manifest  # noqa: F401
     from traces._records import (  # noqa: F401
@@ -73,6 +77,7 @@ if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says w
         completed_ids,
         encode_episode,
         episodes_frame,
+        is_export,
         read_episode,
         read_episodes,
         read_run,

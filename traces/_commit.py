@@ -218,11 +218,13 @@ def table_files(run: str | os.PathLike | RunStore, table: str) -> TableFiles:
                       "is a compaction running? Try again")
 
 
-def dataset_of(store: RunStore, table: str, entries: Iterable[Entry]) -> ds.FileSystemDataset:
-    """A dataset over some files of a table, with the fixed schema; nothing is read yet."""
+def dataset_of(store: RunStore, table: str, entries: Iterable[Entry], folder: str | None = None) -> ds.FileSystemDataset:
+    """A dataset over some files of a table (in its own folder, or ``folder``), with the fixed
+    schema; nothing is read yet."""
     fmt = ds.ParquetFileFormat()
     fs = store.filesystem
-    fragments = [fmt.make_fragment(store.path(f"{table}/{e.name}"), fs, file_size=e.size) for e in entries]
+    where = folder or table
+    fragments = [fmt.make_fragment(store.path(f"{where}/{e.name}"), fs, file_size=e.size) for e in entries]
     return ds.FileSystemDataset(fragments, SCHEMAS[table], fmt, fs)
 
 

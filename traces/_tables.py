@@ -14,7 +14,9 @@ file first and the episodes file last: an episodes file is the proof that an epi
 complete, and ``clean_partial`` removes steps files left without one. ``gridbench compact`` (and
 the end of ``gridbench run``) packs them into a few large files; ``table_files`` says which files
 make up a table at any moment, before, during, after, or after a killed compaction, so that
-every reader sees each episode exactly once.
+every reader sees each episode exactly once. An exported run (``traces._export``, docs/export.md)
+holds each table as shards in ``data/``; ``trace_dataset`` reads those when the table has no
+files of its own, so every reader reads an export as the run it was made from.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import pyarrow.dataset as ds
 
 from env.files import is_temp
 from traces._commit import dataset_of, roll_forward, table_files
-from traces._names import episode_file
+from traces._names import EXPORT_DATA, episode_file, shard_of
 from traces._records import ERROR, EpisodeRecord, HoldsEpisode, StepRecord
 from traces._schema import (
     EPISODES,
@@ -42,7 +44,7 @@ from traces._schema import (
     TABLES,
     parquet_bytes,
 )
-from traces._store import RunStore, open_store
+from traces._store import Entry, RunStore, open_store
 
 if TYPE_CHECKING:  # pandas only in annotations: frames come from pyarrow's to_pandas
     import pandas as pd
@@ -112,11 +114,43 @@ def trace_dataset(run_dir: Run, table: str, ids: Iterable[str] | None = None) ->
     compacted files hold many episodes, and their row-group statistics let a scan skip the rest)."""
     store = open_store(run_dir, "RUN")
     view = table_files(store, table)
+    if not view.compacted and not view.per_episode:
+        shards = export_shards(store, table)
+        if shards is not None:  # an exported run (docs/export.md): its shards hold the table
+            return dataset_of(store, table, shards, EXPORT_DATA)
     own = view.per_episode
     if ids is not None:
         wanted = {episode_file(i) for i in ids}
         own = [e for e in own if e.name in wanted]
     return dataset_of(store, table, [*view.compacted, *own])
+
+
+def export_shards(run_dir: Run, table: str) -> list[Entry] | None:
+    """The shards that hold ``table`` when ``run_dir`` is an exported run (``data/<table>-<i>-of-<n>.parquet``,
+    docs/export.md), in order; None when it holds none. ``OSError`` when some are missing: an
+    export is read whole or not at all."""
+    store = open_store(run_dir, "RUN")
+    found: dict[int, Entry] = {}
+    counts: set[int] = set()
+    for e in store.list(EXPORT_DATA, stats=not store.local):
+        shard = shard_of(e.name)
+        if shard is not None and shard[0] == table:
+            found[shard[1]] = e
+            counts.add(shard[2])
+    if not found:
+        return None
+    if len(counts) != 1 or set(found) != set(range(next(iter(counts)))):
+        raise OSError(f"{store.display(EXPORT_DATA)}: the {table} shards are incomplete "
+                      f"({len(found)} found, of {sorted(counts)})")
+    return [found[i] for i in sorted(found)]
+
+
+def is_export(run_dir: Run) -> bool:
+    """Whether ``run_dir`` is an exported run (docs/export.md): shards in ``data/`` and no
+    ``episodes/`` folder of its own."""
+    store = open_store(run_dir, "RUN")
+    return not store.is_dir(EPISODES_DIR) and any(
+        (s := shard_of(e.name)) is not None and s[0] == EPISODES_DIR for e in store.list(EXPORT_DATA))
 
 
 def read_table(run_dir: Run, table: str, columns: list[str] | None = None, ids: Iterable[str] | None = None) -> pa.Table:

@@ -231,3 +231,20 @@ def test_a_sweep_with_out_s3_killed_resumed_compacted_reported_viewed_replayed(s
     local = [p for p in Path(os.environ["XDG_CACHE_HOME"]).rglob("*") if p.is_file()]
     assert any(p.name == "report.html" for p in local)
     assert_no_credentials(*(p.read_bytes() for p in local))
+
+
+def test_a_run_in_s3_exports_to_a_dataset_folder_that_reads_as_it(s3, tmp_path):
+    """``gridbench export`` takes a run's URI as ``report`` does (docs/export.md)."""
+    from traces import export_run, is_export, open_store, read_run
+
+    uri = f"s3://{BUCKET}/store/export-source"
+    write_episodes(uri, n_mazes=1)
+    result = export_run(uri, tmp_path / "hf")
+    assert result.rows["episodes"] == 2 and (tmp_path / "hf" / "README.md").is_file()
+    # and an export put in object storage reads as the run too
+    open_store(f"s3://{BUCKET}/store/exported").put_folder(result.folder)
+    assert is_export(f"s3://{BUCKET}/store/exported") and not is_export(uri)
+    for where in (result.folder, f"s3://{BUCKET}/store/exported"):
+        for a, b in zip(read_run(uri), read_run(where), strict=True):
+            key = ["episode_id", "step"] if "step" in a else ["episode_id"]
+            assert a.sort_values(key).reset_index(drop=True).equals(b.sort_values(key).reset_index(drop=True))
