@@ -6,7 +6,8 @@ driver's broker spends on each round.
 N episodes of a ``tier: batch`` Claude arm on N eval mazes, on a real local Ray, against the
 scripted server's Message Batches fake (oracle answers; each batch stays in progress ``S``
 seconds). The floor is the longest episode's calls: no arm can take fewer rounds than that.
-Goal: rounds <= floor + 1 (the first round may start before every episode has joined). Beside
+Goal: rounds <= floor + 1 (the first round waits for every episode the driver starts at once, up
+to ``round_wait_s`` after the last one joined: one round more only when an actor starts later). Beside
 it, the broker's own time per round (gathering closed, submitting, journaling, handing the
 answers back; not the provider's wait), and the wall time per round against the batch latency
 plus one poll interval.
@@ -45,7 +46,7 @@ class Watched(Driver):
 
     def _run(self) -> bool:
         graceful = super()._run()
-        self.progress = {name: ray.get(b.progress.remote()) for name, b in self.brokers.items()}
+        self.progress = {name: ray.get(b.progress.remote()) for name, b in self.scheduler.brokers.items()}
         return graceful
 
 

@@ -3,11 +3,16 @@
 One ``BatchBroker`` actor per batch arm gathers the next request of every live episode of that
 arm into one provider batch per round: a round closes when every live episode has its request
 ready, or when the provider's limit on one batch is reached, or ``batch.round_wait_s`` after its
-first request came (an episode busy elsewhere, or one held back by a budget, waits for the next
-round). While a batch of the arm is in flight, a new request waits for it: its episodes' next
-requests join the same round, so episodes that started apart fall into step after one round. The broker submits the round, polls it every ``batch.poll_s`` and hands each result
-to its episode as if it had come synchronously (``agents.llm`` parses, re-asks, retries and
-records it as any other answer; a re-ask is a new request, in the next round).
+first request came or an episode last joined (an episode busy elsewhere, or one held back by a
+budget, waits for the next round). The first round is full-size: it waits for the first request
+of every episode the driver starts at once (``expected``: the arm's episodes to run, at most its
+``max_concurrency``), not only of those that joined before the first asked, so that a provider
+that reserves the balance a batch may cost refuses the largest batch at once, not mid-run.
+While a batch of the arm is in flight, a new request waits for it: its episodes' next requests
+join the same round, so episodes that started apart fall into step after one round. The broker
+submits the round, polls it every ``batch.poll_s`` and hands each result to its episode as if
+it had come synchronously (``agents.llm`` parses, re-asks, retries and records it as any other
+answer; a re-ask is a new request, in the next round).
 
 Exactly once, across kills: the broker writes the batch's id, its requests' custom ids and their
 episodes to the run's batch journal (``partial/batches/<arm>.jsonl``, fsynced) before any
@@ -117,12 +122,17 @@ class Rounds:
     overhead_s: float = 0.0  # the broker's own time on rounds: gathering closed, submit, journal, hand back
 
 
-@ray.remote(max_restarts=0)
-class BatchBroker:
-    """The lockstep rounds of one batch arm (see the module's docstring)."""
+class Broker:
+    """The lockstep rounds of one batch arm (see the module's docstring): plain asyncio, which the
+    driver runs as a Ray actor (``BatchBroker``). ``expected``: the episodes the driver starts at
+    once, whose first requests the first round waits for."""
 
-    def __init__(self, config: ModelConfig, journal_path: str, provider: ProviderBatches | None = None):
+    def __init__(self, config: ModelConfig, journal_path: str, provider: ProviderBatches | None = None,
+                 expected: int = 0):
         self.config = config
+        self.expected = expected
+        self.departed = 0  # episodes that left before the first round
+        self.last_joined = 0.0  # when an episode last joined (monotonic)
         self.tier = config.tier_facts
         self.journal = BatchJournal(Path(journal_path))
         self.provider = provider or api_of(config.family).batches(config)
@@ -144,8 +154,12 @@ class BatchBroker:
     # ---- the episodes' side -----------------------------------------------------------------
     async def join(self, episode: str) -> None:
         self.live.add(episode)
+        self.last_joined = time.monotonic()
+        self._wake.set()
 
     async def leave(self, episode: str) -> None:
+        if episode in self.live and not self.stats.rounds:
+            self.departed += 1
         self.live.discard(episode)
         self._wake.set()
 
@@ -185,14 +199,16 @@ class BatchBroker:
 
     # ---- the rounds ---------------------------------------------------------------------------
     def _round_ready(self) -> bool:
-        """Every live episode has its request ready; or the provider's limit on one batch is
-        reached; or, with no batch of this arm in flight (its episodes would join the next round:
-        lockstep), ``round_wait_s`` has passed since the round's first request or the last answers."""
+        """Every live episode has its request ready (before the first round, every episode
+        ``expected``); or the provider's limit on one batch is reached; or, with no batch of this
+        arm in flight (its episodes would join the next round: lockstep), ``round_wait_s`` has
+        passed since the round's first request, the last answers or the last episode to join."""
         if not self.waiting:
             return False
         if len(self._batch()) < len(self.waiting) or len(self.waiting) == self.tier.max_requests:
             return True  # a batch is as full as the provider lets it be
-        if len(self.waiting) + self.awaiting_known >= len(self.live):
+        first = 0 if self.stats.rounds else self.expected - self.departed
+        if len(self.waiting) + self.awaiting_known >= max(len(self.live), first):
             return True
         if self.in_batches or self.awaiting_known:
             return False
@@ -203,7 +219,7 @@ class BatchBroker:
 
     def _deadline(self) -> float:
         assert self.first_waiting is not None
-        return max(self.first_waiting, self.last_answered) + self.config.batch_round_wait_s
+        return max(self.first_waiting, self.last_answered, self.last_joined) + self.config.batch_round_wait_s
 
     async def _rounds(self) -> None:
         while True:
@@ -290,6 +306,9 @@ class BatchBroker:
             self.stats.in_flight.pop(batch, None)
 
 
+BatchBroker = ray.remote(max_restarts=0)(Broker)
+
+
 class EpisodeGateway:
     """One episode's way into its arm's broker (``agents.batch_requests.BatchGateway``)."""
 
@@ -317,9 +336,10 @@ def journal_path(journal_dir: Path, model: str) -> str:
     return str(journal_dir / BATCH_JOURNAL_DIR / f"{model}.jsonl")
 
 
-def start_brokers(models: list[Any], journal_dir: Path) -> dict[str, Any]:
+def start_brokers(models: list[Any], journal_dir: Path, expected: dict[str, int] | None = None) -> dict[str, Any]:
     """A broker per batch arm of ``models`` (``orchestrator.sweep.ModelEntry``), on this node: its
-    journal lives on the driver's disk."""
+    journal lives on the driver's disk. ``expected``: per arm, the episodes the driver starts at
+    once (the size of its first round)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     out: dict[str, Any] = {}
@@ -327,7 +347,7 @@ def start_brokers(models: list[Any], journal_dir: Path) -> dict[str, Any]:
         if m.builtin or m.config.tier != "batch":
             continue
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        out[m.name] = BatchBroker.options(  # type: ignore[attr-defined]  # a Ray actor class
+        out[m.name] = BatchBroker.options(  # Ray types the actor class ray.remote makes of Broker
             num_cpus=0, max_concurrency=100_000, scheduling_strategy=here,
-        ).remote(m.config, journal_path(journal_dir, m.name))
+        ).remote(m.config, journal_path(journal_dir, m.name), None, (expected or {}).get(m.name, 0))
     return out

@@ -280,7 +280,8 @@ class Driver:
         """The lockstep rounds of each ``tier: batch`` arm (``orchestrator.batching``); they end with the driver."""
         from orchestrator.batching import start_brokers
 
-        self.scheduler.brokers = start_brokers(self.sweep.models, self.journals.folder)
+        at_once = {name: self.scheduler.at_once(name) for name in self.pending.model}
+        self.scheduler.brokers = start_brokers(self.sweep.models, self.journals.folder, at_once)
 
     def _lengths(self, specs: list[EpisodeSpec], todo: list[EpisodeSpec]) -> Lengths:
         """How long each episode to run is expected to be, for the order they start in: what the

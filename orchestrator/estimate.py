@@ -174,6 +174,7 @@ class ModelEstimate:
     cost_typical: float | None = 0.0
     tier: str = "standard"
     cost_max_standard: float | None = 0.0  # the same at the standard price
+    cost_call_max: float | None = 0.0  # USD at the entry's tier: the dearest one call (the longest prompt, the output cap)
     cost_typical_standard: float | None = 0.0
     typical_source: str = ""
     price_source: str = ""
@@ -248,8 +249,10 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         if price is not None:
             e.price = {k: v for k, v in asdict(price).items() if v is not None}
         if price is None or e.cost_max_standard is None:
-            e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = None
+            e.cost_max = e.cost_typical = e.cost_max_standard = e.cost_typical_standard = e.cost_call_max = None
             continue
+        call_max = (first + growth * (cap - 1)) * price.input + out_cap * price.output  # the last turn's call
+        e.cost_call_max = max(e.cost_call_max or 0.0, call_max)
         # each of a turn's calls sends that turn's prompt again (a re-ask adds a reply and a line)
         e.cost_max_standard += protocol.calls_per_turn * (_prompt_sum(first, growth, cap) * price.input
                                                           + cap * out_cap * price.output)
@@ -264,6 +267,7 @@ def estimate(specs: list[EpisodeSpec], observed: dict[str, Observed] | None = No
         tier_factor = 1.0 if e.price_source == "built-in (free)" else _factor(specs, e.name)
         e.cost_max = None if e.cost_max_standard is None else e.cost_max_standard * tier_factor
         e.cost_typical = None if e.cost_typical_standard is None else e.cost_typical_standard * tier_factor
+        e.cost_call_max = None if e.cost_call_max is None else e.cost_call_max * tier_factor
     return list(out.values())
 
 

@@ -19,6 +19,16 @@ Unreachable, a refused key (HTTP 401/403) or a model not listed is ``BadInput``:
 the sweep file, the field and the arm, the cause, exit 2, nothing written. ``--no-preflight``
 skips it (an endpoint without a model listing, a provider whose listing leaves out an alias).
 Errors never echo what a server sent back: a provider may echo the key.
+
+Money (``check_balances``): where an arm's adapter reads the account's balance
+(``ProviderAPI.reads_balance``), the balance of each account (provider, endpoint and key
+variable) is held against the run's upper bound of what its arms spend there: the dry run's
+upper bound of their episodes still to run (every call at its step cap and output cap), or, where
+smaller, what the budgets let them spend (an arm's ``max_cost``, the run's ``--max-cost``) plus
+the calls that may be in flight when a budget is reached. A bound above the balance is
+``BadInput`` on ``models[i].api_key_env`` of the account's first arm, unless the run is told to
+go over it (``--over-balance``); a balance in another currency than USD, or a bound that is
+unknown (no price), is said and not compared.
 """
 
 from __future__ import annotations
@@ -30,18 +40,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agents.model import OPENAI_COMPATIBLE_PREFIXES, ModelConfig
-from agents.providers import ListingError, api_of
+from agents.providers import Balance, ListingError, api_of
+from agents.providers.api import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, connection_cause, get_json
 from agents.secrets import scrub
 from env.errors import BadInput
 
 if TYPE_CHECKING:
     from orchestrator.serving.server_pool import ServerPool
-    from orchestrator.sweep import ModelEntry, Sweep
+    from orchestrator.sweep import EpisodeSpec, ModelEntry, Sweep
+    from traces import RunStore
 
-# an endpoint that takes longer than this to accept a connection is unreachable for a run too
-CONNECT_TIMEOUT_S = 5.0
-READ_TIMEOUT_S = 20.0
 SKIP_HINT = "(--no-preflight skips this check)"
+OVER_BALANCE_HINT = "--over-balance runs it anyway"
 
 
 @dataclass(frozen=True)
@@ -54,38 +64,15 @@ class Checked:
     seconds: float
 
 
-def _connection_cause(err: Exception) -> str:
-    """Why a connection failed, in a few words, without the request (its headers hold the key)."""
-    import httpx
-
-    if isinstance(err, httpx.TimeoutException):
-        return f"no answer within {CONNECT_TIMEOUT_S:g} s" if isinstance(err, httpx.ConnectTimeout) \
-            else f"no answer within {READ_TIMEOUT_S:g} s"
-    text = str(err) or type(err).__name__
-    # the OS's own words ("[Errno 111] Connection refused"): the last part of a chained message
-    return text.rsplit("] ", 1)[-1] if "[Errno" in text else text
-
-
 def openai_listing(api_base: str, key: str | None, timeout: float = READ_TIMEOUT_S,
                    connect: float = CONNECT_TIMEOUT_S) -> list[str]:
     """The model ids ``GET {api_base}/models`` lists; ``ListingError`` when it does not answer 200.
     The one reading of that listing: the preflight's, and a model server's health check's."""
-    import httpx
-
     url = f"{api_base.rstrip('/')}/models"
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        r = httpx.get(url, headers=headers, timeout=httpx.Timeout(timeout, connect=connect))
-    except httpx.HTTPError as err:
-        raise ListingError("unreachable", _connection_cause(err)) from None
-    if r.status_code in (401, 403):
-        raise ListingError("refused", f"HTTP {r.status_code}", r.status_code)
-    if r.status_code != 200:
-        raise ListingError("status", f"HTTP {r.status_code}", r.status_code)
-    try:
-        data = r.json().get("data")
+        data = get_json(url, key, timeout, connect).get("data")
         return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
-    except (ValueError, AttributeError, TypeError):
+    except (AttributeError, TypeError):
         raise ListingError("status", "an answer that is not a model listing") from None
 
 
@@ -113,7 +100,7 @@ def provider_listing(info: Any, key: str | None, api_base: str | None) -> list[s
         status = err.response.status_code
         raise ListingError("refused" if status in (401, 403) else "status", f"HTTP {status}", status) from None
     except httpx.HTTPError as err:
-        raise ListingError("unreachable", _connection_cause(err)) from None
+        raise ListingError("unreachable", connection_cause(err)) from None
     except Exception as err:  # noqa: BLE001 - litellm wraps a provider's refusal in a plain Exception
         # its text holds the provider's answer, which may echo the key: only the status is kept
         found = re.search(r"\bHTTP (\d{3})\b", str(err))
@@ -235,3 +222,131 @@ def summary(checked: list[Checked], found: str = "reachable, key accepted, model
         lines.append(f"preflight: {names}: {found} ({sum(c.seconds for c in ok):.1f} s)")
     lines += [f"preflight: {c.name} not checked ({c.where}); its first call will tell" for c in checked if not c.checked]
     return lines
+
+
+@dataclass(frozen=True)
+class Funds:
+    """One account's balance against the run's upper bound of what its arms spend there."""
+
+    arms: tuple[str, ...]
+    where: str  # the balance asked ("<provider>'s balance", and its endpoint)
+    balance: Balance | None  # None: not read (``unread`` says why)
+    bound: float | None  # USD; None: an arm of the account has no known price
+    bounded_by: str  # what sets the bound
+    seconds: float
+    over_balance: bool = False  # the run was told to go over the balance
+    unread: str = ""
+
+    @property
+    def compared(self) -> bool:
+        return self.balance is not None and self.balance.currency == "USD" and self.bound is not None
+
+    @property
+    def short(self) -> bool:
+        """The bound is above the balance."""
+        return self.compared and self.bound is not None and self.balance is not None \
+            and self.bound > self.balance.amount
+
+    def _against(self) -> str:
+        """The balance against the bound, in words."""
+        assert self.balance is not None
+        has = f"balance {self.balance.shown()} at {self.balance.where}"
+        if self.bound is None:
+            return f"{has}; the run's upper bound there is unknown ({self.bounded_by}): not compared"
+        bound = f"${self.bound:,.2f} ({self.bounded_by})"
+        if not self.compared:
+            return f"{has}; the run's upper bound there, {bound}, is in USD: not compared"
+        return f"{has} {'is below' if self.short else 'covers'} the run's upper bound there, {bound}"
+
+    def line(self) -> str:
+        """The preflight's line on stderr."""
+        names = ", ".join(self.arms)
+        if self.balance is None:
+            return (f"preflight: {names}: balance not read ({self.where} answered {self.unread}); "
+                    "the run's upper bound is not held against it")
+        if self.short:
+            return f"preflight: {names}: {self._against()}: running anyway (--over-balance)"
+        return f"preflight: {names}: {self._against()} ({self.seconds:.1f} s)"
+
+    def refusal(self, source: str, i: int, m: ModelEntry) -> BadInput:
+        """The one line for a bound above the balance, on the key variable of its account's first arm."""
+        key_env = m.config.api_key_env
+        account = f"the account of the key in {key_env}" if key_env else "the account of its key"
+        arms = f", arms {', '.join(self.arms)}" if len(self.arms) > 1 else ""
+        return BadInput(source, f"models[{i}].api_key_env",
+                        scrub(f"{m.name}: {self._against()} ({account}{arms}) ({OVER_BALANCE_HINT})"))
+
+
+def check_balances(sweep: Sweep, store: RunStore | None = None, *, retry_errors: bool = False,
+                   over_balance: bool = False) -> list[Funds]:
+    """Each account of the sweep's billed arms whose adapter reads a balance, held against the run's
+    upper bound of what it spends there (the module's docstring), over the episodes ``store``'s
+    run has still to run (every episode without a store). The first account whose bound is above
+    its balance is ``BadInput`` unless ``over_balance``; a key refused or an endpoint unreachable
+    is ``BadInput`` as the listing's would be."""
+    accounts: dict[tuple[str, str | None, str | None], list[tuple[int, ModelEntry]]] = {}
+    for i, m in enumerate(sweep.models):
+        api = api_of(m.config.family)
+        if m.billed and api.reads_balance:
+            accounts.setdefault((api.name, m.config.api_base, m.config.api_key_env), []).append((i, m))
+    if not accounts:
+        return []
+    todo = _to_run(sweep, store, retry_errors, {m.name for arms in accounts.values() for _, m in arms})
+    if not todo:
+        return []
+    from orchestrator.estimate import estimate
+
+    rows = {e.name: e for e in estimate(todo)}
+    out = []
+    for (provider, api_base, _key_env), arms in accounts.items():
+        arms = [(i, m) for i, m in arms if m.name in rows]
+        if not arms:
+            continue
+        i, first = arms[0]
+        t0 = time.monotonic()
+        where = f"{provider}'s balance" + (f" at {api_base}" if api_base else "")
+        bound, bounded_by = _bound(sweep, [(m, rows[m.name]) for _, m in arms])
+        names = tuple(m.name for _, m in arms)
+        try:
+            balance = api_of(first.config.family).balance(first.config, first.config.api_key())
+        except ListingError as err:
+            if err.kind in ("unreachable", "refused"):
+                raise _refusal(sweep.source, i, first, where, err) from None
+            out.append(Funds(names, where, None, bound, bounded_by, time.monotonic() - t0, over_balance, err.detail))
+            continue
+        funds = Funds(names, where, balance, bound, bounded_by, time.monotonic() - t0, over_balance)
+        if funds.short and not over_balance:
+            raise funds.refusal(sweep.source, i, first)
+        out.append(funds)
+    return out
+
+
+def _to_run(sweep: Sweep, store: RunStore | None, retry_errors: bool, arms: set[str]) -> list[EpisodeSpec]:
+    """The episodes of ``arms`` the run has still to run."""
+    from traces import completed_ids
+
+    done = completed_ids(store, include_errors=not retry_errors) if store is not None else set()
+    return [s for s in sweep.episodes() if s.model.name in arms and s.episode_id not in done]
+
+
+def _bound(sweep: Sweep, arms: list[tuple[ModelEntry, Any]]) -> tuple[float | None, str]:
+    """The most ``arms`` (each with its ``ModelEstimate``) may spend in the run, and what sets it:
+    every call at its step cap and output cap; or a budget (the arm's ``max_cost``, the run's
+    ``--max-cost``) where smaller, plus a call of each episode that may be running when it is
+    reached (a budget stops turns from starting, not the calls in flight)."""
+    total, in_flight, budgets = 0.0, 0.0, []
+    for m, e in arms:
+        if e.cost_max is None:
+            return None, f"no price known for {m.name}"
+        flight = min(e.episodes, m.max_concurrency or e.episodes) * (e.cost_call_max or 0.0)
+        in_flight += flight
+        if m.max_cost is not None and m.max_cost + flight < e.cost_max:
+            total += m.max_cost + flight
+            budgets.append(f"{m.name}'s max_cost")
+        else:
+            total += e.cost_max
+    if sweep.max_cost is not None and sweep.max_cost + in_flight < total:
+        return sweep.max_cost + in_flight, f"--max-cost {sweep.max_cost:,.2f} and the calls in flight when it is reached"
+    if budgets:
+        return total, f"{', '.join(budgets)} and the calls in flight when it is reached"
+    return total, "every call at its step cap and output cap"

@@ -38,13 +38,15 @@ def run_sweep(sweep: Sweep, store: RunStore, *, address: str | None = None, retr
               command: Sequence[str] = (), preflight: bool = True, reporter: Reporter | None = None,
               say: Callable[[str], None] = _quiet,
               compact_progress: Callable[[str, int, int], None] | None = None,
-              interruptible: bool = True, arms_checked: bool = False) -> RunResult:
+              interruptible: bool = True, arms_checked: bool = False, over_balance: bool = False) -> RunResult:
     """Run ``sweep`` into ``store``, resuming whatever an earlier invocation left.
 
     - ``address``: a Ray cluster to join (None: ``RAY_ADDRESS``, or an embedded local Ray); one
       already connected is used and left connected;
     - ``preflight``: before Ray starts, each called arm's endpoint, key and model is checked by its
-      free model listing (unless the caller did already: ``arms_checked``), and each served arm's
+      free model listing and, where its provider tells it, the account's balance is held against
+      the run's upper bound there (unless the caller did both already: ``arms_checked``;
+      ``over_balance``: a bound above the balance is said, not refused), and each served arm's
       replicas once up (``BadInput`` naming the arm);
     - ``say``: where the checks' lines and "starting model servers" go;
     - ``interruptible``: on the main thread, Ctrl-C asks the driver to stop (gracefully, then at
@@ -54,7 +56,7 @@ def run_sweep(sweep: Sweep, store: RunStore, *, address: str | None = None, retr
     a key that is not set raises ``BadInput`` before anything starts.
     """
     from orchestrator.connect import connect, disconnect
-    from orchestrator.preflight import check_called, check_servers, summary
+    from orchestrator.preflight import check_balances, check_called, check_servers, summary
     from orchestrator.serving.server_pool import ServerPool
     from traces import compact
 
@@ -62,6 +64,8 @@ def run_sweep(sweep: Sweep, store: RunStore, *, address: str | None = None, retr
     if preflight and not arms_checked:  # a dead endpoint or a refused key is one line in seconds
         for line in summary(check_called(sweep)):
             say(line)
+        for funds in check_balances(sweep, store, retry_errors=retry_errors, over_balance=over_balance):
+            say(funds.line())
     started = connect(address)
     since = time.monotonic()
     pool = None

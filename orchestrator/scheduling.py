@@ -22,7 +22,7 @@ from orchestrator.estimate import Lengths
 from orchestrator.journal_actor import Spending
 from orchestrator.reporter import Reporter
 from orchestrator.serving.actor import ServerStartError
-from orchestrator.sweep import EpisodeSpec
+from orchestrator.sweep import EpisodeSpec, ModelEntry
 from traces import ERROR, EncodedEpisode, encode_episode
 
 if TYPE_CHECKING:
@@ -187,11 +187,23 @@ class Scheduler:
         self.in_flight = InFlight()
         self.brokers: dict[str, Any] = {}  # batch arm -> its BatchBroker actor, once started
 
+    def cap(self, model: ModelEntry) -> int | None:
+        """The episodes of ``model`` allowed in flight now (None: no limit)."""
+        adaptive = self.spending.concurrency.get(model.name)
+        return adaptive.limit if adaptive is not None else model.max_concurrency
+
     def has_room(self, task: Task) -> bool:
-        name = task.spec.model.name
-        adaptive = self.spending.concurrency.get(name)
-        cap = adaptive.limit if adaptive is not None else task.spec.model.max_concurrency
-        return cap is None or self.in_flight.running(name) < cap
+        cap = self.cap(task.spec.model)
+        return cap is None or self.in_flight.running(task.spec.model.name) < cap
+
+    def at_once(self, name: str) -> int:
+        """How many waiting episodes of called model ``name`` start at once: its queue, at most its
+        concurrency and the run's ``MAX_IN_FLIGHT`` (a batch arm's first round waits for them all)."""
+        queue = self.pending.model.get(name)
+        if not queue:
+            return 0
+        cap = self.cap(queue[0].spec.model)
+        return min(len(queue), MAX_IN_FLIGHT, len(queue) if cap is None else cap)
 
     def dispatch(self) -> None:
         """Start what has room: built-in episodes on the CPU actors (an actor's own mazes first), then

@@ -2,8 +2,8 @@
 benches (not installed with gridbench: ``testing/`` is the test suite's and the benches' own).
 
 It speaks ``POST /v1/chat/completions``, Anthropic's ``POST /v1/messages``, Google's ``POST
-.../models/{model}:generateContent`` and ``GET /v1/models`` (Google's ``GET /v1beta/models``)
-over real HTTP, so the agent is exercised exactly as against a provider: retries, faults, usage,
+.../models/{model}:generateContent`` and ``GET /v1/models`` (Google's ``GET /v1beta/models``),
+and as Moonshot the account's ``GET /v1/users/me/balance``, over real HTTP, so the agent is exercised exactly as against a provider: retries, faults, usage,
 prompt caching and cost accounting.
 
 Where the replies come from (``mode``):
@@ -31,7 +31,9 @@ the default, the model's effort levels, image ``detail`` and ``service_tier`` ch
 counted but never returned), ``moonshot``
 (Kimi K2.x: thinks unless ``thinking: {type: disabled}``, refuses the sampling values it fixes,
 ignores fields it does not know, reports cached tokens at the top level of ``usage`` and no
-reasoning count), ``vllm`` (reads the limits of the ``vllm serve`` command line it was "served"
+reasoning count; answers ``GET /v1/users/me/balance`` as Moonshot documents it, from the
+settable ``balance`` (cash) and ``voucher``: ``available_balance`` is the voucher plus the cash
+when that is not negative), ``vllm`` (reads the limits of the ``vllm serve`` command line it was "served"
 with, ``vllm_argv``, and refuses over-limit requests with vLLM's status and message; the chat
 template's ``enable_thinking``; reasoning apart with a reasoning parser, inline in ``<think>``
 without; cached tokens only under ``--enable-prompt-tokens-details``) and ``llama-cpp`` (no
@@ -238,6 +240,8 @@ class ScriptedServer:
         batch_latency: float = 0.0,
         batch_fates: Sequence[str] = ("ok",),
         flex_unavailable: int = 0,
+        balance: float = 100.0,
+        voucher: float = 0.0,
     ):
         """``persona``: how ``/v1/chat/completions`` behaves (``PERSONAS``; ``gemini``: as ``openai``,
         with Google's model listing and key errors on every path); ``vllm_argv``: the ``vllm serve``
@@ -275,6 +279,8 @@ class ScriptedServer:
                                  else {"openai": Persona, "openai-reasoning": OpenAIReasoningPersona, "moonshot": MoonshotPersona,
                                        "llama-cpp": LlamaCppPersona, "gemini": Persona}[persona]())
         self.google = persona == "gemini"  # Google's model listing and key errors on every path
+        self.moonshot = persona == "moonshot"  # Moonshot's balance endpoint
+        self.balance, self.voucher = balance, voucher  # the account's cash and vouchers (persona moonshot)
         self.batches = BatchFakes(self, batch_latency, list(batch_fates))
         self.flex_unavailable = flex_unavailable
         self._httpd = _Server((host, port), _Handler)
@@ -428,6 +434,13 @@ class ScriptedServer:
             self._cache.add(key)
         return seen
 
+    def balance_answer(self) -> dict[str, Any]:
+        """Moonshot's ``GET /v1/users/me/balance``: cash may be negative (owed), and then the
+        available balance is the vouchers alone."""
+        cash, voucher = float(self.balance), float(self.voucher)
+        return {"code": 0, "data": {"available_balance": voucher + max(cash, 0.0), "voucher_balance": voucher,
+                                    "cash_balance": cash}, "scode": "0x0", "status": True}
+
     def take_flex_refusal(self) -> bool:
         with self._lock:
             if self.flex_unavailable <= 0:
@@ -579,6 +592,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_batch(batch)
         elif scripted.google or google_route(self.path, headers):
             self._google_models(bare)
+        elif scripted.moonshot and bare.endswith("/v1/users/me/balance"):
+            self._send(200, scripted.balance_answer())
         elif bare.endswith("/models"):
             self._send(200, {"object": "list", "data": [
                 {"id": scripted.model, "object": "model", "created": 0, "owned_by": "gridbench"}]})

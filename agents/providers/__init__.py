@@ -18,7 +18,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Any
 
-from agents.providers.api import ListingError, ProviderAPI
+from agents.providers.api import Balance, ListingError, ProviderAPI
 from agents.providers.batches import Outcome, ProviderBatches, errored, failed
 from agents.providers.family import (
     CONTROLLED_PARAMS,
@@ -124,7 +124,7 @@ STUDY_PRIORS: dict[str, StudyPrior] = {f.name: STUDY_PRIORS_BY_MODEL[f.prior] fo
 
 
 __all__ = [
-    "APIS", "BY_NAME", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_PRIORS", "STUDY_PRIORS_BY_MODEL",
+    "APIS", "BY_NAME", "Balance", "CONTROLLED_PARAMS", "FAMILIES", "IMAGE_DETAILS", "STUDY_PRIORS", "STUDY_PRIORS_BY_MODEL",
     "TIERS", "Control", "ListingError", "Price", "Outcome", "ProviderAPI", "ProviderBatches", "ProviderFamily", "StudyPrior",
     "Switch", "Tier", "api_of", "check_provider", "check_tier", "controlled_param", "errored", "failed", "family_for",
     "list_price",

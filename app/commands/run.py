@@ -485,7 +485,7 @@ def _unpriced(outcome: RunOutcome, sweep: Sweep) -> list[str]:
 
 def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: str, name: str | None,
                   address: str | None, retry_errors: bool, max_cost: float | None = None,
-                  preflight: bool = True) -> list[str]:
+                  preflight: bool = True, over_balance: bool = False) -> list[str]:
     """The invocation as the manifest records it: rebuilt from the options, never from raw argv."""
     cmd = ["gridbench", "run", sweep, *(a for m in model or [] for a in ("--model", m))]
     for flag, value in (("--mazes", mazes), ("--out", out), ("--name", name), ("--address", address),
@@ -493,6 +493,7 @@ def _command_line(sweep: str, model: list[str] | None, mazes: str | None, out: s
         if value is not None:
             cmd += [flag, value]
     cmd += ["--retry-errors"] if retry_errors else []
+    cmd += ["--over-balance"] if over_balance else []
     return cmd if preflight else [*cmd, "--no-preflight"]
 
 
@@ -513,7 +514,11 @@ def run_command(
                                   "lines as one JSON document"),
     preflight: bool = typer.Option(True, "--preflight/--no-preflight", help="before the first episode, check each "
                                    "called arm's endpoint, key and model by its free model listing, and each served "
-                                   "arm's servers once up (exit 2 naming the arm when one cannot run)"),
+                                   "arm's servers once up (exit 2 naming the arm when one cannot run); where the "
+                                   "provider tells an account's balance, hold the run's upper bound there against it"),
+    over_balance: bool = typer.Option(False, "--over-balance", help="run even where the run's upper bound on an "
+                                      "account is above the balance its provider reports (the preflight says so "
+                                      "and goes on)"),
 ) -> None:
     """Run a sweep: every maze x model x condition x repeat, resumable, traces as Parquet."""
     from orchestrator.sweep import load_sweep
@@ -534,9 +539,10 @@ def run_command(
     if dry_run:
         _dry_run(s, store, retry_errors, json_out, stdout, open_store(out, "--out"))
         return
-    command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight)
+    command = _command_line(sweep, model, mazes, out, name, address, retry_errors, max_cost, preflight, over_balance)
     try:
-        result = execute(s, store, command, address=address, retry_errors=retry_errors, preflight=preflight)
+        result = execute(s, store, command, address=address, retry_errors=retry_errors, preflight=preflight,
+                         over_balance=over_balance)
         show_result(s, store, result, stdout, command)
     except KeyboardInterrupt:
         # Ctrl-C while Ray or the model servers start, or while the run is compacted: every file
@@ -614,7 +620,8 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
 
 
 def execute(s: Sweep, store: RunStore, command: list[str], *, address: str | None = None,
-            retry_errors: bool = False, preflight: bool = True, arms_checked: bool = False) -> RunResult:
+            retry_errors: bool = False, preflight: bool = True, arms_checked: bool = False,
+            over_balance: bool = False) -> RunResult:
     """``orchestrator.run.run_sweep`` with this command's progress: its lines and the live
     display on stderr, a bar while it compacts. A model server that does not start is one line
     (its log's tail) and exit code 1."""
@@ -633,7 +640,7 @@ def execute(s: Sweep, store: RunStore, command: list[str], *, address: str | Non
         with compacting(stderr) as progress:
             return run_sweep(s, store, address=address, retry_errors=retry_errors, command=command,
                              preflight=preflight, reporter=reporter, say=say, compact_progress=progress,
-                             arms_checked=arms_checked)
+                             arms_checked=arms_checked, over_balance=over_balance)
     except ServerStartError as err:
         # not bad input: the server's own log tail says what went wrong
         print(f"gridbench: a model server did not start: {err}", file=sys.stderr)

@@ -63,3 +63,38 @@ def test_docs_list_every_family_with_its_facts():
 ])
 def test_usage_is_read_from_every_shape(usage, expected):
     assert usage_of(usage) == expected
+
+
+def test_moonshots_adapter_reads_the_balance_as_moonshot_documents_it(monkeypatch):
+    """``GET {base}/users/me/balance`` with the key as a bearer token: ``data.available_balance``,
+    which counts the vouchers alone while the cash is owed (negative); USD on the international
+    platform, CNY on the China platform (api.moonshot.cn); a refused key is a ``ListingError``
+    whose text holds no key; only the adapters that read a balance say so."""
+    from agents.model import ModelConfig
+    from agents.providers import APIS, ListingError, api_of
+    from agents.providers import moonshot as adapter
+    from testing.scripted_server import ScriptedServer
+
+    assert [api.name for api in APIS if api.reads_balance] == ["moonshot"]
+    monkeypatch.setenv("GRIDBENCH_KIMI_KEY", "sk-kimi-0123456789")
+    with ScriptedServer(persona="moonshot", api_key="sk-kimi-0123456789", balance=-2.5, voucher=3.25) as srv:
+        config = ModelConfig.for_model("moonshot/kimi-k2.6", api_base=srv.url, api_key_env="GRIDBENCH_KIMI_KEY")
+        api = api_of(config.family)
+        balance = api.balance(config, config.api_key())
+        assert (balance.amount, balance.currency, balance.where) == (3.25, "USD", f"{srv.url}/users/me/balance")
+        assert srv.requests[-1].headers["authorization"] == "Bearer sk-kimi-0123456789"
+        srv.balance = 10.0
+        assert api.balance(config, config.api_key()).shown() == "$13.25"
+        with pytest.raises(ListingError) as refused:
+            api.balance(config, "sk-wrong-0123456789")
+        assert (refused.value.kind, refused.value.detail) == ("refused", "HTTP 401")
+    answer = {"code": 0, "data": {"available_balance": 49.58894, "voucher_balance": 46.58893,
+                                  "cash_balance": 3.00001}, "scode": "0x0", "status": True}
+    asked = []
+    monkeypatch.setattr(adapter, "get_json", lambda url, key: asked.append((url, key)) or answer)
+    monkeypatch.setenv("MOONSHOT_API_KEY", "sk-from-litellms-variable")
+    china = ModelConfig.for_model("moonshot/kimi-k2.6", api_base="https://api.moonshot.cn/v1")
+    assert api.balance(china, None).shown() == "49.59 CNY"
+    assert api.balance(ModelConfig.for_model("moonshot/kimi-k2.6"), None).currency == "USD"
+    assert asked == [("https://api.moonshot.cn/v1/users/me/balance", "sk-from-litellms-variable"),
+                     ("https://api.moonshot.ai/v1/users/me/balance", "sk-from-litellms-variable")]

@@ -118,6 +118,9 @@ def test_estimate_bounds_calls_and_cost_from_the_protocol_and_the_price(maze_dir
     assert (p.episodes, p.calls_max, p.calls_typical, p.output_cap) == (2, 2 * cap, 2 * min(cap, TYPICAL_TURNS), 100)
     prompt = p.prompt_tokens_first / 2
     assert p.cost_max == pytest.approx(2 * cap * (prompt * 1e-6 + 100 * 2e-6))
+    # the dearest one call (what a budget lets run on when it is reached: the preflight's balance check)
+    assert p.cost_call_max == pytest.approx(prompt * 1e-6 + 100 * 2e-6)
+    assert by["unpriced"].cost_call_max is None
     # no finished episodes and no study prior for a provider of unknown family: the typical figure is
     # unknown, never the cap presented as typical
     assert p.cost_typical is None and p.typical_source == "unknown"

@@ -173,3 +173,105 @@ def test_an_arm_whose_episodes_end_in_error_says_why_during_and_after_the_run(tm
     assert progress and "errors   2 (BadRequestError)" in progress[-1], done.stderr
     # and after it, under the summary table
     assert f"{ARM}: 2 episodes ended in error; the first: {cause}" in done.stdout.splitlines()
+
+
+# ---- money: the balance of a Moonshot account against the run's upper bound ------------------
+KIMI = "kimi"
+KIMI_KEY = "sk-kimi-the-right-one-0123456789"
+
+
+def kimi(api_base: str, **fields) -> dict:
+    return {"name": KIMI, "model": "moonshot/kimi-k2.6", "api_base": api_base, "api_key_env": KEY_ENV,
+            "max_concurrency": 2, "protocol": FAST_PROTOCOL, **fields}
+
+
+def upper_bound(path: Path) -> float:
+    """The dry run's upper bound of the sweep's Kimi arm (every call at its step cap and output cap)."""
+    from orchestrator.estimate import estimate
+    from orchestrator.sweep import load_sweep
+
+    (row,) = [e for e in estimate(load_sweep(path).episodes()) if e.name == KIMI]
+    assert row.cost_max is not None
+    return row.cost_max
+
+
+# litellm has no listing of Moonshot's models: the preflight says so before it reads the balance
+NOT_LISTED = f"preflight: {KIMI} not checked (moonshot: litellm has no model listing); its first call will tell"
+
+
+class PastPreflight(Exception):
+    """Raised where the run would start Ray: the preflight let it through."""
+
+
+def stop_before_ray(monkeypatch) -> None:
+    def connect(address=None):
+        raise PastPreflight
+
+    monkeypatch.setattr("orchestrator.connect.connect", connect)
+
+
+def test_a_moonshot_arm_whose_upper_bound_exceeds_the_balance_is_one_line(refused_run, monkeypatch):
+    """Moonshot reports the account's balance (GET /v1/users/me/balance, USD on its international
+    platform): a run whose upper bound there is above it is refused before it spends anything,
+    where the study's Kimi leg died at launch when Moonshot refused its full-size batches."""
+    monkeypatch.setenv(KEY_ENV, KIMI_KEY)
+    with ScriptedServer(persona="moonshot", model="kimi-k2.6", api_key=KIMI_KEY, balance=0.5, voucher=0.25) as srv:
+        code, err, path = refused_run(kimi(srv.url))
+        assert [r.path for r in srv.requests] == ["/v1/users/me/balance"]  # the balance only: nothing spent
+    bound = upper_bound(path)
+    assert bound > 0.75
+    assert code == 2
+    assert err.splitlines() == [NOT_LISTED, (
+        f"gridbench: {path}: models[1].api_key_env: {KIMI}: balance $0.75 at {srv.url}/users/me/balance is below "
+        f"the run's upper bound there, ${bound:,.2f} (every call at its step cap and output cap) (the account of "
+        f"the key in {KEY_ENV}) (--over-balance runs it anyway)")]
+
+
+def test_a_balance_that_covers_the_bound_passes_and_the_preflight_names_it(tmp_path, monkeypatch, capfd):
+    """Within the balance the run goes on (here, to where it would start Ray), its preflight line
+    naming the balance and the bound; a ``--max-cost`` below the balance bounds the run instead,
+    with the calls that may be in flight when it is reached."""
+    from orchestrator.preflight import check_balances
+    from orchestrator.sweep import load_sweep
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, KIMI_KEY)
+    stop_before_ray(monkeypatch)
+    with ScriptedServer(persona="moonshot", model="kimi-k2.6", api_key=KIMI_KEY, balance=1000) as srv:
+        path = sweep_file(tmp_path / "kimi.yaml", models=[{"name": "oracle", "model": "builtin/oracle"}, kimi(srv.url)])
+        bound = upper_bound(path)
+        with pytest.raises(PastPreflight):
+            run_cli(["run", str(path), "--out", str(tmp_path / "results")], capfd)
+        err = capfd.readouterr().err
+        assert (f"preflight: {KIMI}: balance $1,000.00 at {srv.url}/users/me/balance covers the run's upper bound "
+                f"there, ${bound:,.2f} (every call at its step cap and output cap)") in err
+        srv.balance = bound / 2  # below the bound, above a budget and what may be in flight when it is reached
+        (funds,) = check_balances(load_sweep(path, max_cost=bound / 10))
+        assert funds.bound is not None and bound / 10 < funds.bound < bound / 2
+        assert funds.line().startswith(f"preflight: {KIMI}: balance ${bound / 2:,.2f} at {srv.url}/users/me/balance "
+                                       f"covers the run's upper bound there, ${funds.bound:,.2f} (--max-cost "
+                                       f"{bound / 10:,.2f} and the calls in flight when it is reached)")
+        assert not srv.chat_requests
+
+
+def test_over_balance_lets_the_run_go_on(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, KIMI_KEY)
+    stop_before_ray(monkeypatch)
+    with ScriptedServer(persona="moonshot", model="kimi-k2.6", api_key=KIMI_KEY, balance=0.01) as srv:
+        path = sweep_file(tmp_path / "kimi.yaml", models=[kimi(srv.url)])
+        with pytest.raises(PastPreflight):
+            run_cli(["run", str(path), "--out", str(tmp_path / "results"), "--over-balance"], capfd)
+        err = capfd.readouterr().err
+    assert (f"preflight: {KIMI}: balance $0.01 at {srv.url}/users/me/balance is below the run's upper bound "
+            f"there, ${upper_bound(path):,.2f} (every call at its step cap and output cap): running anyway "
+            "(--over-balance)") in err.splitlines()
+
+
+def test_a_key_moonshot_refuses_is_one_line_without_the_key(refused_run, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
+    with ScriptedServer(persona="moonshot", model="kimi-k2.6", api_key=KIMI_KEY) as srv:
+        code, err, path = refused_run(kimi(srv.url))
+    assert code == 2
+    assert err.splitlines() == [NOT_LISTED, f"gridbench: {path}: models[1].api_key_env: {KIMI}: moonshot's balance "
+                                            f"at {srv.url} refused the key in {KEY_ENV} (HTTP 401)"]
