@@ -27,6 +27,7 @@ from analysis import (
     discovery,
     failure,
     figures,
+    incidents,
     metrics,
     protocols,
     ranking,
@@ -149,7 +150,7 @@ SECTIONS: tuple[Section, ...] = (
     compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, validity.VALIDITY_SECTION,
     metrics.SOLVES_SECTION,
     metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
-    failure.ONSET_SECTION, compute.COMPUTE_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
+    failure.ONSET_SECTION, compute.COMPUTE_SECTION, incidents.INCIDENTS_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
     twins.PAIRED_SECTION, twins.INVARIANCE_SECTION, twins.PROJECTION_SECTION, twins.MECHANISM_SECTION, twins.ATTRIBUTION_SECTION, ranking.RANKING_SECTION,
     discovery.DISCOVERY_SECTION,
 )
