@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.prompt import with_image_detail
@@ -105,6 +107,9 @@ class Caller:
         self._on_rate_limit = on_rate_limit
         self._step = self._calls = 0
         self.batch_ids: list[str] = []  # the provider batches this turn's calls went through
+        # this turn's failed attempts that were retried: their class, when each failed (UTC) and
+        # the seconds then waited (the step's ``failures`` column); never their messages
+        self.failures: list[dict[str, Any]] = []
 
     @property
     def marks_cache(self) -> bool:
@@ -114,6 +119,11 @@ class Caller:
         """A new step's calls: numbered from 0 again, their batches recorded afresh."""
         self._step, self._calls = step, 0
         self.batch_ids = []
+        self.failures = []
+
+    def failures_json(self) -> str | None:
+        """This turn's failed attempts as the step's ``failures`` column: a JSON list, None when none."""
+        return json.dumps(self.failures, separators=(",", ":")) if self.failures else None
 
     async def call(self, messages: list[dict[str, Any]]) -> Completion:
         """One model answer, retried by the policy; ``InfraError`` when no answer comes."""
@@ -142,6 +152,9 @@ class Caller:
                     raise InfraError(failure.error_class, scrub(
                         f"{self.name}: gave up after {failures + rate_limited + 1} attempts: {message}",
                         self._secrets)) from None
+                self.failures.append({"class": failure.error_class,
+                                      "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+                                      "waited_s": round(delay, 3)})
                 if limited:
                     rate_limited += 1
                     waited += delay

@@ -116,7 +116,8 @@ class LLMAgent:
         self.caller.begin_turn(turn.step)
         decision = await self.policy.act(turn)
         return replace(decision, tier=self.config.tier,
-                       batch_id=",".join(dict.fromkeys(self.caller.batch_ids)) or None)
+                       batch_id=",".join(dict.fromkeys(self.caller.batch_ids)) or None,
+                       failures=self.caller.failures_json())
 
     async def resume(self, turn: Turn, decision: Decision) -> None:
         await self.policy.resume(turn, decision)

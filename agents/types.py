@@ -85,6 +85,9 @@ class Decision:
     # provider batches they went through (comma-separated ids; None when none)
     tier: str | None = None
     batch_id: str | None = None
+    # the failed attempts of this turn's calls that were retried (the caller's JSON list of
+    # ``{"class", "at", "waited_s"}``); None when none
+    failures: str | None = None
     # set when the agent ends the episode instead of acting (``action`` is then None); the calls
     # of this decision are the episode's, not a step's
     ending: AgentEnding | None = None

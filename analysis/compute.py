@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from analysis import figures
-from analysis.load import ALL, BUDGET_COLUMNS, Traces
+from analysis.load import ALL, BUDGET_COLUMNS, Traces, manifest
 from analysis.metrics import order_arms, overview, with_pooled
 from analysis.sections import Built, Context, Section
 from analysis.stats import counted_median
 from analysis.steps import StepTable
+from traces import open_store
 
 
 def tokens(traces: Traces) -> pd.DataFrame:
@@ -60,6 +61,84 @@ def cost_by_tier(traces: Traces, st: StepTable) -> pd.DataFrame:
     t["calls"] = t["calls"].astype(int)
     t["cost_per_call_usd"] = t["cost_usd"] / t["calls"]
     return order_arms(t, traces)
+
+
+SERVED_COLUMNS = ["run", "model_name", "engine", "replicas", "gpus_per_replica", "serving_h", "gpu_hours",
+                  "gpu_hour_usd", "gpu_cost_usd"]
+
+
+def _busy_hours(starts: pd.Series, ends: pd.Series) -> float:
+    """Hours covered by the union of the intervals [start, end]: time when at least one of them ran."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(zip(starts, ends, strict=True)):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += (cur_e - cur_s).total_seconds()
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += (cur_e - cur_s).total_seconds()
+    return total / 3600
+
+
+def served_cost(traces: Traces, gpu_hour_usd: float | None) -> pd.DataFrame:
+    """Each model a run served itself (its manifest's sweep entry has a ``serve`` block): its GPUs
+    (replicas x tensor-parallel GPUs per replica for vLLM; llama.cpp serves on CPU: 0), its serving
+    hours (the union of its episodes' wall-clock intervals, errors included: the time at least one
+    of its episodes was in flight; server start-up and idle time between episodes are not in the
+    traces), GPU-hours = GPUs x serving hours, and at ``gpu_hour_usd`` their cost in USD."""
+    eps = pd.concat([traces.episodes, traces.errors], ignore_index=True)
+    rows = []
+    for d in traces.run_dirs:
+        m = manifest(d)
+        run = m.get("run") or open_store(d).name
+        for entry in (m.get("sweep") or {}).get("models") or []:
+            serve = entry.get("serve") if isinstance(entry, dict) else None
+            if not serve:
+                continue
+            mine = eps[(eps["run"] == run) & (eps["model_name"] == entry.get("name"))]
+            if mine.empty:
+                continue
+            replicas = int(serve.get("replicas") or 1)
+            per = int(serve.get("tensor_parallel_size") or 1) if serve.get("engine") == "vllm" else 0
+            hours = _busy_hours(pd.to_datetime(mine["started_at"], utc=True), pd.to_datetime(mine["finished_at"], utc=True))
+            gpu_hours = replicas * per * hours
+            rows.append({"run": run, "model_name": entry["name"], "engine": serve.get("engine"), "replicas": replicas,
+                         "gpus_per_replica": per, "serving_h": hours, "gpu_hours": gpu_hours,
+                         "gpu_hour_usd": gpu_hour_usd if gpu_hour_usd is not None else float("nan"),
+                         "gpu_cost_usd": gpu_hours * gpu_hour_usd if gpu_hour_usd is not None else float("nan")})
+    return pd.DataFrame(rows, columns=SERVED_COLUMNS)
+
+
+def with_served_cost(tok: pd.DataFrame, traces: Traces, served: pd.DataFrame) -> pd.DataFrame:
+    """``tokens`` with each served arm's GPU-hours and their cost beside the recorded cost:
+    ``gpu_hours`` and ``gpu_cost_usd`` (a served model's, shared among its arms by their episodes'
+    summed ``wall_s``), and ``total_cost_usd`` (recorded USD plus GPU USD: the column in which a
+    served arm and a hosted one compare). Unchanged when no run served a model."""
+    if served.empty:
+        return tok
+    eps = traces.episodes
+    wall = eps.groupby(["run", "model_name", "arm"])["wall_s"].sum().reset_index()
+    share = wall.merge(served, on=["run", "model_name"])
+    model_wall = share.groupby(["run", "model_name"])["wall_s"].transform("sum")
+    share["frac"] = (share["wall_s"] / model_wall).where(model_wall > 0, 1.0 / share.groupby(
+        ["run", "model_name"])["wall_s"].transform("size"))
+    per_arm = share.assign(gpu_hours=share["gpu_hours"] * share["frac"],
+                           gpu_cost_usd=share["gpu_cost_usd"] * share["frac"]).groupby("arm")[
+        ["gpu_hours", "gpu_cost_usd"]].sum(min_count=1)
+    out = tok.copy()
+    out["gpu_hours"] = out["arm"].map(per_arm["gpu_hours"])
+    out["gpu_cost_usd"] = out["arm"].map(per_arm["gpu_cost_usd"])
+    pooled = out["arm"] == ALL
+    if pooled.any():
+        models = out[(out["arm"] != ALL) & ~out["arm"].isin(traces.references)]
+        out.loc[pooled, "gpu_hours"] = models["gpu_hours"].sum(min_count=1)
+        out.loc[pooled, "gpu_cost_usd"] = models["gpu_cost_usd"].sum(min_count=1)
+    out["total_cost_usd"] = out["cost_usd"].fillna(0) + out["gpu_cost_usd"].fillna(0)
+    unknown = out["cost_usd"].isna() | (out["gpu_hours"].notna() & out["gpu_cost_usd"].isna())
+    out.loc[unknown, "total_cost_usd"] = float("nan")
+    return out
 
 
 QUERY_COLUMNS = ["arm", "episodes", "steps", "queries", "queries_per_episode", "parse_failures", "tokens_out",
@@ -250,8 +329,12 @@ def _compute(ctx: Context) -> Built:
         figs["thinking_quarters"] = figures.thinking_quarters(think_q, ctx.colors)
         if not think.empty and think["turns"].sum() > 0:
             figs["thinking_after"] = figures.thinking_after(think, ctx.colors)
-    return Built({"tokens": tok, "queries": queries(ctx.traces, ctx.steps), "thinking_quarters": think_q,
-                  "thinking_after": think, "cost_by_tier": cost_by_tier(ctx.traces, ctx.steps)}, figs)
+    served = served_cost(ctx.traces, ctx.gpu_hour_usd)
+    tables = {"tokens": with_served_cost(tok, ctx.traces, served), "queries": queries(ctx.traces, ctx.steps),
+              "thinking_quarters": think_q, "thinking_after": think, "cost_by_tier": cost_by_tier(ctx.traces, ctx.steps)}
+    if not served.empty:
+        tables["served_cost"] = served
+    return Built(tables, figs)
 
 
 OVERVIEW_SECTION = Section(
@@ -297,6 +380,12 @@ COMPUTE_SECTION = Section(
     "whose reply gave no action, and output tokens per query: the mean over every call, the median over "
     "the steps made by exactly one call (docs/report.md). **Cost by tier**: per arm and tier "
     "(`standard`, `flex`, `batch`: how the calls were bought, docs/providers.md) the steps with calls, "
-    "the calls and their cost in USD at the tier's price.",
+    "the calls and their cost in USD at the tier's price. **Served models** (`served_cost`, only when a run "
+    "served a model itself): its GPUs (replicas x GPUs per replica from the run's manifest; llama.cpp "
+    "serves on CPU: 0), its serving hours (the union of its episodes' wall-clock intervals: the time at "
+    "least one was in flight; server start-up and idle time are not in the traces, so this is a lower "
+    "bound), GPU-hours and, given `--gpu-hour-usd`, their cost in USD; `tokens` then shows each served "
+    "arm's share (by its episodes' summed `wall_s`) as `gpu_hours` and `gpu_cost_usd`, and "
+    "`total_cost_usd`, recorded USD plus GPU USD, the column in which served and hosted arms compare.",
     _compute,
 )

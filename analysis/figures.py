@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -623,4 +624,49 @@ def ranking(t: pd.DataFrame) -> Figure:
     # the labels take the left of the figure: the title is set over the whole figure to fit
     fig.suptitle("Pairs of arms: paired difference in action progress\n(95% CI; red: significant after Holm)",
                  fontsize="medium")
+    return fig
+
+
+def incident_timeline(t: pd.DataFrame) -> Figure:
+    """One panel per arm: failed attempts per bin of the run's wall-clock time, stacked by class
+    (one colour per class throughout); episodes that ended in error stacked on top, hatched."""
+    import matplotlib.dates as mdates
+
+    classes = sorted(t["error_class"].unique())
+    cmap = plt.get_cmap("tab10")
+    color = {c: matplotlib.colors.to_hex(cmap(i % 10)) for i, c in enumerate(classes)}
+    arms = list(dict.fromkeys(t["arm"]))
+    fig, axes = plt.subplots(len(arms), 1, figsize=(WIDTH, 1.9 * len(arms) + 1.2), squeeze=False,
+                             layout="constrained")
+    for ax, arm in zip(axes[:, 0], arms, strict=True):
+        a = t[t["arm"] == arm]
+        step = pd.Timedelta(minutes=int(a["bin_minutes"].iloc[0]))
+        width = step * 0.9
+        # the arms of one run share its time axis: where each arm's incidents fell, side by side
+        same_run = t[t["run"] == a["run"].iloc[0]]["bin_start"]
+        ax.set_xlim(pd.Timestamp(same_run.min()).to_pydatetime(), (pd.Timestamp(same_run.max()) + step).to_pydatetime())
+        bins = sorted(a["bin_start"].unique())
+        bottom = pd.Series(0.0, index=bins)
+        for kind, hatch in (("failures", None), ("error_episodes", "//")):
+            for c in classes:
+                v = a[a["error_class"] == c].groupby("bin_start")[kind].sum().reindex(bins, fill_value=0)
+                if not (v > 0).any():
+                    continue
+                ax.bar([pd.Timestamp(b).to_pydatetime() for b in bins], v.to_numpy(), width=width, align="edge",
+                       bottom=bottom.to_numpy(), color=color[c], hatch=hatch, edgecolor="white" if hatch else None,
+                       linewidth=0)
+                bottom = bottom + v.to_numpy()
+        ax.set_title(f"{arm}: {int(a['failures'].sum())} failed attempts, {a['waited_h'].sum():.2f} h waited, "
+                     f"{int(a['error_episodes'].sum())} episodes ended in error", fontsize=9)
+        ax.set_ylabel(f"per {int(a['bin_minutes'].iloc[0])} min")
+        locator = mdates.AutoDateLocator(maxticks=8)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    axes[-1, 0].set_xlabel("wall-clock time (UTC)")
+    handles = [matplotlib.patches.Patch(color=color[c], label=c) for c in classes]
+    handles.append(matplotlib.patches.Patch(facecolor="#bbbbbb", hatch="//", edgecolor="white",
+                                            label="episode ended in error"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), fontsize=8)
+    fig.suptitle("Incidents: failed attempts over the run's wall-clock time")
     return fig

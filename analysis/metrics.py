@@ -108,13 +108,19 @@ def solves_by_condition(eps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _error_arms(traces: Traces) -> pd.Series:
-    e = traces.errors
-    if e.empty:
+    return arms_of(traces, traces.errors)
+
+
+def arms_of(traces: Traces, rows: pd.DataFrame) -> pd.Series:
+    """The arm label of each row that names a run, model and condition (error episodes, steps):
+    the label its arm has in the report, else ``run/model [condition]`` for an arm with no
+    episode but errors."""
+    if rows.empty:
         return pd.Series(dtype="object")
     lookup = traces.episodes.drop_duplicates(["run", "model_name", "condition"]).set_index(
         ["run", "model_name", "condition"])["arm"]
-    keys = list(zip(e["run"], e["model_name"], e["condition"].fillna("baseline"), strict=True))
-    return pd.Series([lookup.get(k, f"{k[0]}/{k[1]} [{k[2]}]") for k in keys], index=e.index)
+    keys = list(zip(rows["run"], rows["model_name"], rows["condition"].fillna("baseline"), strict=True))
+    return pd.Series([lookup.get(k, f"{k[0]}/{k[1]} [{k[2]}]") for k in keys], index=rows.index)
 
 
 def progress(traces: Traces) -> pd.DataFrame:

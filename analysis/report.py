@@ -27,6 +27,7 @@ from analysis import (
     discovery,
     failure,
     figures,
+    incidents,
     metrics,
     protocols,
     ranking,
@@ -149,17 +150,19 @@ SECTIONS: tuple[Section, ...] = (
     compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, validity.VALIDITY_SECTION,
     metrics.SOLVES_SECTION,
     metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
-    failure.ONSET_SECTION, compute.COMPUTE_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
+    failure.ONSET_SECTION, compute.COMPUTE_SECTION, incidents.INCIDENTS_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
     twins.PAIRED_SECTION, twins.INVARIANCE_SECTION, twins.PROJECTION_SECTION, twins.MECHANISM_SECTION, twins.ATTRIBUTION_SECTION, ranking.RANKING_SECTION,
     discovery.DISCOVERY_SECTION,
 )
 
 
-def sections(traces: Traces, steps: steps_mod.StepTable | None = None) -> tuple[list[tuple[Section, Built]], dict]:
+def sections(traces: Traces, steps: steps_mod.StepTable | None = None,
+             gpu_hour_usd: float | None = None) -> tuple[list[tuple[Section, Built]], dict]:
     """Build every section (``SECTIONS``): those built ``last`` after the others and the headline.
     Returns the sections shown, in order, and the headline figures for metrics.json. ``steps``:
     the runs' steps already annotated (``analysis.steps.annotate``), else they are annotated here;
-    closed either way once the sections are built."""
+    closed either way once the sections are built. ``gpu_hour_usd``: the price of a GPU-hour, which
+    costs the models a run served itself (``compute.served_cost``)."""
     if traces.episodes.empty:
         if steps is not None:
             steps.close()
@@ -169,7 +172,7 @@ def sections(traces: Traces, steps: steps_mod.StepTable | None = None) -> tuple[
     if steps is None:
         steps = steps_mod.annotate(traces)
     try:
-        ctx = Context(traces, steps, figures.arm_colors(traces.arms))
+        ctx = Context(traces, steps, figures.arm_colors(traces.arms), gpu_hour_usd=gpu_hour_usd)
         built: dict[str, Built | None] = {}
         for last in (False, True):
             if last:
@@ -337,7 +340,7 @@ class _Page:
 
 
 def write_report(traces: Traces, out_dir: str | Path, progress: Callable[[str], None] | None = None,
-                 steps: steps_mod.StepTable | None = None) -> dict:
+                 steps: steps_mod.StepTable | None = None, gpu_hour_usd: float | None = None) -> dict:
     """Write the report folder; returns metrics.json's content. ``steps``: as for ``sections``."""
     out_dir = Path(out_dir)
     try:
@@ -347,7 +350,7 @@ def write_report(traces: Traces, out_dir: str | Path, progress: Callable[[str], 
         if steps is not None:
             steps.close()
         raise
-    shown, head = sections(traces, steps)
+    shown, head = sections(traces, steps, gpu_hour_usd)
     try:
         with atomic_folder(out_dir) as tmp:
             page = _Page(head, shown)
@@ -381,10 +384,10 @@ def write_report(traces: Traces, out_dir: str | Path, progress: Callable[[str], 
 
 
 def build_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = None,
-           progress: Callable[[str], None] | None = None) -> dict:
+           progress: Callable[[str], None] | None = None, gpu_hour_usd: float | None = None) -> dict:
     """Load runs and write their report (default: ``<run>/report`` for a single run)."""
     dirs = [Path(d) for d in run_dirs]
     if out_dir is None:
         out_dir = dirs[0] / "report"
     traces = load_runs(dirs)
-    return write_report(traces, out_dir, progress)
+    return write_report(traces, out_dir, progress, gpu_hour_usd=gpu_hour_usd)

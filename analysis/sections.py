@@ -23,14 +23,16 @@ if TYPE_CHECKING:
 
 @dataclass
 class Context:
-    """What a section is built from: the runs, their steps in DuckDB, each arm's colour, and the
-    tables of the sections built before it (and, for a section built ``last``, the headline)."""
+    """What a section is built from: the runs, their steps in DuckDB, each arm's colour, the
+    tables of the sections built before it (and, for a section built ``last``, the headline), and
+    the user's price of a GPU-hour, if given."""
 
     traces: Traces
     steps: StepTable
     colors: dict[str, str]
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     headline: dict[str, Any] = field(default_factory=dict)
+    gpu_hour_usd: float | None = None  # the price of a GPU-hour (``gridbench report --gpu-hour-usd``)
 
 
 @dataclass

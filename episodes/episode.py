@@ -96,6 +96,7 @@ def decision_of(record: StepRecord) -> Decision:
         usage=record.usage, budget=record.budget, prompt_hash=record.prompt_hash,
         image_hashes=tuple(record.image_hashes), token=record.token, plan=tuple(record.plan),
         subgoal=record.subgoal or "", tier=record.tier, batch_id=record.batch_id,
+        failures=record.failures,
     )
 
 
@@ -158,6 +159,7 @@ class Playthrough:
             usage=decision.usage, finish_reason=decision.finish_reason, budget=decision.budget,
             prompt_hash=decision.prompt_hash, image_hashes=tuple(decision.image_hashes), token=decision.token,
             plan=decision.plan, subgoal=decision.subgoal or None, tier=decision.tier, batch_id=decision.batch_id,
+            failures=decision.failures,
         )
         self.steps.append(record)
         self.history.append(PastStep(step=step_no, action=decision.action, event=outcome.event,

@@ -239,6 +239,13 @@ class StepRecord(TraceRecord):
                                      "built-in agents")
     batch_id: str | None = col("string", "the provider batch(es) this step's calls went through (ids joined by "
                                          "`,`); null when none (a standard or flex call, a step from an action list)")
+    failures: str | None = col("string", "the failed attempts of this step's calls that were retried, as JSON "
+                                         "`[{\"class\": ..., \"at\": ..., \"waited_s\": ...}]`: the failure's class as "
+                                         "litellm names it (`RateLimitError`, `InternalServerError`, "
+                                         "`ServiceUnavailableError`, `Timeout`, `APIConnectionError`, "
+                                         "`BatchRequestFailed`, ...), when it failed (UTC, ISO 8601) and the seconds "
+                                         "then waited before the next attempt (backoff or Retry-After); never a "
+                                         "message; null when none, and in runs recorded before the column existed")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,10 @@ def report(
                                                    "several share one report"),
     out: str | None = typer.Option(None, "--out", help="report folder or URI (default: RUN_DIR/report for one "
                                                        "run, ./report for several)"),
+    gpu_hour_usd: float | None = typer.Option(
+        None, "--gpu-hour-usd", min=0.0, metavar="USD",
+        help="price of one GPU-hour: costs each model a run served itself (its replicas x GPUs per replica x "
+             "the hours its episodes were in flight) in USD, beside the hosted models' USD in the cost table"),
 ) -> None:
     """Write report.md, report.html (self-contained), figures (PNG), tables (CSV) and metrics.json."""
     os.environ.setdefault(*ARROW_ALLOCATOR)
@@ -47,7 +51,7 @@ def report(
         from analysis.report import write_report
 
         metrics = write_report(traces, folder, progress=lambda what: bar.update(task, description=f"drawing {what}"),
-                               steps=steps)
+                               steps=steps, gpu_hour_usd=gpu_hour_usd)
         if not target.local:
             bar.update(task, description=f"uploading to {target.display()}")
             target.put_folder(folder, last=("report.html", "report.md"))

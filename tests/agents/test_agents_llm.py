@@ -5,6 +5,7 @@ Behaviour meant to be the same for the litellm and the openai client is tested f
 """
 
 import asyncio
+import json
 import logging
 import subprocess
 import sys
@@ -527,3 +528,41 @@ def test_anthropic_requests_mark_the_fixed_prefix_for_caching_and_cached_tokens_
     plain = build_messages(Turn(example_maze, protocol, 1, s0, (), 57))
     assert text == "".join(p["text"] for p in plain[0]["content"] if p["type"] == "text")
     assert first.prompt_hash and "[image" in render_for_humans(plain)
+
+
+def test_each_retried_failure_is_recorded_in_the_steps_failures_column(example_maze, key_env, client, tmp_path):
+    """A 429 (Retry-After 2 s) and a 503 before the answer: the step's ``failures`` column holds
+    both, in order, with their classes, when they failed and the seconds waited after each; the
+    column is written and read back with the step, and never holds the provider's message."""
+    from datetime import UTC, datetime
+
+    from episodes.episode import run_episode
+    from traces import EpisodeIdentity, read_run, write_episode
+
+    sleeps = Sleeps()
+    protocol = Protocol(icl_example=False, step_cap_factor=1)
+    before = datetime.now(UTC)
+    with ScriptedServer(script=[{"fault": "429", "retry_after": 2}, "503", "ACTION: left"]) as srv:
+        agent = agent_for(srv, key_env, protocol, client=client, sleep=sleeps)
+        identity = EpisodeIdentity(run="t", episode_id="e", model_name="m", model="openai/scripted",
+                                   condition="baseline", repeat=0, maze_id=example_maze.id)
+        result = asyncio.run(run_episode(example_maze, agent, protocol, identity))
+    first = result.steps[0]
+    failures = json.loads(first.failures)
+    assert [f["class"] for f in failures] == ["RateLimitError", "ServiceUnavailableError"]
+    assert [f["waited_s"] for f in failures] == [round(s, 3) for s in sleeps.delays[:2]]
+    assert 2.0 <= failures[0]["waited_s"] <= 2.2 and failures[1]["waited_s"] <= FAST.cap_s
+    at = [datetime.fromisoformat(f["at"]) for f in failures]
+    assert before <= at[0] <= at[1] <= datetime.now(UTC)
+    assert "overloaded" not in first.failures and "Rate limit" not in first.failures
+    assert first.usage.retries == 2 and all(s.failures is None for s in result.steps[1:])
+    write_episode(tmp_path, result)
+    _, steps = read_run(tmp_path)
+    assert steps.sort_values("step")["failures"].tolist()[0] == first.failures
+    # a run recorded before the column existed reads it as null: the fixed schema fills it in
+    import pyarrow.parquet as pq
+
+    for f in (tmp_path / "steps").glob("*.parquet"):
+        pq.write_table(pq.read_table(f).drop_columns(["failures"]), f)
+    _, old = read_run(tmp_path)
+    assert old["failures"].isna().all() and len(old) == len(steps)
