@@ -2,9 +2,9 @@
 
 - litellm's own retries are off (``num_retries=0``) so they never stack with the caller's
   (``agents.caller``): each attempt is exactly one HTTP request.
-- ``classify`` reads litellm's exceptions: 429 (a spent quota excepted), 5xx, malformed replies,
-  timeouts and connection errors are transient; authentication errors, bad requests and
-  context-window overflows fail at once.
+- ``classify`` reads litellm's exceptions: 429 (a spent quota excepted), 5xx, malformed replies
+  (litellm's 422 for a provider's answer it cannot read among them), timeouts and connection errors
+  are transient; authentication errors, bad requests and context-window overflows fail at once.
 - The family's fields go at the top level of the call, or inside ``extra_body`` where litellm
   refuses them at the top level; a family that caches only marked prefixes
   (``ProviderFamily.marks_cache``) gets its requests marked.
@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 _litellm: Any = None
+# litellm's 422 when its translation of a provider's answer fails: a body cut short or garbled
+# on the way, a malformed reply like any other, not a bad request
+UNREADABLE_ANSWER = "Error converting to valid response block"
 
 
 def litellm_module() -> Any:
@@ -182,6 +185,8 @@ class LiteLLMTransport(Transport):
             return Failure("ContextWindowExceededError", message, "fail")
         if isinstance(err, lib.RateLimitError) and OUT_OF_QUOTA.search(str(err)):
             return Failure(cls, message, "fail")  # no wait refills a spent quota
+        if isinstance(err, lib.BadRequestError) and UNREADABLE_ANSWER in str(err):
+            return Failure.transient("InternalServerError", message)
         if isinstance(err, lib.AuthenticationError | lib.PermissionDeniedError | lib.BadRequestError
                       | lib.NotFoundError):
             return Failure(cls, message, "fail")

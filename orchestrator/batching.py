@@ -24,6 +24,14 @@ the request again. A request a batch leaves unprocessed (``expired``, ``canceled
 in the next round, journaled as a resubmission of the same request; an ``errored`` one goes back
 to the agent as the synchronous error would, under its retry rules.
 
+A batch that fails as a whole is never an answer of the model: one the provider refuses at
+submission, or whose status or results cannot be read, fails each of its requests as the
+synchronous call would have failed (``agents.providers.failed``: retried by the agent's retry
+rules, a new request in a later round); one the provider fails whole (``"*"``) gives each request
+that error; one that expires or is cancelled whole leaves its requests unprocessed, and they go
+again. The arm's progress (``BatchBroker.progress``: ``again``, ``failed``, ``last_failure``)
+counts both, and the ``run`` command's progress display prints a line for each.
+
 The one window this does not close: a driver killed after the provider accepted a batch and
 before its journal line was written (one request's round trip) leaves a batch no rerun knows of.
 """
@@ -44,6 +52,7 @@ import ray
 from agents.batch_requests import custom_id
 from agents.model import ModelConfig
 from agents.providers import Outcome, ProviderBatches, Tier, api_of, failed
+from agents.secrets import scrub
 from agents.transport import EndpointError
 
 BATCH_JOURNAL_DIR = "batches"
@@ -120,6 +129,13 @@ class Rounds:
     submitted: int = 0  # requests
     in_flight: dict[str, float] = field(default_factory=dict)  # batch id -> when submitted (monotonic)
     overhead_s: float = 0.0  # the broker's own time on rounds: gathering closed, submit, journal, hand back
+    again: int = 0  # requests sent again: their batch expired or was cancelled before running them
+    failed: int = 0  # batches that failed as a whole: refused, unreadable, or failed by the provider
+    last_failure: str | None = None  # why the last of them failed, in one line
+
+    def failure(self, why: str) -> None:
+        self.failed += 1
+        self.last_failure = scrub(why.strip().splitlines()[0] if why.strip() else "unknown")
 
 
 class Broker:
@@ -175,13 +191,15 @@ class Broker:
                 outcomes = await self._outcomes(batch)
                 outcome = outcomes.get(wire) or outcomes.get("*") or Outcome("expired")
             except Exception as err:  # noqa: BLE001 - the batch cannot be read now: a retryable failure
-                self.results.pop(batch, None)
                 outcome = failed(err)
+                if self.results.pop(batch, None) is not None:  # once a batch, however many wait on it
+                    self.stats.failure(f"batch {batch}: reading it failed: {outcome.error_class}: {outcome.message}")
             finally:
                 self.awaiting_known -= 1
                 self._wake.set()
             if outcome.kind not in UNPROCESSED:
                 return outcome.__dict__, batch
+            self.stats.again += 1
             again = int(wire.rsplit("-r", 1)[1]) if wire != request else 0
             self.waiting[request] = Waiting(episode, body, answer, again + 1)
         else:
@@ -195,7 +213,8 @@ class Broker:
         now = time.monotonic()
         return {"rounds": self.stats.rounds, "submitted": self.stats.submitted,
                 "in_flight": {b: now - t for b, t in self.stats.in_flight.items()},
-                "overhead_s": self.stats.overhead_s, "live": len(self.live), "waiting": len(self.waiting)}
+                "overhead_s": self.stats.overhead_s, "live": len(self.live), "waiting": len(self.waiting),
+                "again": self.stats.again, "failed": self.stats.failed, "last_failure": self.stats.last_failure}
 
     # ---- the rounds ---------------------------------------------------------------------------
     def _round_ready(self) -> bool:
@@ -246,6 +265,8 @@ class Broker:
             batch = await self.provider.submit({wire: taken[request].body for wire, request in wires.items()})
         except Exception as err:  # noqa: BLE001 - the provider refused the batch: each request hears why
             failure = failed(err).__dict__
+            self.stats.failure(f"a batch of {len(taken)} requests was refused: {failure['error_class']}: "
+                               f"{failure['message']}")
             for w in taken.values():
                 if not w.answer.done():
                     w.answer.set_result((failure, ""))
@@ -268,6 +289,7 @@ class Broker:
             self._wake.set()
             self.results.pop(batch, None)  # asked again, it is polled again
             failure = failed(err).__dict__
+            self.stats.failure(f"batch {batch}: reading it failed: {failure['error_class']}: {failure['message']}")
             for w in taken.values():
                 if not w.answer.done():
                     w.answer.set_result((failure, batch))
@@ -276,10 +298,14 @@ class Broker:
         self.in_batches -= len(wires)
         self.last_answered = started
         self._wake.set()
+        whole = outcomes.get("*")
+        if whole is not None and whole.kind not in UNPROCESSED:
+            self.stats.failure(f"batch {batch} failed as a whole: {whole.error_class}: {whole.message}")
         for wire, request in wires.items():
             w = taken[request]
-            outcome = outcomes.get(wire) or outcomes.get("*") or Outcome("expired")
+            outcome = outcomes.get(wire) or whole or Outcome("expired")
             if outcome.kind in UNPROCESSED:  # never processed: it goes again in the next round
+                self.stats.again += 1
                 self.waiting[request] = Waiting(w.episode, w.body, w.answer, w.again + 1)
                 if self.first_waiting is None:
                     self.first_waiting = time.monotonic()

@@ -78,6 +78,23 @@ def _usd(entry: ModelEntry | None, cost: float) -> str:
     return f"{cost:.4f}" if 0 < cost < 0.01 else f"{cost:.2f}"  # a few calls of a cheap model are not $0.00
 
 
+def batch_news(arm: str, before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What a batch arm's rounds did since ``before`` that no answer shows: requests sent again
+    because their batch expired or was cancelled before running them, and batches that failed as
+    a whole (``orchestrator.batching.BatchBroker.progress``). Neither is an answer of the model."""
+    lines = []
+    again = int(now.get("again", 0)) - int(before.get("again", 0))
+    if again > 0:
+        lines.append(f"batch {arm}: {again} request{'s' if again > 1 else ''} went unprocessed (the batch expired "
+                     "or was cancelled) and go again in the next round")
+    failed = int(now.get("failed", 0)) - int(before.get("failed", 0))
+    if failed > 0:
+        lines.append(f"batch {arm}: {failed} batch{'es' if failed > 1 else ''} failed as a whole "
+                     f"({now.get('last_failure') or 'no reason given'}): its requests get the error a synchronous "
+                     "call would, retried where that error is retryable")
+    return lines
+
+
 class RichReporter(Reporter):
     """Live progress on stderr: per model done/total, solves, errors, tokens, spent (against the
     budget, when there is one), concurrency, elapsed time and ETA."""
@@ -102,6 +119,7 @@ class RichReporter(Reporter):
         self.totals: dict[str, dict[str, float]] = {}
         self.ledger: dict[str, dict[str, float | None]] = {}
         self.first_error: dict[str, str] = {}  # per arm: the cause of its first episode in error
+        self.batch_seen: dict[str, dict[str, Any]] = {}  # per batch arm: its progress last shown
         self.entries: dict[str, ModelEntry] = {}
 
     def _spent(self, name: str, spent: float) -> str:
@@ -158,6 +176,9 @@ class RichReporter(Reporter):
             if name in self.tasks:
                 flight = ", ".join(f"{b[-8:]} {age:.0f}s" for b, age in p["in_flight"].items()) or "none in flight"
                 self.progress.update(self.tasks[name], conc=f"round {p['rounds']}: {flight}")
+            for line in batch_news(name, self.batch_seen.get(name, {}), p):
+                self.progress.console.print(Text(line, style="yellow"), soft_wrap=True)
+            self.batch_seen[name] = p
 
     def suspended(self, spec: EpisodeSpec, steps: int) -> None:
         self.progress.console.print(
