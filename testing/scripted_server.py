@@ -309,7 +309,10 @@ class ScriptedServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ScriptedServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        # shutdown() waits for the serve loop's next poll: at the default 0.5 s, every server a test
+        # closes cost it up to half a second
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="scripted-server", daemon=True)
         self._thread.start()
         return self
 
