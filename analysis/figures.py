@@ -656,8 +656,9 @@ def incident_timeline(t: pd.DataFrame) -> Figure:
                        bottom=bottom.to_numpy(), color=color[c], hatch=hatch, edgecolor="white" if hatch else None,
                        linewidth=0)
                 bottom = bottom + v.to_numpy()
-        ax.set_title(f"{arm}: {int(a['failures'].sum())} failed attempts, {a['waited_h'].sum():.2f} h waited, "
-                     f"{int(a['error_episodes'].sum())} episodes ended in error", fontsize=9)
+        failed, ended = int(a["failures"].sum()), int(a["error_episodes"].sum())
+        ax.set_title(f"{arm}: {failed} failed attempt{'' if failed == 1 else 's'}, {a['waited_h'].sum():.2f} h waited, "
+                     f"{ended} episode{'' if ended == 1 else 's'} ended in error", fontsize=9)
         ax.set_ylabel(f"per {int(a['bin_minutes'].iloc[0])} min")
         locator = mdates.AutoDateLocator(maxticks=8)
         ax.xaxis.set_major_locator(locator)
