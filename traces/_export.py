@@ -238,6 +238,16 @@ def _when(value: Any) -> str:
     return value.astimezone(UTC).isoformat(timespec="seconds") if isinstance(value, datetime) else str(value)
 
 
+# options whose values name places on the machine that ran it (a home folder, a cluster's address):
+# the card is published, so it shows the option and not its value (the manifest keeps the command)
+_PLACES = ("--out", "--address")
+
+
+def _public(command: list[Any]) -> list[str]:
+    words = [str(w) for w in command]
+    return [f"<{words[i - 1].lstrip('-')}>" if i and words[i - 1] in _PLACES else w for i, w in enumerate(words)]
+
+
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -302,7 +312,7 @@ def dataset_card(store: RunStore, manifest: dict[str, Any], mazes: dict[str, dic
         ("dollars", f"${float(eps['cost_usd'].fillna(0).sum()):,.2f}"),
         ("exported", datetime.now(UTC).isoformat(timespec="seconds")),
     ]
-    invocations = [f"- {_cell(inv.get('at', '?'))}: `{_cell(' '.join(map(str, inv.get('command') or [])))}`"
+    invocations = [f"- {_cell(inv.get('at', '?'))}: `{_cell(' '.join(_public(inv.get('command') or [])))}`"
                    for inv in manifest.get("invocations") or []]
     if licence == "other":
         stated = ("The mazes carry more than one licence (or one the Hub has no id for), so `license` is "

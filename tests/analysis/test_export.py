@@ -34,8 +34,14 @@ def _sorted(table: pa.Table) -> pd.DataFrame:
 def run(tmp_path_factory) -> Path:
     """Two biased random walkers on a room of gridbench's own (Apache-2.0) and one of the study's (MIT)."""
     mazes = [room_maze(5), resolve_maze(STUDY_MAZE)]
-    return demo_run(tmp_path_factory.mktemp("results") / "small", mazes,
-                    {"walker": (1, 1, 6, 1, 1, 0.1), "turner": (4, 4, 2, 1, 1, 0.1)}, seed=5, max_steps=16)
+    run = demo_run(tmp_path_factory.mktemp("results") / "small", mazes,
+                   {"walker": (1, 1, 6, 1, 1, 0.1), "turner": (4, 4, 2, 1, 1, 0.1)}, seed=5, max_steps=16)
+    # the command that wrote it, with places on the machine that ran it, as a manifest records it
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.setdefault("invocations", []).append({"at": "2026-12-07T10:00:00+00:00", "command": [
+        "gridbench", "run", "small.yaml", "--out", "/home/alice/results", "--address", "10.1.2.3:6379"]})
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +83,10 @@ def test_the_export_is_shards_a_card_and_the_manifest(run, exported):
     for part in ("## Schema", "| `termination` | string |", "| `action` | string |", "load_dataset(", "pd.read_parquet",
                  "maze set checksum", "$", "`walker` (openai/fabricated)"):
         assert part in card, part
+
+    # the card is published: the command is shown without the places it names on the machine that ran it
+    assert "`gridbench run small.yaml --out <out> --address <address>`" in card
+    assert "/home/alice" not in card and "10.1.2.3" not in card
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["mazes"] == json.loads((run / "manifest.json").read_text())["mazes"]
