@@ -685,17 +685,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*rejection)
             return
         record.applied = persona.applied(body)
-        with scripted._lock:
-            scripted._busy += 1
-            refused = scripted.capacity is not None and scripted._busy > scripted.capacity
-        try:
-            if refused:
-                self._fault("429", {"retry_after": scripted.retry_after}, headers, body)
-            else:
-                self._answer(persona, index, record, body)
-        finally:
-            with scripted._lock:
-                scripted._busy -= 1
+        self._within_capacity(persona, index, record, body, headers)
 
     def _gemini(self, model: str, body: Any, headers: dict[str, str]) -> None:
         """``models/{model}:generateContent``, answered as the Gemini API does (``GEMINI``): the
@@ -719,14 +709,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(*rejection)
             return
         record.applied = GEMINI.applied(native)
+        self._within_capacity(GEMINI, index, record, native, headers, google=True)
+
+    def _within_capacity(self, persona: Persona, index: int, record: RecordedRequest, body: dict,
+                         headers: dict[str, str], google: bool = False) -> None:
+        """Answer the request, or refuse it with the provider's 429 while ``capacity`` requests
+        are already being answered."""
+        scripted = self.server.scripted
         with scripted._lock:
             scripted._busy += 1
             refused = scripted.capacity is not None and scripted._busy > scripted.capacity
         try:
             if refused:
-                self._fault("429", {"retry_after": scripted.retry_after}, headers, record.body, google=True)
+                self._fault("429", {"retry_after": scripted.retry_after}, headers, record.body if google else body,
+                            google=google)
             else:
-                self._answer(GEMINI, index, record, native, google=True)
+                self._answer(persona, index, record, body, google=google)
         finally:
             with scripted._lock:
                 scripted._busy -= 1
