@@ -75,6 +75,7 @@ def run_sweep(sweep: Sweep, store: RunStore, *, address: str | None = None, retr
         pool = ServerPool.for_sweep(store.local_dir(), sweep) or None
         if pool is not None:
             say(f"starting model servers for {', '.join(pool.models)} ...")
+            pool.on_event = say  # a server placed again after its node was lost says so
             pool.start()
             if preflight:  # each replica answers for its model before any episode is sent to it
                 for line in summary(check_servers(sweep, pool), "every server up and listing its model"):

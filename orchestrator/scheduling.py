@@ -274,6 +274,10 @@ class Scheduler:
             out = ray.get(ref)
         except ACTOR_LOST as err:
             ran = worker.ran_when_lost(ref)
+            if task.lease is not None and self.pool is not None:
+                # the episode ran on its server's node: that node may be gone too, and its
+                # server is then placed again before the episode is leased a replica again
+                self.pool.suspect(task.lease)
             self._finish_task(ref, task)
             self.actors.lost(worker)
             return self._after_loss(task, ran, type(err).__name__)

@@ -79,7 +79,7 @@ class ModelServerProcess:
 
     def __init__(
         self, *, name: str, replica: int, model: str, spec: ServeSpec, log_path: str,
-        port_offset: int = 0,
+        port_offset: int = 0, generation: int = 0,
     ):
         self.name = name
         self.replica = replica
@@ -91,7 +91,7 @@ class ModelServerProcess:
         self._llama: tuple[str, Weights, str | None] | None = None  # llama_cpp_weights, once resolved
         self.weights: dict[str, str | None] | None = None  # Weights.to_dict() of what it serves
         self.state = "new"  # new | starting | ready | down | restarting | failed | stopped
-        self.generation = 0
+        self.generation = generation  # above 0 from the start: a replica re-placed after its node was lost
         self.restarts = 0
         self.start_s: list[float] = []
         self.last_error = ""

@@ -64,6 +64,29 @@ def plan_models(specs: dict[str, ServeSpec], nodes: list[NodeCapacity]) -> dict[
     return plans
 
 
+def place_replica(spec: ServeSpec, nodes: list[NodeCapacity], hosted: dict[str, int],
+                  gpus_held: dict[str, int] | None = None) -> str | None:
+    """The node for one replica placed again (its node was lost), or None when no node can hold it.
+
+    ``nodes``: the alive nodes, less any known lost; ``hosted``: the replicas each node already
+    serves, ``gpus_held`` the GPUs the vLLM ones hold. A vLLM replica needs ``tensor_parallel_size`` free GPUs
+    of one node, a llama.cpp replica a node with CPUs; of those, the least loaded, then the
+    largest, then the first given.
+    """
+    if spec.engine == "vllm":
+        tp = spec.tensor_parallel_size
+        held = gpus_held or {}
+        fits = [n for n in nodes if n.gpus - held.get(n.node_id, 0) >= tp]
+        size = {n.node_id: float(n.gpus - held.get(n.node_id, 0)) for n in fits}
+    else:
+        fits = [n for n in nodes if n.cpus >= 1]
+        size = {n.node_id: n.cpus for n in fits}
+    if not fits:
+        return None
+    order = [n.node_id for n in fits]
+    return min(order, key=lambda nid: (hosted.get(nid, 0), -size[nid], order.index(nid)))
+
+
 @dataclass
 class ReplicaBalancer:
     """In-flight episodes per replica; ``acquire`` picks the least-loaded one with room."""

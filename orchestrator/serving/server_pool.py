@@ -6,6 +6,8 @@ their server processes with them). For each episode of a served model the driver
 ``Lease``: the least-loaded ready replica with room, its URL (the agent's ``api_base``) and its
 node (where the episode must run). When an episode ends in an infrastructure error, ``lost``
 says whether its replica died or restarted meanwhile, in which case the episode is retried.
+A replica whose actor is dead (its node lost) is placed again on an alive node that can hold it,
+with the next generation, and started without holding up the driver (``_replace``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from env.files import atomic_write
 from orchestrator.serving.actor import ModelServer, ServerStartError
-from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models
+from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, place_replica, plan_models
 from orchestrator.serving.spec import ServeSpec, Weights
 from orchestrator.sweep import DEFAULT_CONDITION, Condition, ModelEntry, Sweep, resolve_serve
 
@@ -76,6 +78,12 @@ class ServerPool:
         self.balancers: dict[str, ReplicaBalancer] = {}
         self.healthy: dict[str, list[bool]] = {}
         self.checked: dict[tuple[str, int], float] = {}
+        self._offset = 0
+        # replicas whose node was lost: the start of each one's new server, on another node
+        self.replacing: dict[tuple[str, int], Any] = {}
+        self.lost_nodes: set[str] = set()
+        self.moves: list[dict[str, Any]] = []  # every re-placement, for the run's summary
+        self.on_event: Callable[[str], object] | None = None  # one line for each re-placement
 
     @classmethod
     def for_sweep(cls, run_dir: str | Path, sweep: Sweep) -> ServerPool:
@@ -107,25 +115,12 @@ class ServerPool:
         # every placement first: a model the cluster cannot hold stops the run before any server starts
         self.nodes = plan_models(self.specs, nodes)
         pending = {}
-        offset = 0
         for m in self.models.values():
             spec = self.specs[m.name]
             placed = self.nodes[m.name]
             self.actors[m.name] = []
             for replica, node_id in enumerate(placed):
-                # no CPU request: the actor only supervises, and the server's threads are outside
-                # Ray's accounting anyway; holding a CPU here could starve the episodes' actors
-                resources = {"num_cpus": 0}
-                if spec.engine == "vllm":
-                    resources["num_gpus"] = spec.tensor_parallel_size
-                actor = ModelServer.options(
-                    name=None, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-                    **resources,
-                ).remote(
-                    name=m.name, replica=replica, model=m.model, spec=spec,
-                    log_path=str(self.log_path(m.name, replica)), port_offset=offset,
-                )
-                offset += 1
+                actor = self._new_actor(m.name, replica, node_id)
                 self.actors[m.name].append(actor)
                 pending[actor.start.remote()] = (m.name, replica)
             assert m.max_concurrency is not None  # a served model is called: ModelEntry gives it one
@@ -151,6 +146,65 @@ class ServerPool:
         except BaseException:
             self.stop()
             raise
+
+    def _new_actor(self, name: str, replica: int, node_id: str, generation: int = 0) -> Any:
+        """A ``ModelServer`` actor pinned to ``node_id``; its server starts on ``start``."""
+        spec = self.specs[name]
+        # no CPU request: the actor only supervises, and the server's threads are outside
+        # Ray's accounting anyway; holding a CPU here could starve the episodes' actors
+        resources = {"num_cpus": 0}
+        if spec.engine == "vllm":
+            resources["num_gpus"] = spec.tensor_parallel_size
+        self._offset += 1  # each server its own first port to try: two on one host never race for one
+        return ModelServer.options(
+            name=None, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+            **resources,
+        ).remote(
+            name=name, replica=replica, model=self.models[name].model, spec=spec,
+            log_path=str(self.log_path(name, replica)), port_offset=self._offset - 1, generation=generation,
+        )
+
+    def _replace(self, name: str, replica: int, why: str) -> None:
+        """The replica's actor is dead (its node was lost): start its server on an alive node
+        that can hold it, with the next generation, without waiting for it (``_recheck`` sees it
+        become ready); failed when no node can."""
+        old = self.info[name][replica]
+        lost_node = self.nodes[name][replica]
+        self.lost_nodes.add(lost_node)
+        try:
+            ray.kill(self.actors[name][replica], no_restart=True)  # unreachable is not always dead
+        except Exception:  # noqa: BLE001 - a dead actor needs no killing
+            pass
+        hosted: dict[str, int] = {}
+        gpus_held: dict[str, int] = {}
+        for other, placed in self.nodes.items():
+            for r, nid in enumerate(placed):
+                if (other, r) != (name, replica) and self.info[other][r].get("state") not in ("failed", "stopped"):
+                    hosted[nid] = hosted.get(nid, 0) + 1
+                    if self.specs[other].engine == "vllm":
+                        gpus_held[nid] = gpus_held.get(nid, 0) + self.specs[other].tensor_parallel_size
+        alive = [n for n in cluster_nodes() if n.node_id not in self.lost_nodes]
+        node_id = place_replica(self.specs[name], alive, hosted, gpus_held)
+        generation = int(old.get("generation", 0)) + 1
+        label = f"{name}-{replica}"
+        if node_id is None:
+            self.info[name][replica] = {**old, "state": "failed", "last_error": (
+                f"{label}: its node was lost ({why}) and no alive node can hold it")}
+            self.healthy[name][replica] = False
+            self._say(f"server {label} failed: its node {lost_node} was lost and no alive node can hold it")
+            return
+        actor = self._new_actor(name, replica, node_id, generation)
+        self.actors[name][replica] = actor
+        self.nodes[name][replica] = node_id
+        self.info[name][replica] = {**old, "state": "starting", "generation": generation, "node_id": node_id}
+        self.healthy[name][replica] = False
+        self.replacing[(name, replica)] = actor.start.remote()
+        self.moves.append({"server": label, "from": lost_node, "to": node_id, "generation": generation})
+        self._say(f"server {label} re-placed on node {node_id} after its node {lost_node} was lost")
+
+    def _say(self, line: str) -> None:
+        if self.on_event is not None:
+            self.on_event(line)
 
     def stop(self) -> None:
         """Kill every server's process group; copy logs written on other nodes to the run."""
@@ -199,12 +253,16 @@ class ServerPool:
         return Lease(model_name, replica, info["url"], self.nodes[model_name][replica], info["generation"])
 
     def _recheck(self, model_name: str) -> None:
-        """Ask replicas marked unhealthy how they are, at most once a second each."""
+        """Ask replicas marked unhealthy how they are, at most once a second each; a re-placed
+        replica is ready when its start returns (never waited for)."""
         now = time.monotonic()
         states = []
         for replica, ok in enumerate(self.healthy[model_name]):
-            if not ok and now - self.checked.get((model_name, replica), 0.0) >= RECHECK_S:
-                self.checked[(model_name, replica)] = now
+            key = (model_name, replica)
+            if key in self.replacing:
+                self._started(model_name, replica)
+            elif not ok and now - self.checked.get(key, 0.0) >= RECHECK_S:
+                self.checked[key] = now
                 try:
                     self.status(model_name, replica)
                 except Exception:  # noqa: BLE001 - an actor that cannot answer is a failed replica
@@ -214,11 +272,45 @@ class ServerPool:
             errors = [self.info[model_name][r].get("last_error") or "" for r in range(len(states))]
             raise ServerStartError(next((e for e in errors if e), f"every replica of {model_name} failed"))
 
+    def _started(self, name: str, replica: int) -> None:
+        """A re-placed replica's start, if it returned: ready, failed, or lost with its node too."""
+        ref = self.replacing[(name, replica)]
+        done, _ = ray.wait([ref], timeout=0)
+        if not done:
+            return
+        del self.replacing[(name, replica)]
+        try:
+            status = ray.get(ref)
+        except ray.exceptions.RayActorError as err:
+            self._replace(name, replica, type(err).__name__)
+            return
+        except Exception as err:  # noqa: BLE001 - a server that did not start: failed, as at the run's start
+            cause = getattr(err, "cause", None)
+            message = str(cause) if isinstance(cause, ServerStartError) else str(err)
+            self.info[name][replica] = {**self.info[name][replica], "state": "failed", "last_error": message}
+            return
+        self.info[name][replica] = status
+        self.healthy[name][replica] = status["state"] == "ready"
+
+    def suspect(self, lease: Lease) -> None:
+        """An episode of ``lease`` lost its actor: ask its replica how it is before the next lease
+        (a replica whose node went with the episode is re-placed then)."""
+        if (lease.model_name, lease.replica) not in self.replacing:
+            self.healthy[lease.model_name][lease.replica] = False
+            self.checked.pop((lease.model_name, lease.replica), None)
+
     def release(self, lease: Lease) -> None:
         self.balancers[lease.model_name].release(lease.replica)
 
     def status(self, model_name: str, replica: int) -> dict[str, Any]:
-        status = ray.get(self.actors[model_name][replica].status.remote(), timeout=STATUS_TIMEOUT_S)
+        """The replica's state; a replica whose actor is dead (its node lost) is re-placed, and
+        its state is then ``starting`` with the next generation."""
+        try:
+            status = ray.get(self.actors[model_name][replica].status.remote(), timeout=STATUS_TIMEOUT_S)
+        except ray.exceptions.RayActorError as err:  # ActorDiedError, ActorUnavailableError: gone with its node
+            if (model_name, replica) not in self.replacing:
+                self._replace(model_name, replica, type(err).__name__)
+            return self.info[model_name][replica]
         self.info[model_name][replica] = status
         self.healthy[model_name][replica] = status["state"] == "ready"
         return status

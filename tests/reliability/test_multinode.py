@@ -5,11 +5,15 @@ three worker nodes, each its own raylet, with the ``env_slot`` resource real clu
   run on the node that hosts its server: read from Ray's actor table, not assumed.
 - A whole node removed mid-sweep: its episodes are rescheduled on the remaining nodes and each
   finishes exactly once.
+- The node of a served model's server removed mid-episode: the server starts again on another
+  node and the episodes continue there from their journaled steps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
 import time
 
@@ -130,3 +134,76 @@ def test_a_lost_node_costs_no_episode(cluster, tmp_path):
     assert retried and set(episodes.loc[episodes["attempts"] > 1, "episode_id"]) == set(retried)
     alive = {n.node_id for n in c.list_all_nodes()}
     assert all(node in alive and node != lost["node"] for node in retried.values()), retried
+
+
+def test_a_lost_server_node_is_replaced_and_its_episodes_continue(cluster, tmp_path):
+    """The node hosting a served model's server goes mid-episode: the pool starts the server again
+    on an alive node, the episodes continue there from their journaled steps, the run ends complete."""
+    import ray
+
+    from traces import Journals
+
+    c, _ = cluster
+    # a node of its own, the largest, so the placement puts the server there whatever the tests
+    # before this one removed
+    host = c.add_node(num_cpus=4, resources={ENV_SLOT: 32}, object_store_memory=STORE)
+    c.wait_for_nodes()
+    path = sweep_file(tmp_path / "served.yaml", mazes=str(copy_mazes(tmp_path / "mazes", ["scale-8"])), repeats=2,
+                      protocol={**FAST_PROTOCOL, "max_output_tokens": 16, "temperature": 0.0, "step_cap_factor": 0.15},
+                      models=[{"name": "smollm2", "model": BUNDLED_MODEL, "max_concurrency": 2,
+                               "serve": {"engine": "llama_cpp", "model": BUNDLED_SPEC, "n_ctx": 4096,
+                                         "startup_timeout_s": 300}}])
+    sweep = load_sweep(path)
+    run = tmp_path / "run"
+    lost: dict = {}
+    said: list[str] = []
+
+    def lose_the_server_node(episode_id: str, episode_actor) -> None:
+        journals = Journals.of_run(run)
+        deadline = time.monotonic() + 60
+        while not journals.read(episode_id).rows and time.monotonic() < deadline:
+            time.sleep(0.05)  # mid-episode: a step journaled, the next call on its way
+        pids = [actor_pid(episode_actor), actor_pid(pool.actors["smollm2"][0])]
+        server_pid = pool.info["smollm2"][0]["pid"]
+        lost["node"] = host.node_id
+        c.remove_node(host, allow_graceful=False)
+        # a machine that goes takes its processes with it: remove_node kills only Ray's daemons
+        for pid in pids:
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server_pid, signal.SIGKILL)
+
+    def on_dispatch(spec, actor, attempts):
+        if not lost and attempts == 1:
+            lost["pending"] = True
+            threading.Thread(target=lose_the_server_node, args=(spec.episode_id, actor), daemon=True).start()
+
+    t0 = time.monotonic()
+    pool = ServerPool(run, sweep.models)
+    pool.on_event = said.append
+    with pool:
+        assert pool.nodes["smollm2"][0] == host.node_id
+        outcome = Driver(sweep, run, pool=pool, on_dispatch=on_dispatch).execute()
+        moved_to = pool.nodes["smollm2"][0]
+        generation = pool.info["smollm2"][0]["generation"]
+    took = time.monotonic() - t0
+    episodes = pd.read_parquet(run / "episodes")
+    steps = pd.read_parquet(run / "steps")
+    log = pool.log_path("smollm2", 0).read_text()
+    # every chat completion the servers answered, less their own one-token readiness checks
+    answered = log.count('"POST /v1/chat/completions HTTP/1.1" 200') - log.count("=== gridbench: smollm2-0 generation")
+    paid_twice = answered - int(steps["calls"].sum())
+    in_flight = int((episodes["attempts"] > 1).sum())
+    print(f"server node lost: {said}; {in_flight} episodes continued elsewhere, calls paid twice: {paid_twice}, "
+          f"run {took:.1f} s")
+    assert lost["node"] not in {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+    assert moved_to != lost["node"] and generation == 1 and pool.moves and len(said) == 1
+    assert outcome.errors == 0 and episodes["episode_id"].is_unique
+    assert set(episodes["episode_id"]) == {s.episode_id for s in sweep.episodes()}
+    assert not steps.duplicated(["episode_id", "step"]).any() and int(episodes["steps"].sum()) == len(steps)
+    for _, ep in steps.groupby("episode_id"):
+        assert sorted(ep["step"]) == list(range(1, len(ep) + 1))
+    assert in_flight >= 1 and (episodes.loc[episodes["attempts"] > 1, "resumed"] >= 1).any()
+    assert 0 <= paid_twice <= in_flight

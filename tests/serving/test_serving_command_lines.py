@@ -7,7 +7,13 @@ import pytest
 from agents.model import request_name
 from env.errors import BadInput
 from orchestrator.serving.command_lines import llama_cpp_command, vllm_command
-from orchestrator.serving.placement import NodeCapacity, ReplicaBalancer, plan_models, plan_replicas
+from orchestrator.serving.placement import (
+    NodeCapacity,
+    ReplicaBalancer,
+    place_replica,
+    plan_models,
+    plan_replicas,
+)
 from orchestrator.serving.spec import parse_serve
 
 
@@ -110,6 +116,19 @@ def test_llama_cpp_replicas_need_no_gpu():
     assert plan_replicas(spec, [NodeCapacity("a", 0, 2.0), NodeCapacity("b", 0, 8.0)]) == ["b", "a", "b"]
     with pytest.raises(BadInput, match="no alive Ray node"):
         plan_replicas(spec, [])
+
+
+def test_a_replica_placed_again_goes_to_the_least_loaded_node_that_holds_it():
+    cpu = parse_serve({"engine": "llama_cpp", "model": "bundled:smollm2-135m-instruct"})
+    # the head of 0 CPUs never hosts a llama.cpp server; of the others, the one serving fewest
+    head, a, b = NodeCapacity("head", 0, 0.0), NodeCapacity("a", 0, 2.0), NodeCapacity("b", 0, 8.0)
+    assert place_replica(cpu, [head, a, b], {}) == "b"
+    assert place_replica(cpu, [head, a, b], {"b": 1}) == "a"
+    assert place_replica(cpu, [head], {}) is None
+    # a vLLM replica needs tensor_parallel_size free GPUs of one node
+    tp2 = parse_serve({"engine": "vllm", "tensor_parallel_size": 2})
+    assert place_replica(tp2, nodes(2, 4), {"n1": 1}, {"n1": 2}) == "n0"
+    assert place_replica(tp2, nodes(2, 3), {"n0": 1, "n1": 1}, {"n0": 2, "n1": 2}) is None
 
 
 def test_balancer_picks_the_least_loaded_replica_within_its_cap():
