@@ -90,13 +90,7 @@ def test_flex_sends_the_tier_waits_out_resource_unavailable_and_pays_half(exampl
         protocol, t = turn(example_maze)
         agent = LLMAgent(config, protocol, retry=FAST, sleep=sleep)
 
-        async def one():
-            try:
-                return await agent.act(t)
-            finally:
-                await agent.aclose()
-
-        decision = asyncio.run(one())
+        decision = act_once(agent, t)
         requests = srv.chat_requests
     assert [r.body.get("service_tier") for r in requests] == ["flex"] * 3
     assert [r.answered for r in requests] == [False, False, True]  # two 429s, nothing billed for them
@@ -200,18 +194,23 @@ def test_a_batch_line_carries_the_request_in_the_providers_own_shape(example_maz
     assert (answer.usage.tokens_in, answer.usage.tokens_cached, answer.usage.tokens_out) == (100, 90, 7)
 
 
-def one_answer(example_maze, srv, model: str, tier: str, client: str = "litellm"):
-    config = ModelConfig.for_model(model, api_base=srv.url, api_key_env=KEY_ENV, tier=tier, client=client)
-    protocol, t = turn(example_maze)
-    agent = LLMAgent(config, protocol, retry=FAST)
-
+def act_once(agent, t):
+    """The agent's decision on turn ``t``; the agent is closed after."""
     async def one():
         try:
             return await agent.act(t)
         finally:
             await agent.aclose()
 
-    return asyncio.run(one()), srv.chat_requests[-1]
+    return asyncio.run(one())
+
+
+def one_answer(example_maze, srv, model: str, tier: str, client: str = "litellm"):
+    config = ModelConfig.for_model(model, api_base=srv.url, api_key_env=KEY_ENV, tier=tier, client=client)
+    protocol, t = turn(example_maze)
+    agent = LLMAgent(config, protocol, retry=FAST)
+
+    return act_once(agent, t), srv.chat_requests[-1]
 
 
 @pytest.mark.parametrize("tier, factor", [("standard", 1.0), ("flex", 0.5)])
@@ -273,13 +272,7 @@ def test_a_batch_line_carries_the_body_the_synchronous_call_sends(example_maze, 
         config = ModelConfig.for_model(model, api_base=srv.url, api_key_env=KEY_ENV, client=client)
         agent = LLMAgent(config, protocol, retry=FAST)
 
-        async def one():
-            try:
-                return await agent.act(t)
-            finally:
-                await agent.aclose()
-
-        asyncio.run(one())
+        act_once(agent, t)
         sent = srv.chat_requests[-1]
         wire = sent.wire if sent.wire is not None else sent.body  # Anthropic's own params, as posted
     (messages, seed), = seen

@@ -64,6 +64,29 @@ ROUTES = [  # (model, client): the OpenAI shape through both clients, Anthropic'
 ]
 
 
+def act_once(agent, maze, protocol):
+    """The agent's decision on the maze's first turn; the agent is closed after."""
+    async def turn():
+        try:
+            agent.caller.begin_turn(1)
+            return await agent.act(Turn(maze, protocol, 1, env.initial_state(maze), (), 57))
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(turn())
+
+
+def play_once(agent, maze, protocol):
+    """One whole episode of the agent on the maze; the agent is closed after."""
+    async def play():
+        try:
+            return await run_episode(maze, agent, protocol, identity())
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(play())
+
+
 async def no_sleep(seconds: float) -> None:
     await asyncio.sleep(0)
 
@@ -152,14 +175,7 @@ def test_transport_failures_between_unparseable_replies_never_count_toward_reque
                         on_request=dropping(drops)) as srv:
         agent = scripted_agent(srv, model, client, protocol, retries=len(faults))
 
-        async def turn():
-            try:
-                agent.caller.begin_turn(1)
-                return await agent.act(Turn(maze, protocol, 1, env.initial_state(maze), (), 57))
-            finally:
-                await agent.aclose()
-
-        d = asyncio.run(turn())
+        d = act_once(agent, maze, protocol)
         asked = len(srv.chat_requests)
     assert asked == len(script)  # one HTTP request per attempt, each failure retried once
     assert d.ending is None and d.action == 0 and d.parse == "exact"
@@ -187,13 +203,7 @@ def test_a_transport_failure_past_the_retries_ends_the_episode_as_its_error_neve
     srv = SimpleNamespace(url=f"http://127.0.0.1:{unused_port()}/v1") if fault == "refused" else server
     agent = scripted_agent(srv, "openai/scripted", client, protocol, retries=1)
 
-    async def play():
-        try:
-            return await run_episode(maze, agent, protocol, identity())
-        finally:
-            await agent.aclose()
-
-    ep = asyncio.run(play()).episode
+    ep = play_once(agent, maze, protocol).episode
     assert ep.termination == ERROR and ep.error_class == FAULT_CLASSES[fault][client == "openai"], ep.error_message
     assert ep.parse_failures == 0 and ep.steps == 0 and ep.ending_reply is None
     attempts = int(re.search(r"gave up after (\d+) attempts", ep.error_message or "").group(1))
@@ -208,19 +218,12 @@ def test_a_gemini_answer_litellm_cannot_read_is_retried_not_a_bad_request(maze):
     with ScriptedServer(script=["malformed", "malformed", REPLIES["study"][0]]) as srv:
         agent = scripted_agent(srv, "gemini/gemini-3.8-flash", "litellm", protocol, retries=2)
 
-        async def turn():
-            try:
-                agent.caller.begin_turn(1)
-                return await agent.act(Turn(maze, protocol, 1, env.initial_state(maze), (), 57))
-            finally:
-                await agent.aclose()
-
-        d = asyncio.run(turn())
+        d = act_once(agent, maze, protocol)
     assert (d.action, d.usage.calls, d.usage.retries) == (0, 1, 2)
     with ScriptedServer(script=["malformed"]) as srv:
         agent = scripted_agent(srv, "gemini/gemini-3.8-flash", "litellm", protocol, retries=1)
         with pytest.raises(InfraError) as err:
-            asyncio.run(turn())
+            act_once(agent, maze, protocol)
     assert err.value.error_class == "InternalServerError" and "2 attempts" in str(err.value)
 
 
@@ -236,13 +239,7 @@ def test_an_answer_cut_at_the_token_cap_counts_as_the_study_counts_it(maze, mode
     with ScriptedServer(script=cut) as srv:
         agent = scripted_agent(srv, model, client, protocol, retries=1)
 
-        async def play():
-            try:
-                return await run_episode(maze, agent, protocol, identity())
-            finally:
-                await agent.aclose()
-
-        result = asyncio.run(play())
+        result = play_once(agent, maze, protocol)
         asked = len(srv.chat_requests)
     ep = result.episode
     (step,) = result.steps
