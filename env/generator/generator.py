@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
+import numpy as np
+
 from env.errors import BadInput
 from env.generator.chains import (
     PATTERNS,
@@ -32,15 +34,14 @@ from env.generator.chains import (
     natural_deadend,
     regions,
 )
+from env.generator.floor_search import Floor
 from env.generator.topology import (
     TOPOLOGIES,
     Cell,
-    bfs_dist,
-    connected,
+    FloorSearches,
     grid_rows,
     layout,
     neighbours,
-    shortest_path,
 )
 from env.maze import (
     COLORS,
@@ -184,8 +185,17 @@ class Generated:
 # ---- estimating a plan's length without the oracle ----------------------------------------
 
 
-def _nav(state: tuple[int, int, int], passable: set[Cell], done) -> tuple[int, tuple[int, int, int]] | None:
-    """Fewest turn/forward actions from ``state`` (x, y, dir) to a state where ``done`` holds."""
+def _nav(state: tuple[int, int, int], passable: set[Cell], target: Cell, facing: bool,
+         grid: tuple[Floor, np.ndarray] | None) -> tuple[int, tuple[int, int, int]] | None:
+    """Fewest turn/forward actions from ``state`` (x, y, dir) to standing on ``target`` or, with
+    ``facing``, facing it, and the state reached; ``grid``: the floor and ``passable`` as its flags."""
+    if grid is not None:
+        return grid[0].turns(grid[1], state, target, facing)
+    return python_nav(state, passable, (_facing if facing else _standing)(target))
+
+
+def python_nav(state: tuple[int, int, int], passable: set[Cell], done) -> tuple[int, tuple[int, int, int]] | None:
+    """``_nav`` in plain Python, towards a state where ``done`` holds (the compiled one is held to it)."""
     if done(state):
         return 0, state
     dist = {state: 0}
@@ -218,37 +228,48 @@ def _standing(target: Cell):
 
 
 def estimate_actions(floor: set[Cell], start: tuple[int, int, int], goal: Cell, steps: list[PlannedStep],
-                     key_cells: set[Cell], ruleset: str = MINIGRID) -> int | None:
+                     key_cells: set[Cell], ruleset: str = MINIGRID,
+                     searches: FloorSearches | None = None) -> int | None:
     """Actions for the intended route: each step's enabler, then its barrier, then the goal.
-    Under multinet-r1 keys are walked over and picked up from underfoot.
+    Under multinet-r1 keys are walked over and picked up from underfoot. ``searches``: the
+    floor's, to search it compiled.
 
     The oracle has the last word; this only keeps candidates far outside the band from it.
     """
     r1 = ruleset in STUDY_RULESETS
     barriers = {s["barrier"] for s in steps}
-    passable = floor - barriers - (set() if r1 else key_cells)
+    closed = barriers | (set() if r1 else key_cells)
+    passable = floor - closed
+    compiled = searches.compiled if searches is not None else None
+    grid = None if compiled is None else (compiled, compiled.without(closed))
+
+    def let(c: Cell) -> None:
+        passable.add(c)
+        if grid is not None:
+            grid[0].let(grid[1], c)
+
     total, state = 0, start
     carrying = False
     for s in steps:
         if s["kind"] == "key":
-            r = _nav(state, passable, (_standing if r1 else _facing)(s["enabler"]))
+            r = _nav(state, passable, s["enabler"], not r1, grid)
             if r is None:
                 return None
             total, state = total + r[0] + 1, r[1]
             if not carrying:  # a swap leaves the carried key where this one lay
-                passable.add(s["enabler"])
+                let(s["enabler"])
             carrying = True
-            r = _nav(state, passable, _facing(s["barrier"]))
+            r = _nav(state, passable, s["barrier"], True, grid)
             if r is None:
                 return None
             total, state = total + r[0] + 1, r[1]
         else:
-            r = _nav(state, passable, _standing(s["enabler"]))
+            r = _nav(state, passable, s["enabler"], False, grid)
             if r is None:
                 return None
             total, state = total + r[0] + 1, r[1]
-        passable.add(s["barrier"])
-    r = _nav(state, passable, _standing(goal))
+        let(s["barrier"])
+    r = _nav(state, passable, goal, False, grid)
     if r is None:
         return None
     return total + r[0]
@@ -267,7 +288,8 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     if len(cells) < 4 + 2 * len(kinds):
         return None
     # cells a key may hold: taking one out of the floor leaves the rest connected
-    key_safe = {c for c in cells if connected(floor - {c})}
+    searches = FloorSearches(floor)
+    key_safe = searches.removable(cells)
     # how hard to stretch the route: nudged up after a plan too short, down after one too long
     stretch = min(0.9, lo / (hi + 1) * 0.8)
     if params.tile != "none":
@@ -275,11 +297,11 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
         slack = by_name(params.tile).route_slack
         lo, hi = lo + slack, hi + slack
     for _ in range(PLACEMENT_TRIES):
-        placed = _place(floor, cells, key_safe, kinds, params, rng, stretch)
+        placed = _place(searches, cells, key_safe, kinds, params, rng, stretch)
         if placed is None:
             continue
         est = estimate_actions(floor, placed["start"], placed["goal"], placed["steps"], placed["key_cells"],
-                               params.ruleset)
+                               params.ruleset, searches)
         if est is None:
             continue
         if est < lo:
@@ -292,24 +314,21 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     return None
 
 
-def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tuple[str, ...],
+def _place(searches: FloorSearches, cells: list[Cell], key_safe: set[Cell], kinds: tuple[str, ...],
            params: GenParams, rng: random.Random, stretch: float) -> dict | None:
+    floor = searches.floor
     if rng.random() < stretch:
         # near one end of the layout's longest walks
-        d0 = bfs_dist(rng.choice(cells), floor)
-        rim = sorted(cells, key=lambda c: -d0[c])
-        start = rng.choice(rim[: max(3, len(rim) // 8)])
+        start = rng.choice(searches.farthest(rng.choice(cells), cells, max(3, len(cells) // 8)))
     else:
         start = rng.choice(cells)
-    dist = bfs_dist(start, floor)
     lo, hi = params.band
-    reach = [c for c, d in dist.items() if 2 <= d <= hi]
+    reach = searches.band(start, 2, hi)  # in order of distance
     if not reach:
         return None
-    reach.sort(key=lambda c: dist[c])
     far = reach[int(len(reach) * min(0.95, stretch)):] or reach
     goal = rng.choice(far)
-    path = shortest_path(start, goal, floor)
+    path = searches.path(start, goal)
     n = len(kinds)
     barrier_idx: list[int] = []
     regs: list[set[Cell]] = [floor]
@@ -330,7 +349,7 @@ def _place(floor: set[Cell], cells: list[Cell], key_safe: set[Cell], kinds: tupl
     # toggling while standing on a switch flips the switch, never the door in front: a switch
     # on a door's doorstep would make that door impossible to open from there
     doorsteps = {c for i, k in zip(barrier_idx, kinds, strict=True) if k == "key" for c in neighbours(path[i], floor)}
-    off_route = bfs_dist(list(path), floor) if n else {}
+    off_route = searches.dist(list(path)) if n else {}
     steps: list[PlannedStep] = []
     key_cells: set[Cell] = set()
     for i, kind in enumerate(kinds):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+
+from env import jit
+from env.generator import floor_search
 
 Cell = tuple[int, int]
 STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
@@ -20,9 +23,17 @@ def neighbours(c: Cell, floor: set[Cell] | frozenset[Cell]) -> list[Cell]:
 
 def bfs_dist(src: Cell | list[Cell], floor: Iterable[Cell], blocked: Iterable[Cell] = ()) -> dict[Cell, int]:
     """Move counts from ``src`` (a cell, or a list of cells: from the nearest) over ``floor``
-    minus ``blocked``."""
+    minus ``blocked``, the cells in the order a breadth-first search finds them."""
     fl = set(floor) - set(blocked)
-    sources = [c for c in (src if isinstance(src, list) else [src]) if c in fl]
+    sources = src if isinstance(src, list) else [src]
+    if jit.enabled() and (found := floor_search.bfs_dist(sources, fl)) is not None:
+        return found
+    return python_bfs_dist(sources, fl)
+
+
+def python_bfs_dist(sources: list[Cell], fl: set[Cell]) -> dict[Cell, int]:
+    """``bfs_dist`` in plain Python (the compiled one is held to it)."""
+    sources = [c for c in sources if c in fl]
     dist = {c: 0 for c in sources}
     q = deque(sources)
     while q:
@@ -36,6 +47,12 @@ def bfs_dist(src: Cell | list[Cell], floor: Iterable[Cell], blocked: Iterable[Ce
 
 def shortest_path(a: Cell, b: Cell, floor: Iterable[Cell]) -> list[Cell]:
     fl = set(floor)
+    if jit.enabled() and (found := floor_search.shortest_path(a, b, fl)) is not None:
+        return found
+    return python_shortest_path(a, b, fl)
+
+
+def python_shortest_path(a: Cell, b: Cell, fl: set[Cell]) -> list[Cell]:
     prev: dict[Cell, Cell | None] = {a: None}
     q = deque([a])
     while q:
@@ -56,10 +73,52 @@ def shortest_path(a: Cell, b: Cell, floor: Iterable[Cell]) -> list[Cell]:
     return path[::-1]
 
 
-def connected(floor: set[Cell]) -> bool:
+class FloorSearches:
+    """Breadth-first searches over one floor that does not change: compiled over a grid built
+    once (``floor_search.Floor``) or in plain Python, with the same answers."""
+
+    def __init__(self, floor: set[Cell]):
+        self.floor = floor
+        self.compiled = floor_search.Floor.of(floor) if jit.enabled() else None
+
+    def dist(self, src: Cell | list[Cell]) -> dict[Cell, int]:
+        sources = src if isinstance(src, list) else [src]
+        if self.compiled is not None:
+            return self.compiled.bfs_dist(sources)
+        return python_bfs_dist(sources, set(self.floor))
+
+    def farthest(self, src: Cell, cells: list[Cell], k: int) -> list[Cell]:
+        """The first ``k`` of ``cells`` (the whole floor) by distance from ``src``, farthest first,
+        ties in the order of ``cells``."""
+        if self.compiled is not None:
+            return self.compiled.farthest(src, cells, k)
+        d0 = self.dist(src)
+        return sorted(cells, key=lambda c: -d0[c])[:k]
+
+    def band(self, src: Cell, lo: int, hi: int) -> Sequence[Cell]:
+        """The cells at a distance from ``lo`` to ``hi`` from ``src``, in breadth-first order."""
+        if self.compiled is not None:
+            return self.compiled.band(src, lo, hi)
+        return [c for c, d in self.dist(src).items() if lo <= d <= hi]
+
+    def path(self, a: Cell, b: Cell) -> list[Cell]:
+        if self.compiled is not None and a in self.floor and b in self.floor:
+            return self.compiled.shortest_path(a, b)
+        return python_shortest_path(a, b, set(self.floor))
+
+    def removable(self, cells: list[Cell]) -> set[Cell]:
+        """The cells of ``cells`` (floor cells) whose removal leaves the floor connected."""
+        if self.compiled is not None:
+            return {c for c, ok in zip(cells, self.compiled.removable(cells), strict=True) if ok}
+        return {c for c in cells if connected(self.floor - {c})}
+
+
+def connected(floor: set[Cell] | frozenset[Cell]) -> bool:
     if not floor:
         return False
-    return len(bfs_dist(next(iter(floor)), floor)) == len(floor)
+    if jit.enabled() and (found := floor_search.connected(floor)) is not None:
+        return found
+    return len(python_bfs_dist([next(iter(floor))], set(floor))) == len(floor)
 
 
 def _lattice(width: int, height: int, rng: random.Random) -> tuple[list[Cell], int, int]:

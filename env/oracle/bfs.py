@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from env import jit
+from env.oracle import compiled
 from env.oracle.solution import Status
 from env.oracle.space import StateSpace
 from env.state import FORWARD, LEFT, RIGHT
@@ -23,6 +25,19 @@ _SCALAR_LAYER = 400  # frontiers up to this size are expanded state by state
 
 def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, edges: bool) -> Search:
     """Layered BFS from ``starts`` over ids. Goal states are found but not expanded.
+
+    A tabled space is searched by the compiled kernel (``env.oracle.compiled``), state for state
+    the same search; ``python_search`` is this search in plain Python and numpy.
+    """
+    if jit.enabled():
+        found = compiled.search(space, starts, cap, stop_at_goal, edges)
+        if found is not None:
+            return found
+    return python_search(space, starts, cap, stop_at_goal, edges)
+
+
+def python_search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, edges: bool) -> Search:
+    """Layered BFS from ``starts`` over ids, in plain Python and numpy.
 
     Thin layers go state by state into plain lists, wide ones through numpy; ``_Found``
     keeps both kinds of chunk in discovery order. Parent links (for the plan) are kept only

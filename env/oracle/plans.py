@@ -6,7 +6,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from env import jit
 from env.maze import Maze
+from env.oracle import compiled
 from env.oracle.bfs import search
 from env.oracle.reference import reference_solve
 from env.oracle.solution import STATE_CAP, Solution
@@ -44,9 +46,15 @@ def _study_search(space: StateSpace, sid: int, cap: int, t0: float) -> Solution:
     included). Like the study's validator it gives up as ``undecided`` once ``cap`` states have
     been expanded."""
     goal = space.goal_floor
-    parent: dict[int, tuple[int, int]] = {sid: (-1, -1)}
     if (sid % space.N) >> 2 == goal:
         return Solution("solved", 0, [], 1, time.perf_counter() - t0)
+    if jit.enabled():
+        found = compiled.study_search(space, sid, cap)
+        if found is not None:
+            status, plan, explored = found
+            return Solution(status, len(plan) if status == "solved" else None, plan, explored,
+                            time.perf_counter() - t0)
+    parent: dict[int, tuple[int, int]] = {sid: (-1, -1)}
     queue = deque([sid])
     expanded = 0
     while queue:

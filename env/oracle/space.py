@@ -148,7 +148,8 @@ class StateSpace:
         # per navigation state: can pickup or toggle act here (a key cell to pick from, a door in
         # front, a switch underfoot)? Everywhere else only turns and forward need looking at.
         on_switch = self.switch_of[nav >> 2] >= 0
-        self._py_mech = (on_switch | (self.pickup_cell >= 0) | (self.door_of[self.front] >= 0)).tolist()
+        self.mech = on_switch | (self.pickup_cell >= 0) | (self.door_of[self.front] >= 0)
+        self._py_mech = self.mech.tolist()
         self._grow(16)
         self.start_config = self.intern(self._config_of(initial_state(maze)))
 

@@ -1,0 +1,48 @@
+"""Compiled kernels: numba where it is installed, the plain Python searches where it is not.
+
+The oracle's searches (``env.oracle.compiled``) and the generator's searches over floor cells
+(``env.generator.floor_search``) each keep a plain Python twin that the tests hold equal to the
+kernel. ``GRIDBENCH_ORACLE=python`` runs the plain ones (docs/oracle.md#how-it-is-fast).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+njit: Any
+try:
+    from numba import njit
+except ImportError:  # a machine without numba's wheel: the plain searches stand in
+    njit = None
+
+ENGINE_VAR = "GRIDBENCH_ORACLE"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def jit(fn: F) -> F:
+    """``fn`` compiled on its first call, and cached on disk beside its module."""
+    return fn if njit is None else cast(F, njit(cache=True, nogil=True)(fn))
+
+
+def enabled() -> bool:
+    """Whether the compiled kernels run: numba is installed and ``GRIDBENCH_ORACLE`` is not ``python``."""
+    return njit is not None and os.environ.get(ENGINE_VAR, "compiled") != "python"
+
+
+def warm() -> None:
+    """Compile every kernel once (into numba's cache), so that no run pays for it."""
+    from env import resolve_maze, resolve_mazes
+    from env.generator import GenParams, generate
+    from env.oracle import DistanceTable, solve
+
+    for maze in (resolve_maze("example"), resolve_mazes(["study"])[0]):
+        solve(maze, cache=False)
+        DistanceTable(maze)
+    generate(GenParams(width=9, height=9, chain="key_door"), seed=0)
+
+
+if __name__ == "__main__":
+    if enabled():
+        warm()
