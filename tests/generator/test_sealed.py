@@ -191,3 +191,13 @@ def test_a_sweep_on_a_sealed_set_carries_its_seal_and_a_resumed_run_keeps_it(sea
     write_manifest(run, run="run", sweep={"name": "t"}, mazes={}, invocation={"argv": ["1"]}, replace_last=True)
     write_manifest(run, run="run", sweep={"name": "t"}, mazes={}, invocation={"argv": ["2"]})
     assert read_manifest(run)["sealed"] == seal
+
+
+def test_the_dry_run_of_a_sealed_sweep_names_its_commitment(sealed_set, tmp_path):
+    folder, public, _ = sealed_set
+    sweep = tmp_path / "blind.yaml"
+    sweep.write_text(json.dumps({"name": "blind", "mazes": str(folder), "models": ["builtin/oracle"]}))
+    done = _gridbench("run", str(sweep), "--dry-run", "--out", str(tmp_path / "results"))
+    assert done.returncode == 0, done.stderr
+    assert f"sealed set blind3: the manifest records commitment {json.loads(public.read_text())['commitment']}" \
+        in " ".join(done.stdout.split())
