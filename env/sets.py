@@ -19,6 +19,11 @@ MAZES_DIR = Path(__file__).resolve().parent / "mazes"
 # gridbench's own sets (minigrid rules; the discovery set under multinet-pr57), then the MultiNet study's own
 # mazes (multinet-r1 rules; its post-R1 families M7-M10 under multinet-pr57)
 NAMED_SETS = ("eval", "heldout", "pool", "hand", "discovery", "study", "study-heldout", "study-m7m10")
+# a sealed set's manifest field, {"commitment", "set"}: its mazes are kept from the public (docs/sealed.md)
+SEALED = "sealed"
+# a sealed or revealed set's files beside its mazes: the recipe and seed, and the public commitment
+SEAL_FILE, COMMITMENT_FILE = "seal.json", "commitment.json"
+NOT_MAZES = ("manifest.json", SEAL_FILE, COMMITMENT_FILE)  # the JSON files of a set folder that are no maze
 
 
 def set_dir(name: str) -> Path:
@@ -46,9 +51,9 @@ def _inside(folder: Path, name: str) -> Path | None:
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """The maze files of a folder (not its manifest), refusing links that leave the folder."""
+    """The maze files of a folder (not its manifest nor a seal's files), refusing links that leave the folder."""
     return [
-        _contained(folder, p) for p in sorted(folder.glob("*.json")) if p.name != "manifest.json"
+        _contained(folder, p) for p in sorted(folder.glob("*.json")) if p.name not in NOT_MAZES
     ]
 
 
@@ -120,3 +125,36 @@ def set_entries(name: str) -> list[dict[str, Any]]:
     if not path.is_file():
         raise BadInput(str(path), "", "no manifest for this set")
     return json.loads(path.read_text())["mazes"]
+
+
+def sealed_of(spec: Any) -> dict[str, str] | None:
+    """The seal (``{"commitment", "set"}``) of the sealed set a maze argument draws on: a sealed set's
+    folder or a maze file in one (a list: each of its items). ``BadInput`` for two different sealed
+    sets at once, which no single commitment covers."""
+    seals = {json.dumps(s, sort_keys=True): s for s in _seals(spec)}
+    if len(seals) > 1:
+        names = sorted(s["set"] for s in seals.values())
+        raise BadInput(str(spec), "", f"draws on two sealed sets ({', '.join(names)}): run each on its own")
+    return next(iter(seals.values()), None)
+
+
+def _seals(spec: Any) -> list[dict[str, str]]:
+    if isinstance(spec, (list, tuple)):
+        return [s for item in spec for s in _seals(item)]
+    if not isinstance(spec, (str, Path)):
+        return []
+    p = Path(spec)
+    folder = p if p.is_dir() else p.parent if p.is_file() else None
+    manifest = folder / "manifest.json" if folder is not None else None
+    if manifest is None or not manifest.is_file():
+        return []
+    try:
+        found = json.loads(manifest.read_text(encoding="utf-8")).get(SEALED)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return []  # not a set's manifest: whatever reads the mazes says what is wrong with them
+    if found is None:
+        return []
+    if not isinstance(found, dict) or not isinstance(found.get("commitment"), str) \
+            or not isinstance(found.get("set"), str):
+        raise BadInput(str(manifest), SEALED, "must be {commitment, set}")
+    return [{"commitment": found["commitment"], "set": found["set"]}]

@@ -231,7 +231,8 @@ class Driver:
         self.actors.start_cpu(len(self.pending.cpu))  # actors import and pre-warm while the manifest is written
         invocation = self.settings.invocation(len(specs), len(todo))
         write_manifest(self.store, run=self.run, sweep=self.sweep.resolved(),
-                       mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation, git=git)
+                       mazes={m.checksum: m.to_dict() for m in self.sweep.all_mazes}, invocation=invocation, git=git,
+                       sealed=self.sweep.sealed)
         todo_ids = {s.episode_id for s in todo}
         self.reporter.start(self.sweep, _per_model(specs), _per_model(s for s in specs if s.episode_id not in todo_ids))
         graceful = True

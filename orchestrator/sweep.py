@@ -30,6 +30,7 @@ from agents.protocol import Protocol, resolve_protocol
 from env import ENV_VERSION, Maze, resolve_mazes
 from env.errors import BadInput
 from env.names import check_name, is_name
+from env.sets import sealed_of
 from orchestrator.serving.bundled import is_bundled
 from orchestrator.serving.spec import ServeSpec, Weights, parse_serve
 from orchestrator.sweep_variants import (
@@ -185,6 +186,8 @@ class Sweep:
     # ``variants:``: the kinds of twin each maze runs with (its twins follow it in ``mazes``), built
     # when first needed (``build_twins``)
     variants: list[str] = field(default_factory=list)
+    # the sealed set its mazes draw on ({"commitment", "set"}; docs/sealed.md), which the manifest records
+    sealed: dict[str, str] | None = None
     _twins: Twins | None = field(default=None, repr=False, compare=False)
 
     def build_twins(self, progress: Callable[[int, int], None] | None = None) -> Twins:
@@ -415,13 +418,19 @@ def _unknown(source: str, where: str, mapping: dict, known: tuple[str, ...]) -> 
             raise BadInput(source, f"{where}{k}", f"unknown key (known: {', '.join(known)})")
 
 
-def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None) -> list[Maze]:
-    if spec is None:
-        raise BadInput(source, where or "mazes", "is required (a named set, a list of maze ids, or a folder)")
+def _located(spec: Any, base_dir: Path | None) -> Any:
+    """A maze spec naming a folder relative to the sweep file, as that folder's path."""
     if isinstance(spec, str) and base_dir is not None and not Path(spec).exists():
         relative = base_dir / spec
         if relative.is_dir():
-            spec = str(relative)
+            return str(relative)
+    return spec
+
+
+def _resolve_maze_spec(spec: Any, source: str, where: str, base_dir: Path | None) -> list[Maze]:
+    if spec is None:
+        raise BadInput(source, where or "mazes", "is required (a named set, a list of maze ids, or a folder)")
+    spec = _located(spec, base_dir)
     if not isinstance(spec, (str, list)):
         raise BadInput(source, where or "mazes", "must be a named set, a list of maze ids, or a folder")
     try:
@@ -654,12 +663,18 @@ def parse_sweep(data: Any, source: str = "sweep", base_dir: Path | None = None, 
         mazes_spec, resolved = mazes, _resolve_maze_spec(mazes, "--mazes", "", None)
         # mazes asked for on the command line are every model's mazes
         models = [replace(m, mazes=None) for m in models]
+    specs = [mazes] if mazes is not None else [_located(data.get("mazes"), base_dir), *(
+        _located(m.get("mazes"), base_dir) for m in raw_models if isinstance(m, dict))]
+    try:
+        sealed = sealed_of(specs)
+    except BadInput as err:
+        raise BadInput(source, "mazes", err.line()) from None
     kinds = parse_variants(data["variants"], source) if data.get("variants") is not None else []
     check_projections(kinds, [(f"{m.name} in condition {c.name!r}", c.protocol) for m in models
                               for c in model_conditions(m, conditions)], source)
     sweep = Sweep(name=name, source=source, mazes_spec=mazes_spec, sources=resolved, repeats=repeats,
                   protocol=protocol, models=models, conditions=conditions, description=description, run_name=name,
-                  variants=kinds)
+                  variants=kinds, sealed=sealed)
     for i, m in enumerate(models):
         _check_serve_limits(source, i, m, conditions, sweep)
     _check_renderable(source, sweep)

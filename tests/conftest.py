@@ -20,3 +20,17 @@ def attribution_run(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
         return run(root / "results")
+
+
+@pytest.fixture(scope="session")
+def sealed_set(tmp_path_factory) -> tuple[Path, Path, str]:
+    """A sealed set of three mazes made by ``gridbench pool build --sealed`` (docs/sealed.md): its
+    private folder, its public commitment file and what the command printed."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("sealed")
+    done = subprocess.run([sys.executable, "-m", "app.cli", "pool", "build", "--sealed", "--count", "3",
+                           "--workers", "2", "--out", str(root / "blind3")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return root / "blind3", root / "blind3.commitment.json", done.stdout + done.stderr

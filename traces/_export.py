@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from env.errors import BadInput
 from env.files import atomic_folder
-from traces._manifest import MANIFEST, read_manifest
+from traces._manifest import MANIFEST, SEALED, read_manifest
 from traces._names import EXPORT_DATA, shard_name
 from traces._records import ERROR, EpisodeRecord, StepRecord, markdown_table
 from traces._schema import EPISODES_DIR, SCHEMAS, STEPS_DIR
@@ -177,10 +177,12 @@ def _write_shards(store: RunStore, table: str, data_dir: Path, shard_bytes: int,
 
 
 def export_run(run: str | os.PathLike | RunStore, out: str | os.PathLike, *, force: bool = False,
-               shard_bytes: int = SHARD_BYTES, progress: Progress | None = None) -> ExportResult:
+               unsealed: bool = False, shard_bytes: int = SHARD_BYTES,
+               progress: Progress | None = None) -> ExportResult:
     """Write ``run`` (a folder or an ``s3://``/``gs://`` URI) as a Hugging Face dataset folder at
     ``out`` (local). ``BadInput`` for a ``run`` that is not a run, an ``out`` that exists and is not
-    empty (unless ``force`` and it is an earlier export); nothing is written then."""
+    empty (unless ``force`` and it is an earlier export), a run on a sealed set (unless
+    ``unsealed``: its traces hold the set's mazes); nothing is written then."""
     store = open_store(run, "RUN")
     if not store.is_dir():
         raise BadInput(store.display(), "", "no such run folder")
@@ -189,6 +191,11 @@ def export_run(run: str | os.PathLike | RunStore, out: str | os.PathLike, *, for
     manifest = read_manifest(store)
     if manifest is None:
         raise BadInput(store.display(MANIFEST), "", "missing: an export carries the run's manifest (its sweep, its mazes)")
+    sealed = manifest.get(SEALED)
+    if sealed and not unsealed:
+        raise BadInput(store.display(MANIFEST), SEALED,
+                       f"the run is on the sealed set {sealed.get('set')!r}: an export would publish its mazes; "
+                       "give --unsealed once the set is revealed (gridbench pool unseal)")
     folder = _check_out(out, store, force)
     try:  # every file's footer is read here: a damaged one is bad input, before anything is written
         episodes = read_table(store, EPISODES_DIR)

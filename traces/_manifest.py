@@ -19,6 +19,7 @@ from traces._store import RunStore, open_store
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gridbench.run/1"
+SEALED = "sealed"  # the run draws on a sealed set: {"commitment", "set"} (docs/sealed.md)
 PACKAGES = (
     "gridbench", "ray", "litellm", "minigrid", "gymnasium", "numpy", "pyarrow", "pandas", "pydantic",
     "vllm", "llama_cpp_python",
@@ -96,6 +97,7 @@ def write_manifest(
     invocation: dict[str, Any],
     replace_last: bool = False,
     git: dict[str, Any] | None = None,
+    sealed: dict[str, str] | None = None,
 ) -> PurePath:
     """Create or update ``manifest.json``.
 
@@ -105,6 +107,8 @@ def write_manifest(
     (``replace_last``: completes the invocation this process appended when it started). ``git`` is
     the source's ``git_info()`` when the caller read it earlier than now.
     ``location`` is where the run lives (a folder or a URI, which never holds credentials).
+    ``sealed``: the sealed set the run draws on, ``{"commitment", "set"}`` (docs/sealed.md); once
+    recorded, every later invocation keeps it.
     """
     store = open_store(run_dir)
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -131,5 +135,8 @@ def write_manifest(
                          "git": git, **invocation, **({"finished_at": now} if replace_last else {})}],
         "mazes": {**old.get("mazes", {}), **mazes},
     }
+    sealed = sealed or old.get(SEALED)
+    if sealed:
+        manifest[SEALED] = sealed
     text = json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n"
     return store.put(MANIFEST, text.encode("utf-8"))

@@ -17,7 +17,7 @@ pool_app = typer.Typer(help="Build the maze pool and draw the stratified eval an
 def build(
     count: int | None = typer.Option(None, "--count", min=1, max=5000,
                                      help="mazes in the set (default: 214 for the pool; for discovery 2 per kind and band)"),
-    seed: int = typer.Option(..., "--seed", help="pool seed: the same seed gives the same pool"),
+    seed: int | None = typer.Option(None, "--seed", help="pool seed: the same seed gives the same pool (not with --sealed)"),
     out: Path = typer.Option(..., "--out", help="folder to write (replaced whole when done)"),
     workers: int = typer.Option(0, "--workers", min=0, help="processes (0: one per core)"),
     ruleset: str = typer.Option("minigrid", "--ruleset",
@@ -28,14 +28,23 @@ def build(
                                help="pool (the study's composition) or discovery (one mechanism per maze, "
                                     "switch-gate and each generated later tile equally often in each path band; "
                                     "multinet-pr57)"),
+    sealed: bool = typer.Option(False, "--sealed",
+                                help="draw the set from a secret seed into a folder only you can read, and write "
+                                     "a public commitment to it (docs/sealed.md)"),
+    name: str | None = typer.Option(None, "--name", help="a sealed set's name (default: the --out folder's name)"),
+    commitment: Path | None = typer.Option(None, "--commitment",
+                                           help="where a sealed set's public commitment goes "
+                                                "(default: OUT.commitment.json beside the folder)"),
 ) -> None:
-    """Generate COUNT checked, pairwise distinct mazes with a manifest."""
+    """Generate COUNT checked, pairwise distinct mazes with a manifest; with --sealed, a sealed set
+    and its commitment (the seed is never shown)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from env.generator.generator import GENERATOR_RULESETS, GENERATOR_VERSION
-    from env.generator.maze_pool import build_pool, write_set
+    from env.generator.maze_pool import build_command, build_pool, write_set
     from env.maze import MINIGRID, MULTINET_PR57
+    from env.names import check_name
 
     if ruleset not in GENERATOR_RULESETS:
         raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
@@ -43,6 +52,22 @@ def build(
         raise BadInput("--recipe", "", f"{recipe!r} is not one of pool, discovery")
     if recipe == "discovery" and ruleset not in (MINIGRID, MULTINET_PR57):
         raise BadInput("--ruleset", "", f"the discovery set is made for {MULTINET_PR57} (its later mechanisms)")
+    if sealed and seed is not None:
+        raise BadInput("--seed", "", "a sealed set draws a secret seed of its own: leave --seed out")
+    if not sealed and seed is None:
+        raise BadInput("--seed", "", "is required (or --sealed, for a set drawn from a secret seed)")
+    if not sealed and (name is not None or commitment is not None):
+        raise BadInput("--name" if name is not None else "--commitment", "", "goes with --sealed only")
+    if sealed:
+        from env.generator.sealed import new_seed
+
+        name = check_name("--name", "", name or out.name, "set name")
+        commitment = commitment or out.with_name(f"{out.name}.commitment.json")
+        for option, path in (("--out", out), ("--commitment", commitment)):
+            if path.exists():  # an earlier sealed set's seed, or its published commitment, would be lost
+                raise BadInput(option, "", f"{path}: exists; a sealed set is written where nothing is")
+        seed = new_seed()
+    assert seed is not None
     if recipe == "discovery":
         from env.generator.maze_pool import DISCOVERY_BANDS, DISCOVERY_KINDS, discovery_recipe
 
@@ -67,9 +92,7 @@ def build(
                    err=True)
         raise typer.Exit(1)
     provenance = {
-        "command": f"gridbench pool build --count {count} --seed {seed}"
-                   + (" --recipe discovery" if recipe == "discovery"
-                      else "" if ruleset == MINIGRID else f" --ruleset {ruleset}"),
+        "command": build_command(count, None if sealed else seed, ruleset, recipe),
         "generator_version": GENERATOR_VERSION,
         "candidates": st.candidates, "accepted": st.accepted, "unplaced": st.unplaced,
         "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,
@@ -77,8 +100,17 @@ def build(
     if recipe == "discovery":
         from env.generator.maze_pool import DISCOVERY_BANDS
 
-        provenance["bands"] = {name: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
-                               for name, (side, lo, hi) in DISCOVERY_BANDS.items()}
+        provenance["bands"] = {band: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
+                               for band, (side, lo, hi) in DISCOVERY_BANDS.items()}
+    if sealed:
+        from env.generator.sealed import seal, write_sealed
+
+        assert name is not None and commitment is not None
+        the_seal = seal(name, GENERATOR_VERSION, recipe, ruleset, seed, built.mazes)
+        write_sealed(out, the_seal, built, provenance, commitment)
+        typer.echo(f"sealed {len(built.mazes)} mazes in {out} in {seconds:.0f} s (readable by you alone: keep it with "
+                   f"the evaluator); commitment {the_seal.commitment} -> {commitment} (publish it)")
+        return
     write_set(out, recipe, built.mazes, built.entries, provenance)
     opts = [e["optimal_actions"] for e in built.entries]
     typer.echo(
@@ -86,6 +118,42 @@ def build(
         f"acceptance {st.accepted}/{st.candidates} = {st.acceptance:.0%} of candidates checked "
         f"({st.unplaced} layouts without a placement in the band, {built.duplicates_redrawn} duplicates redrawn)"
     )
+
+
+@pool_app.command("unseal")
+def unseal_command(
+    private: Path = typer.Argument(..., help="the sealed set's folder (gridbench pool build --sealed)"),
+    out: Path = typer.Option(..., "--out", help="the public set folder to write (replaced whole when done)"),
+    commitment: Path | None = typer.Option(None, "--commitment",
+                                           help="the commitment file as published, to check the set against too"),
+    workers: int = typer.Option(0, "--workers", min=0, help="processes regenerating the set (0: one per core)"),
+) -> None:
+    """Check a sealed set against its commitment, regenerate it from its seed byte for byte, and write it
+    as a public set with the seed revealed. A mismatch is one line naming the file, exit 2."""
+    from app.progress import ProgressBar
+    from env.generator.sealed import unseal
+
+    with ProgressBar("regenerating") as bar:
+        checked = unseal(private, out, commitment, workers, bar.update)
+    typer.echo(f"unsealed {checked.seal.count} mazes of {checked.seal.set!r} to {out}: they and the revealed seed "
+               f"reproduce commitment {checked.seal.commitment}")
+
+
+@pool_app.command("verify-commitment")
+def verify_commitment(
+    folder: Path = typer.Argument(..., help="an unsealed set's folder (or a sealed one, by its evaluator)"),
+    commitment: Path = typer.Option(..., "--commitment", help="the commitment file saved when the set was sealed"),
+    workers: int = typer.Option(0, "--workers", min=0, help="processes regenerating the set (0: one per core)"),
+) -> None:
+    """Check a revealed set against a commitment published before: its mazes, recipe and seed give the
+    commitment, and the seed regenerates every maze byte for byte. A mismatch is one line, exit 2."""
+    from app.progress import ProgressBar
+    from env.generator.sealed import check_set
+
+    with ProgressBar("regenerating") as bar:
+        checked = check_set(folder, commitment, workers, bar.update)
+    typer.echo(f"{folder}: {checked.seal.count} mazes of {checked.seal.set!r} reproduce commitment "
+               f"{checked.seal.commitment}, regenerated byte for byte from the seed")
 
 
 @pool_app.command("select")

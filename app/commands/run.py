@@ -638,6 +638,13 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
                      f"each (port: {server['port']}):", markup=False, highlight=False, soft_wrap=True)
         stdout.print(str(server["command"]), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"run folder: {store.display()}")
+    if s.sealed:
+        stdout.print(sealed_line(s.sealed), markup=False, highlight=False, soft_wrap=True)
+
+
+def sealed_line(sealed: dict[str, str]) -> str:
+    return (f"sealed set {sealed['set']}: the manifest records commitment {sealed['commitment']}; the run folder "
+            "shows the set's mazes: keep it with the evaluator (docs/sealed.md)")
 
 
 def execute(s: Sweep, store: RunStore, command: list[str], *, address: str | None = None,
@@ -709,6 +716,8 @@ def show_result(s: Sweep, store: RunStore, result: RunResult, stdout: Console, c
     run_dir = store.display()
     stdout.print(f"{outcome.planned} episodes in the matrix, {outcome.errors} ended in error; "
                  f"{result.seconds:.1f} s. Traces: {run_dir}/episodes, {run_dir}/steps")
+    if s.sealed:
+        stdout.print(sealed_line(s.sealed), markup=False, highlight=False, soft_wrap=True)
     if outcome.stop is not None:
         for line in _stopped_lines(outcome, command, any(not m.builtin for m in s.models)):
             stderr.print(line, markup=False, highlight=False, soft_wrap=True)

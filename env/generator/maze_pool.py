@@ -35,6 +35,7 @@ from env.mechanics import by_name, generated
 from env.study_facts import STUDY_MODEL_COUNT
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
+PRIVATE_FOLDER, PRIVATE_FILE = 0o700, 0o600  # a sealed set's folder and files: its owner's alone
 
 # ---- manifest entries -----------------------------------------------------------------------
 
@@ -74,10 +75,14 @@ def content_key(maze: Maze) -> str:
 
 def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str, Any]],
               provenance: dict[str, Any], extra: Callable[[Path], None] | None = None,
-              header: dict[str, Any] | None = None) -> None:
+              header: dict[str, Any] | None = None, private: bool = False) -> None:
     """Write a set folder whole: into a temporary sibling first, then swapped into place.
-    ``header``: more manifest fields, after the provenance (a variant set's ``variants``)."""
+    ``header``: more manifest fields, after the provenance (a variant set's ``variants``).
+    ``private`` (a sealed set): the folder is its owner's alone (0700) before anything is written
+    in it, and every file in it ends 0600."""
     with atomic_folder(folder) as tmp:
+        if private:
+            os.chmod(tmp, PRIVATE_FOLDER)
         for m in mazes:
             (tmp / f"{m.id}.json").write_text(m.to_json(), encoding="utf-8")
         manifest = {"format": MANIFEST_FORMAT, "set": name, "count": len(entries), "provenance": provenance,
@@ -85,6 +90,9 @@ def write_set(folder: Path, name: str, mazes: list[Maze], entries: list[dict[str
         (tmp / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
         if extra is not None:
             extra(tmp)
+        if private:
+            for p in tmp.iterdir():
+                os.chmod(p, PRIVATE_FILE)
 
 
 def manifest_text(manifest: dict[str, Any]) -> str:
@@ -433,6 +441,14 @@ class PoolBuild:
     stats: GenStats
     errors: list[str]
     duplicates_redrawn: int
+
+
+def build_command(count: int, seed: int | None, ruleset: str = MINIGRID, recipe: str = "pool") -> str:
+    """The ``gridbench pool build`` that makes a set, as its manifest's provenance records it;
+    ``seed`` None: a sealed set's, whose seed stays secret."""
+    drawn = "--sealed" if seed is None else f"--seed {seed}"
+    return (f"gridbench pool build --count {count} {drawn}"
+            + (" --recipe discovery" if recipe == "discovery" else "" if ruleset == MINIGRID else f" --ruleset {ruleset}"))
 
 
 def build_pool(count: int, seed: int, workers: int = 0,

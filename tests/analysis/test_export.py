@@ -235,3 +235,19 @@ def test_an_episode_of_the_export_replays(tmp_path):
     result = export_run(tmp_path / "one", tmp_path / "one-hf")
     replayed = replay(result.folder, "oracle-room5")
     assert replayed.ok and replayed.episode["solved"] and replayed.maze.checksum == maze.checksum
+
+
+def test_a_run_on_a_sealed_set_is_exported_only_when_asked_in_so_many_words(run, tmp_path, capsys):
+    import shutil
+
+    sealed = shutil.copytree(run, tmp_path / "sealed-run")
+    manifest = json.loads((sealed / "manifest.json").read_text())
+    seal = {"commitment": "ab" * 32, "set": "blind3"}
+    (sealed / "manifest.json").write_text(json.dumps({**manifest, "sealed": seal}))
+    out = tmp_path / "out"
+    err = _refused(capsys, str(sealed), "--out", str(out))
+    assert "manifest.json: sealed:" in err and "'blind3'" in err and "--unsealed" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sealed-run"]  # nothing written, not even a temporary
+    main(["export", str(sealed), "--out", str(out), "--unsealed"])
+    assert "4 episodes and" in capsys.readouterr().out
+    assert json.loads((out / "manifest.json").read_text())["sealed"] == seal

@@ -3,6 +3,7 @@ driver, a killed actor's episode rescheduled, the run command's exit codes."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,10 +17,11 @@ import pytest
 import yaml
 
 from app.cli import main as cli_main
+from env.errors import BadInput
 from episodes.replay import replay
 from orchestrator.driver import Driver
 from orchestrator.sweep import parse_sweep
-from traces import Journals, read_manifest
+from traces import Journals, export_run, read_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -215,3 +217,17 @@ def test_model_episodes_run_on_model_actors_and_a_failing_model_never_stops_the_
     for path in (tmp_path / "llm").rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
+
+
+def test_a_run_on_a_sealed_set_records_its_commitment_and_is_not_exported(ray_cluster, sealed_set, tmp_path):
+    folder, public, _ = sealed_set
+    sweep = parse_sweep({"name": "t", "mazes": str(folder), "models": [{"name": "oracle", "model": "builtin/oracle"}]},
+                        "t.yaml")
+    outcome = Driver(sweep, tmp_path / "blind").execute()
+    assert outcome.exit_code == 0 and outcome.ran == 3
+    manifest = read_manifest(tmp_path / "blind")
+    assert manifest["sealed"] == {"commitment": json.loads(public.read_text())["commitment"], "set": "blind3"}
+    assert len(manifest["sealed"]["commitment"]) == 64
+    with pytest.raises(BadInput, match="sealed set 'blind3'"):
+        export_run(tmp_path / "blind", tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
