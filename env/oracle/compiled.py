@@ -39,8 +39,8 @@ _MAX_DENSE = 1 << 28
 # what a kernel call ends with
 _DONE, _NEED_STATE, _NEED_TABLE, _NEED_ROOM = 0, 1, 2, 3
 # the slots of the layered kernel's ``state``
-(_LO, _HI, _POS, _COUNT, _GOAL, _MODE, _SIZE, _ROWS, _DENSE, _EDGES, _STATUS, _ARG_M, _ARG_NAV, _TABLE,
- _MISSING, _CONFIGS_SEEN, _NEED_IDS, _NEED_EDGES) = range(18)
+(_LO, _HI, _POS, _COUNT, _GOAL, _MODE, _SIZE, _ROWS, _DENSE, _EDGES, _STATUS, _TABLE, _MISSING, _CONFIGS_SEEN,
+ _NEED_IDS, _NEED_EDGES, _FILLED_FROM) = range(17)
 # its layer modes
 _BETWEEN, _SCALAR, _WIDE = 0, 1, 2
 # statuses
@@ -119,7 +119,7 @@ def moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech,
 @jit
 def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar_layer, dense_limit,
             tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable, pickup_to, switch_to,
-            door_to, seen, ids, parent, action, es, ed, ea, c_dst, c_src, c_act, missing):
+            door_to, seen, ids, parent, action, es, ed, ea, c_dst, c_src, c_act, missing, configs_at):
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
     while True:
@@ -134,6 +134,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                 state[_POS] = state[_LO]
                 ensure_rows(state, (n_configs + 1) * N)
                 state[_CONFIGS_SEEN] = n_configs
+                state[_FILLED_FROM] = -1
             else:
                 state[_MODE] = _WIDE
                 state[_TABLE] = 0
@@ -156,8 +157,6 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                     state[_POS] = pos
                     state[_COUNT] = count
                     state[_EDGES] = ne
-                    state[_ARG_M] = m
-                    state[_ARG_NAV] = nav
                     return _NEED_STATE
                 if count + 5 > ids.size or (edges and ne + 5 > es.size):
                     state[_POS] = pos
@@ -166,9 +165,12 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                     state[_NEED_IDS] = count + 5
                     state[_NEED_EDGES] = ne + 5
                     return _NEED_ROOM
-                if n_configs > state[_CONFIGS_SEEN]:  # a move met new configurations
-                    ensure_rows(state, (n_configs + 1) * N)
-                    state[_CONFIGS_SEEN] = n_configs
+                # the configurations known once this state's moves are computed: where Python
+                # filled the rest of the layer's entries, as many as it had then
+                known = configs_at[pos] if 0 <= state[_FILLED_FROM] <= pos else state[_CONFIGS_SEEN]
+                if known > state[_CONFIGS_SEEN]:  # a move met new configurations
+                    ensure_rows(state, (known + 1) * N)
+                    state[_CONFIGS_SEEN] = known
                 k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable,
                              pickup_to, switch_to, door_to, mv_n, mv_a, False)
                 for j in range(k):
@@ -318,7 +320,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
 @jit
 def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable,
           pickup_to, switch_to, door_to, seen, ids, parent, action):
-    # state: [queue position, count, expanded, status, goal index, m, nav]
+    # state: [queue position, count, expanded, status, goal index]
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
     qpos = state[0]
@@ -337,8 +339,6 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
             state[0] = qpos
             state[1] = count
             state[2] = expanded
-            state[5] = m
-            state[6] = nav
             return _NEED_STATE
         if count + 5 > ids.size:
             state[0] = qpos
@@ -378,7 +378,8 @@ class _Arrays:
         self.ids = np.empty(n, dtype=np.int64)
         self.parent = np.empty(n, dtype=np.int64)
         self.action = np.empty(n, dtype=np.int8)
-        m = n if edges else 0
+        self.configs_at = np.empty(n, dtype=np.int64)  # see layered's _FILLED_FROM
+        m = 4 * n if edges else 0
         self.es, self.ed, self.ea = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int8)
         # a wide layer's candidate edges, and the table entries or new ids it gathers
         self.c_dst, self.c_src, self.c_act = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8)
@@ -418,7 +419,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     if space.explicit:
         return None
     start_ids = np.unique(np.array(starts, dtype=np.int64))
-    arrays = _Arrays(space, max(1024, 4 * start_ids.size), edges)
+    arrays = _Arrays(space, min(cap, 1 << 20) + 1024, edges)
     if not arrays.fit_seen():
         return None
     if int(start_ids.max()) >= arrays.seen.size:
@@ -429,7 +430,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     arrays.action[:n0] = -1
     arrays.seen[start_ids] = np.arange(n0, dtype=np.int32)
     goal_mask = space.is_goal(start_ids)
-    state = np.zeros(18, dtype=np.int64)
+    state = np.zeros(17, dtype=np.int64)
     state[_LO], state[_HI], state[_COUNT] = 0, n0, n0
     state[_GOAL] = int(np.flatnonzero(goal_mask)[0]) if goal_mask.any() else -1
     state[_SIZE] = int((~goal_mask).sum())
@@ -440,11 +441,15 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
         code = layered(state, space.N, space.goal_floor, cap, stop_at_goal, stop_at_goal, edges,
                        len(space.configs), _SCALAR_LAYER, _SeenIndex.DENSE_LIMIT, *arrays.tables(), arrays.seen, arrays.ids,
                        arrays.parent, arrays.action, arrays.es, arrays.ed, arrays.ea, arrays.c_dst, arrays.c_src,
-                       arrays.c_act, arrays.missing)
+                       arrays.c_act, arrays.missing, arrays.configs_at)
         if code == _DONE:
             break
         if code == _NEED_STATE:
-            space._mechanism_moves_scalar(int(state[_ARG_M]), int(state[_ARG_NAV]))
+            # every entry the rest of the layer needs, in the order its states need them: one stop
+            # a layer instead of one a state
+            pos, hi = int(state[_POS]), int(state[_HI])
+            arrays.configs_at[pos:hi] = _fill(space, arrays.ids[pos:hi])
+            state[_FILLED_FROM] = pos
         elif code == _NEED_TABLE:
             table, compute = _TABLES[int(state[_TABLE])]
             width = getattr(space, table).shape[1]
@@ -452,7 +457,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
                 mi, ji = divmod(code_, width)
                 getattr(space, table)[mi, ji] = getattr(space, compute)(mi, ji)
         else:
-            arrays.grow(("ids", "parent", "action"), int(state[_NEED_IDS]))
+            arrays.grow(("ids", "parent", "action", "configs_at"), int(state[_NEED_IDS]))
             if edges:
                 arrays.grow(("es", "ed", "ea"), int(state[_NEED_EDGES]))
             layer = int(state[_NEED_IDS] - state[_COUNT])
@@ -475,6 +480,20 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     return result
 
 
+def _fill(space: StateSpace, ids: np.ndarray) -> np.ndarray:
+    """Compute the pickup and toggle entries the states ``ids`` read, in their order, as the plain
+    search would; the number of configurations known after each state's."""
+    nav = ids % space.N
+    acting = np.flatnonzero(space.mech[nav] & ((nav >> 2) != space.goal_floor))
+    known = np.zeros(ids.size, dtype=np.int64)
+    known[0] = len(space.configs)
+    for i in acting.tolist():
+        m, n = divmod(int(ids[i]), space.N)
+        space._mechanism_moves_scalar(m, n)
+        known[i] = len(space.configs)
+    return np.maximum.accumulate(known)
+
+
 # the tables a wide layer fills, in the order it fills them, and how the space computes an entry
 _TABLES = (("pickup_to", "_pickup_result"), ("switch_to", "_switch_result"), ("door_to", "_door_result"))
 
@@ -484,14 +503,14 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     the pure search must run instead."""
     if space.explicit:
         return None
-    arrays = _Arrays(space, 1024)
+    arrays = _Arrays(space, min(cap, 1 << 20) + 1024)
     if not arrays.fit_seen():
         return None
     arrays.ids[0] = sid
     arrays.parent[0] = -1
     arrays.action[0] = -1
     arrays.seen[sid] = 0
-    state = np.zeros(7, dtype=np.int64)
+    state = np.zeros(5, dtype=np.int64)
     state[1] = 1
     state[4] = -1
     while True:
@@ -500,7 +519,7 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
         if code == _DONE:
             break
         if code == _NEED_STATE:
-            space._mechanism_moves_scalar(int(state[5]), int(state[6]))
+            _fill(space, arrays.ids[int(state[0]): int(state[1])])  # the queue, in its order
         else:
             arrays.grow(("ids", "parent", "action"), int(state[1]) + 5)
         if not arrays.fit_seen():
