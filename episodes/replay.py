@@ -14,7 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from env.state import ACTIONS, MazeState, initial_state, step
 from episodes.step_row import Mismatch, StepRows, plain
 from episodes.termination import RULE_ENDINGS
 from traces import EPISODES_DIR, MANIFEST, open_store, read_episode, read_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -77,10 +80,15 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
         episode, steps = read_episode(run_dir, episode_id)
     except FileNotFoundError:
         raise BadInput(str(run_dir), "episode", f"no episode {episode_id!r} in this run") from None
-    maze = load_run_maze(run_dir, episode)
+    return replay_episode(episode, steps, load_run_maze(run_dir, episode), recorded_protocol(run_dir, episode), verify)
+
+
+def replay_episode(episode: dict[str, Any], steps: pd.DataFrame, maze: Maze, protocol: Protocol,
+                   verify: bool = True) -> ReplayResult:
+    """``replay`` of an episode already read: its row, its steps in step order, its maze and its
+    recorded protocol (``gridbench board`` reads many episodes at once, ``episodes.verify``)."""
     # the episode's own rules (an unsolvable maze's episode ended before a step: nothing to judge),
     # its distances with a DROP edge when it offered DROP
-    protocol = recorded_protocol(run_dir, episode)
     table = distance_table(maze, drop=protocol.drop)
     start = initial_state(maze)
     rows = StepRows(maze, protocol, table, start, table.action_distance(start) or 0)
