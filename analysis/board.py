@@ -24,13 +24,11 @@ from analysis.load import Traces, manifest
 from analysis.ranking import ranking
 from analysis.stats import cluster_ratio_ci, solve_rate_ci
 from env.errors import BadInput
-from traces import ERROR, MANIFEST, STEPS_DIR, open_store, read_table
+from traces import EPISODES_DIR, ERROR, MANIFEST, STEPS_DIR, open_store, read_table
 
 FORMAT = "gridbench.board/1"
 HUMAN_PREFIX = "human/"
 COMMITMENT = re.compile(r"[0-9a-f]{64}")
-# the verdict columns the caller gives, one row per episode of every run
-VERDICT_COLUMNS = ["run", "episode_id", "ok", "step", "column", "recorded", "replayed"]
 
 
 def sealed_of(run_dir: Any) -> dict[str, str] | None:
@@ -46,9 +44,12 @@ def sealed_of(run_dir: Any) -> dict[str, str] | None:
     return {"commitment": entry["commitment"], "set": entry["set"]}
 
 
-def run_name(run_dir: Any) -> str:
-    """The name a run's episodes carry in their ``run`` column (its manifest's, else its folder's)."""
-    return str(manifest(run_dir).get("run") or open_store(run_dir).name)
+def run_names(run_dir: Any) -> list[str]:
+    """The names a run's episodes carry in their ``run`` column (a blank one reads as the folder's
+    name, as ``analysis.load`` reads it)."""
+    blank = open_store(run_dir).name
+    names = read_table(run_dir, EPISODES_DIR, ["run"]).column("run").unique().to_pylist()
+    return sorted({n or blank for n in names})
 
 
 def maze_set_checksum(checksums: pd.Series) -> str:
@@ -74,7 +75,7 @@ def _not_pooled(signatures: dict[str, tuple]) -> str:
     first = next(iter(signatures.values()))
     differ = [what for i, what in enumerate(("protocol", "maze set", "model"))
               if any(s[i] != first[i] for s in signatures.values())]
-    return f"not pooled across runs {', '.join(signatures)}: their {' and '.join(differ)} differ"
+    return f"not pooled across runs {', '.join(signatures)}: their {' and '.join(differ)} differ{'s' if len(differ) == 1 else ''}"
 
 
 def board_rows(eps: pd.DataFrame, sealed: dict[str, dict[str, str] | None]) -> tuple[pd.Series, dict[str, dict]]:
@@ -181,14 +182,16 @@ def failures(eps: pd.DataFrame, verdicts: pd.DataFrame, sealed: bool) -> list[di
 
 def labelled(traces: Traces) -> tuple[pd.DataFrame, dict[str, dict]]:
     """Every episode of the runs, errors too, with its board row's label (``board_arm``), and the rows."""
-    sealed = {run_name(d): sealed_of(d) for d in traces.run_dirs}
+    sealed = {name: sealed_of(d) for d in traces.run_dirs for name in run_names(d)}
     everything = pd.concat([traces.episodes, traces.errors], ignore_index=True)
     label, rows = board_rows(everything, sealed)
     return everything.assign(board_arm=label), rows
 
 
 def board(traces: Traces, verdicts: pd.DataFrame, gpu_hour_usd: float | None = None) -> dict[str, Any]:
-    """The board as ``board.json`` holds it (docs/board.md)."""
+    """The board as ``board.json`` holds it (docs/board.md). ``verdicts``: a row per episode of every
+    run, its ``run`` and ``episode_id`` and the fields of an ``episodes.verify.Verdict`` (``ok``,
+    ``step``, ``column``, ``recorded``, ``replayed``)."""
     everything, rows = labelled(traces)
     scored = everything[everything["termination"] != ERROR].merge(
         traces.episodes[["run", "episode_id"]], on=["run", "episode_id"])

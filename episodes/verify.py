@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -45,11 +45,6 @@ class Verdict:
     column: str | None = None  # the column that differs ("termination" for the ending, "trace" when unreadable)
     recorded: str | None = None
     replayed: str | None = None
-
-    def __str__(self) -> str:
-        if self.ok:
-            return "reproduces"
-        return f"step {self.step}: {self.column} recorded {self.recorded}, replayed {self.replayed}"
 
 
 def _shown(value: Any) -> str:
@@ -90,21 +85,22 @@ def _remember(known: frozenset[str]) -> None:
     _KNOWN = known
 
 
-def _verify_chunk(run: str, ids: list[str]) -> list[tuple[str, str, Verdict | None]]:
-    """(episode id, key, verdict) for the episodes ``ids`` of ``run``; the verdict is None where
-    the key is among the known ones (the caller has it)."""
+def _verify_chunk(run: str, ids: list[str]) -> list[tuple[tuple[str, str], str, Verdict | None]]:
+    """((run name, episode id), key, verdict) for the episodes ``ids`` of ``run``; the verdict is
+    None where the key is among the known ones (the caller has it)."""
     episodes = read_table(run, EPISODES_DIR, ids=ids).to_pylist()
     steps = read_table(run, STEPS_DIR, ids=ids).to_pandas()
     mazes = (read_manifest(run) or {}).get("mazes") or {}
     by_episode = dict(tuple(steps.groupby("episode_id", sort=False))) if len(steps) else {}
-    where = open_store(run, "RUN").display()
-    out: list[tuple[str, str, Verdict | None]] = []
+    store = open_store(run, "RUN")
+    where = store.display()
+    out: list[tuple[tuple[str, str], str, Verdict | None]] = []
     for episode in episodes:
         eid = episode["episode_id"]
         own = by_episode.get(eid, steps.iloc[0:0]).sort_values("step").reset_index(drop=True)
         maze = mazes.get(episode.get("maze_checksum") or "")
         key = trace_key(episode, own, maze)
-        out.append((eid, key, None if key in _KNOWN else verify_episode(episode, own, maze, where)))
+        out.append(((episode.get("run") or store.name, eid), key, None if key in _KNOWN else verify_episode(episode, own, maze, where)))
     return out
 
 
@@ -126,8 +122,8 @@ def save_verdicts(path: Path, verdicts: dict[str, Verdict]) -> None:
 
 @dataclass
 class Verification:
-    """Every episode's verdict, by (run as given, episode id); ``replayed`` of them were replayed
-    now, the rest came from the verdicts file."""
+    """Every episode's verdict, by (its ``run`` column, a blank one read as the run folder's name,
+    and its episode id); ``replayed`` of them were replayed now, the rest came from the verdicts file."""
 
     verdicts: dict[tuple[str, str], Verdict]
     replayed: int
@@ -150,15 +146,15 @@ def verify_runs(runs: Sequence[str], saved: Path, workers: int | None = None,
     if progress:
         progress(0, total)
 
-    def collect(run: str, rows: list[tuple[str, str, Verdict | None]]) -> None:
+    def collect(rows: list[tuple[tuple[str, str], str, Verdict | None]]) -> None:
         nonlocal done, last_save
-        for eid, key, verdict in rows:
+        for episode, key, verdict in rows:
             if verdict is None:
                 verdict = known[key]
             else:
                 known[key] = verdict
                 result.replayed += 1
-            result.verdicts[(run, eid)] = verdict
+            result.verdicts[episode] = verdict
         done += len(rows)
         if progress:
             progress(done, total)
@@ -169,16 +165,16 @@ def verify_runs(runs: Sequence[str], saved: Path, workers: int | None = None,
     if workers == 1 or len(chunks) <= 1:
         _remember(frozenset(known))
         for run, ids in chunks:
-            collect(run, _verify_chunk(run, ids))
+            collect(_verify_chunk(run, ids))
     else:
         # spawned, not forked: the parent holds pyarrow's thread pools, which a fork does not copy whole
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context, initializer=_remember,
                                  initargs=(frozenset(known),)) as pool:
-            pending: dict[Future, str] = {pool.submit(_verify_chunk, run, ids): run for run, ids in chunks}
+            pending = {pool.submit(_verify_chunk, run, ids) for run, ids in chunks}
             while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for f in finished:
-                    collect(pending.pop(f), f.result())
+                    collect(f.result())
     save_verdicts(saved, known)
     return result

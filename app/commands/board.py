@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -44,11 +45,11 @@ def board_command(
     tests, provenance, sealed sets apart, two arms side by side, and board.json."""
     import pandas as pd
 
-    from analysis.board import board, labelled, run_name, sealed_of
+    from analysis.board import board, labelled, run_names, sealed_of
     from analysis.load import load_runs
     from app.web.board import write_site
     from episodes.verify import verify_runs
-    from traces import EPISODES_DIR, ERROR, open_store, read_table
+    from traces import ERROR
 
     traces = load_runs(run_dirs)  # bad runs and sealed entries fail here, before anything is written
     for d in run_dirs:
@@ -56,18 +57,9 @@ def board_command(
     folder = writable_folder(out)
     with ProgressBar("verifying episodes") as bar:
         checked = verify_runs(run_dirs, folder / VERDICTS_FILE, workers=workers, progress=bar.update)
-    rows = []
-    run_dirs_by_name: dict[str, str] = {}
-    for d in run_dirs:
-        name = run_name(d)
-        run_dirs_by_name[name] = d
-        ids = read_table(d, EPISODES_DIR, ["run", "episode_id"]).to_pandas()
-        for run, eid in zip(ids["run"].fillna(open_store(d).name).replace("", open_store(d).name), ids["episode_id"],
-                            strict=True):
-            v = checked.verdicts[(d, eid)]
-            rows.append({"run": run, "episode_id": eid, "ok": v.ok, "step": v.step, "column": v.column,
-                         "recorded": v.recorded, "replayed": v.replayed})
-    payload = board(traces, pd.DataFrame(rows), gpu_hour_usd=gpu_hour_usd)
+    verdicts = pd.DataFrame([{"run": run, "episode_id": eid, **asdict(v)} for (run, eid), v in checked.verdicts.items()])
+    payload = board(traces, verdicts, gpu_hour_usd=gpu_hour_usd)
+    run_dirs_by_name = {name: d for d in run_dirs for name in run_names(d)}
     everything, _ = labelled(traces)
     write_site(folder, payload, everything[everything["termination"] != ERROR], run_dirs_by_name)
     every = payload["arms"] + payload["sealed"]

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from web_runs import HOSTILE_REPLIES, make_run
 
+from agents import Protocol
 from app.cli import main
 from env import resolve_maze
 from traces import MANIFEST, open_store, read_manifest
@@ -118,6 +119,7 @@ def test_the_site_opens_from_disk_with_no_network_and_shows_replies_as_text(boar
     replies = page.locator("#steps td.reply").all_text_contents()
     assert any(r.startswith(HOSTILE_REPLIES[0][:20]) for r in replies)
     assert page.eval_on_selector_all("#steps td.reply", "cells => cells.every(c => c.children.length === 0)")
+    assert "<i>thinking</i>" in page.get_attribute("#steps td.reply", "title")  # the reasoning, as a title
     page.select_option("#arm-b", label="random (not verified)")
     page.wait_for_selector("#departs:has-text('part at step')")
     assert page.evaluate("window.__pwned") is None
@@ -154,6 +156,10 @@ def test_a_sealed_run_is_shown_apart_without_a_maze(runs, tmp_path, capsys):
     site = [p for p in out.rglob("*") if p.is_file() and p.name != "verdicts.json"]
     for secret in (hidden.id, hidden.checksum):
         assert not [p for p in site if secret in p.read_text(encoding="utf-8")]
+    alter_one_action(vault / "steps" / "s0000-h14-small-walk-oracle.parquet")
+    code, _, err = board(capsys, str(vault), "--out", str(out), "--workers", "1")
+    (failed,) = json.loads((out / "board.json").read_text())["sealed"][0]["not_reproduced"]
+    assert code == 0 and set(failed) == {"run", "episode_id", "step", "column"}  # no recorded or replayed values
     bad = dict(manifest, sealed={"commitment": "not hex", "set": "vault-1"})
     open_store(vault).put(MANIFEST, json.dumps(bad).encode())
     code, _, err = board(capsys, str(vault), "--out", str(tmp_path / "other"))
@@ -173,3 +179,16 @@ def test_bad_input_is_one_line_and_writes_nothing(runs, tmp_path, capsys):
         code, _, err = board(capsys, *args, *out)
         assert code == 2 and err.count("\n") == 1 and named in err, err
     assert not (tmp_path / "site").exists()
+
+
+def test_runs_of_one_arm_under_different_protocols_are_rows_of_their_own(runs, example_maze, tmp_path, capsys):
+    alpha, _, _ = runs
+    gamma = make_run(tmp_path / "gamma", [(example_maze, "builtin/oracle", "baseline", 0)],
+                     protocol=Protocol.preset("gridbench-baseline"))
+    code, _, err = board(capsys, str(alpha), str(gamma), "--out", str(tmp_path / "site"), "--workers", "1",
+                         "--gpu-hour-usd", "2")
+    assert code == 0, err
+    arms = arms_of(tmp_path / "site")
+    assert {"alpha/oracle", "gamma/oracle"} <= set(arms)
+    assert arms["gamma/oracle"]["note"] == "not pooled across runs alpha, gamma: their protocol differs"
+    assert arms["gamma/oracle"]["provenance"]["protocol_hash"] != arms["alpha/oracle"]["provenance"]["protocol_hash"]

@@ -18,7 +18,8 @@
         pos(a, i) === pos(b, i);
       if (!same && departs === null) departs = i + 1;
       const side = (t) => i < t.trace.step.length ? [at(t, "action", i), pos(t, i), at(t, "event", i),
-        at(t, "action_distance", i), { text: at(t, "reply", i) || "", cls: "reply" }] : ["", "", "", "", ""];
+        at(t, "action_distance", i),
+        { text: at(t, "reply", i) || "", cls: "reply", title: at(t, "reasoning", i) ? "reasoning: " + at(t, "reasoning", i) : "" }] : ["", "", "", "", ""];
       rows.push([i + 1, ...side(a), ...side(b)]);
     }
     return [rows, departs];
