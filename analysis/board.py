@@ -18,13 +18,14 @@ from dataclasses import replace
 from typing import Any
 
 import pandas as pd
+import pyarrow.dataset as ds
 
 from analysis.compute import served_cost, with_served_cost
 from analysis.load import Traces, manifest
 from analysis.ranking import ranking
 from analysis.stats import cluster_ratio_ci, solve_rate_ci
 from env.errors import BadInput
-from traces import EPISODES_DIR, ERROR, MANIFEST, STEPS_DIR, open_store, read_table
+from traces import EPISODES_DIR, ERROR, MANIFEST, open_store, read_table
 
 FORMAT = "gridbench.board/1"
 HUMAN_PREFIX = "human/"
@@ -138,15 +139,16 @@ def human_normalised(eps: pd.DataFrame, human: pd.DataFrame) -> dict[str, Any] |
 
 
 def _tiers(traces: Traces) -> pd.DataFrame:
-    """The distinct (run, model_name, condition, tier) of the steps that called a model."""
+    """The distinct (run, model_name, condition, tier) of the steps that called a model (a step
+    with no tier recorded was bought at the standard tier, as the report reads it)."""
+    columns = ["run", "model_name", "condition", "tier"]
     parts = []
     for rs in traces.steps:
-        t = read_table(rs.folder, STEPS_DIR, ["run", "model_name", "condition", "tier", "calls"]).to_pandas()
-        t = t[t["calls"].fillna(0) > 0]
+        called = rs.dataset.to_table(columns=columns, filter=ds.field("calls") > 0)
+        t = called.group_by(columns).aggregate([]).to_pandas()
         t["run"] = t["run"].fillna(rs.name).replace("", rs.name)
-        parts.append(t.assign(tier=t["tier"].fillna("standard"))[["run", "model_name", "condition", "tier"]]
-                     .drop_duplicates())
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["run", "model_name", "condition", "tier"])
+        parts.append(t.assign(tier=t["tier"].fillna("standard")))
+    return pd.concat(parts, ignore_index=True).drop_duplicates() if parts else pd.DataFrame(columns=columns)
 
 
 def _when(v: Any) -> str | None:

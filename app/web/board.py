@@ -73,7 +73,7 @@ def write_site(out: Path, payload: dict[str, Any], scored: pd.DataFrame, run_dir
     if with_viewers:
         for k, run in enumerate(public_runs):
             folder = f"runs/{k:02d}"
-            build_view(run_dirs[run], out / folder, progress=False)
+            build_view(run_dirs[run], out / folder)
             # the viewer opens an episode by its place in its index
             ids = read_index(run_dirs[run]).column("episode_id").to_pylist()
             viewers[run] = {eid: f"{folder}/index.html#e={i}" for i, eid in enumerate(ids)}
