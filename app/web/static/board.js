@@ -45,6 +45,8 @@ window.gridbench = window.gridbench || {};
     : { text: "not verified", cls: "bad", title: a.not_reproduced.length + " of " + a.episodes_checked + " episodes do not reproduce" };
   const rate = (s) => s && s.episodes ? gb.fmt(s.solve_rate) + gb.interval(s.solve_rate_ci_low, s.solve_rate_ci_high) : "–";
   const prog = (s) => s && s.episodes ? gb.fmt(s.progress) + gb.interval(s.progress_ci_low, s.progress_ci_high) : "–";
+  // an ISO time to the second, in UTC as recorded
+  const when = (t) => t ? t.replace("T", " ").replace(/\.\d+/, "").replace("+00:00", " UTC") : null;
   const kind = (a) => a.human ? "human" : a.reference ? "reference" : "model";
 
   function board() {
@@ -81,7 +83,7 @@ window.gridbench = window.gridbench || {};
       "last finished", "tokens in", "tokens out", "reasoning tokens", "USD", "GPU-hours"],
       all.map((a) => { const p = a.provenance; return [a.arm, p.gridbench_version, { text: p.protocol_hash.join(", "), cls: "hash" },
         { text: p.maze_set_checksum.slice(0, 16) + "…", cls: "hash", title: p.maze_set_checksum }, p.model, p.tier,
-        p.first_started_at, p.last_finished_at, p.tokens_in, p.tokens_out, p.tokens_reasoning, p.cost_usd, p.gpu_hours]; }));
+        when(p.first_started_at), when(p.last_finished_at), p.tokens_in, p.tokens_out, p.tokens_reasoning, p.cost_usd, p.gpu_hours]; }));
     gb.ready("board");
   }
   if ($("arms")) {

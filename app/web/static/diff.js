@@ -42,18 +42,19 @@
     const [a, b] = sides;
     const shared = Object.keys(a).filter((k) => k in b).sort((x, y) => a[x][0].maze_id.localeCompare(a[y][0].maze_id));
     const line = (e) => (e.solved ? "solved" : e.termination) + " in " + e.steps + " (progress " + gb.fmt(e.progress_action) + ")";
-    gb.fill("mazes", ["maze", "left", "right", "steps", "viewer"], shared.map((k) => [a[k][0].maze_id,
-      a[k].map(line).join("; "), b[k].map(line).join("; "), { text: "compare", cls: "link" },
-      { text: a[k][0].view ? "open left" : "", cls: "view" }]));
+    gb.fill("mazes", ["maze", "left", "right", "steps", "in the viewer"], shared.map((k) => [a[k][0].maze_id,
+      a[k].map(line).join("; "), b[k].map(line).join("; "), { text: "compare", cls: "link" }, ""]));
     const trs = $("mazes").tBodies[0].rows;
     shared.forEach((k, i) => {
       trs[i].cells[3].addEventListener("click", () => show(sides, k));
-      if (a[k][0].view) {
+      // each side's first episode in its run's viewer (frames, heat map, the oracle's path)
+      const links = [[a, "left"], [b, "right"]].filter(([s]) => s[k][0].view).map(([s, side]) => {
         const link = document.createElement("a");
-        link.href = a[k][0].view;
-        link.textContent = "open in the viewer";
-        trs[i].cells[4].replaceChildren(link);
-      }
+        link.href = s[k][0].view;
+        link.textContent = side;
+        return link;
+      });
+      trs[i].cells[4].replaceChildren(...links);
     });
     $("steps-box").hidden = true;
     if (shared.length) show(sides, shared[0]);
