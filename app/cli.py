@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "app.commands.export",
     "app.commands.replay",
     "app.commands.report",
+    "app.commands.board",
     "app.commands.plan",
     "app.commands.view",
     "app.commands.play",

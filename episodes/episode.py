@@ -32,7 +32,7 @@ from env import ENV_VERSION, Maze, MazeEnv
 from env.oracle import DistanceTable, distance_table, tile_distance
 from env.render import check_renderable
 from env.state import ACTIONS, MazeState, initial_state
-from episodes.step_row import StepOutcome, StepRows
+from episodes.step_row import StepOutcome, StepRows, progress
 from episodes.termination import TerminationRules
 from traces import (
     ERROR,
@@ -76,15 +76,6 @@ def gridbench_version() -> str:
         return version("gridbench")
     except PackageNotFoundError:
         return "unknown"
-
-
-def progress(d_start: int | None, d_end: int | None, solved: bool) -> float:
-    """clip(1 - d_end / d_start, 0, 1); a goal that can no longer be reached scores 0."""
-    if solved:
-        return 1.0
-    if d_end is None or not d_start or d_start <= 0:
-        return 0.0
-    return min(1.0, max(0.0, 1.0 - d_end / d_start))
 
 
 def decision_of(record: StepRecord) -> Decision:

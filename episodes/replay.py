@@ -11,10 +11,11 @@ checksum), so a replay needs no maze files.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,12 +23,15 @@ from agents.protocol import Protocol, resolve_protocol
 from env import Maze, maze_from_dict
 from env.errors import BadInput
 from env.files import atomic_path
-from env.oracle import distance_table
+from env.oracle import DistanceTable, distance_table, tile_distance
 from env.render import frame
 from env.state import ACTIONS, MazeState, initial_state, step
-from episodes.step_row import Mismatch, StepRows, plain
+from episodes.step_row import Mismatch, StepRows, plain, progress
 from episodes.termination import RULE_ENDINGS
-from traces import EPISODES_DIR, MANIFEST, open_store, read_episode, read_manifest
+from traces import EPISODES_DIR, ERROR, MANIFEST, open_store, read_episode, read_manifest
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -77,13 +81,20 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
         episode, steps = read_episode(run_dir, episode_id)
     except FileNotFoundError:
         raise BadInput(str(run_dir), "episode", f"no episode {episode_id!r} in this run") from None
-    maze = load_run_maze(run_dir, episode)
+    return replay_episode(episode, steps, load_run_maze(run_dir, episode), recorded_protocol(run_dir, episode), verify)
+
+
+def replay_episode(episode: dict[str, Any], steps: pd.DataFrame, maze: Maze, protocol: Protocol,
+                   verify: bool = True) -> ReplayResult:
+    """``replay`` of an episode already read: its row, its steps in step order, its maze and its
+    recorded protocol (``gridbench board`` reads many episodes at once, ``episodes.verify``)."""
     # the episode's own rules (an unsolvable maze's episode ended before a step: nothing to judge),
     # its distances with a DROP edge when it offered DROP
-    protocol = recorded_protocol(run_dir, episode)
     table = distance_table(maze, drop=protocol.drop)
     start = initial_state(maze)
-    rows = StepRows(maze, protocol, table, start, table.action_distance(start) or 0)
+    optimal = table.action_distance(start) or 0
+    rows = StepRows(maze, protocol, table, start, optimal)
+    closest = optimal
     states, actions, mismatches = [start], [], []
     ended_early = None  # the step at which the rules ended the episode before its last step
     for rec in steps.to_dict("records"):
@@ -92,6 +103,8 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
                             lambda a: step(maze, rows.state, a))
         states.append(rows.state)
         actions.append(action)
+        if outcome.action_distance is not None:
+            closest = min(closest, outcome.action_distance)
         if not verify:
             continue
         mismatch = outcome.check(int(rec["step"]), rec)
@@ -106,8 +119,32 @@ def replay(run_dir: str | os.PathLike, episode_id: str, verify: bool = True) -> 
         elif (recorded in RULE_ENDINGS or replayed is not None) and recorded != replayed:
             mismatches.append(Mismatch(len(steps), "termination", recorded,
                                        replayed or "no ending by the termination rules"))
+        if recorded != ERROR:
+            mismatches.extend(row_mismatches(episode, maze, table, start, rows.state, actions, closest))
     return ReplayResult(episode=episode, maze=maze, protocol=protocol, states=states, actions=actions,
                         mismatches=mismatches)
+
+
+def row_mismatches(episode: dict[str, Any], maze: Maze, table: DistanceTable, start: MazeState, end: MazeState,
+                   actions: list[str | None], closest: int) -> list[Mismatch]:
+    """The episode row's outcome columns against the replayed play, at the step after the last: the
+    columns every score is computed from, so a row rewritten over steps that reproduce does not pass.
+    A null is not judged (a run written before the column existed)."""
+    solved = episode["termination"] == "solved"
+    d_start, d_end = table.action_distance(start), table.action_distance(end)
+    d_start_tile, d_end_tile = tile_distance(maze, start.pos), tile_distance(maze, end.pos)
+    replayed = {"steps": len(actions), "solved": solved, "optimal_actions": d_start, "d_start_action": d_start,
+                "d_end_action": d_end, "d_start_tile": d_start_tile, "d_end_tile": d_end_tile, "closest_action": closest,
+                "invalid_outputs": sum(a is None for a in actions),
+                "progress_action": progress(d_start, d_end, solved), "progress_tile": progress(d_start_tile, d_end_tile, solved)}
+    out = []
+    for column, value in replayed.items():
+        recorded = plain(episode.get(column))
+        if recorded is None:
+            continue
+        if not (math.isclose(recorded, value) if isinstance(value, float) else recorded == value):
+            out.append(Mismatch(len(actions), column, recorded, value))
+    return out
 
 
 def write_gif(result: ReplayResult, out: str | os.PathLike, tile_size: int = 32, fps: float = 4.0) -> Path:

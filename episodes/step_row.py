@@ -26,6 +26,16 @@ from env.state import MazeState
 from episodes.termination import TerminationRules
 from traces import mechanisms_json
 
+
+def progress(d_start: int | None, d_end: int | None, solved: bool) -> float:
+    """An episode row's ``progress_*`` column: clip(1 - d_end / d_start, 0, 1); a goal that can no longer be reached scores 0."""
+    if solved:
+        return 1.0
+    if d_end is None or not d_start or d_start <= 0:
+        return 0.0
+    return min(1.0, max(0.0, 1.0 - d_end / d_start))
+
+
 # the columns a step's outcome decides, checked in this order (the first that differs is reported)
 CHECKED = ("event", "x", "y", "dir", "carrying", "mechanisms", "novel", "action_distance", "tile_distance")
 

@@ -97,6 +97,8 @@ MAX_STEP_FILES = 10
 STEPS_PER_FILE = 100_000  # fewer steps make one file; more are spread over up to MAX_STEP_FILES
 ROWS_AT_ONCE = 50_000  # steps turned into Python objects at a time while a steps file is written
 DEFAULT_TILE_SIZE = 32
+# the pages' one policy: nothing from the network, no inline script (a reply that became markup runs nothing)
+CSP = "default-src 'none'; img-src 'self' data:; script-src 'self'; style-src 'self'"
 SIGNIFICANT_DIGITS = 6  # of the floats a page shows (it prints three decimals)
 
 
@@ -524,7 +526,7 @@ def build_view(run_dir: str | Path, out_dir: str | Path | None = None, progress:
                "default_tile_size": DEFAULT_TILE_SIZE}
     summary.files.append(write_data(data / "episodes.js", "episodes", js_string(json_text(payload))))
     # the page last: a bundle with an index.html is complete
-    page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"))
+    page = template("index.html").substitute(title=html.escape(f"gridbench · {run_name}"), csp=CSP)
     atomic_write(out_dir / "index.html", page)
     summary.files.append(out_dir / "index.html")
     return summary

@@ -166,6 +166,22 @@ def test_replay_holds_the_ending_to_the_episodes_own_rules(presets_run, tmp_path
                                                    "replayed 'step_cap'"]
 
 
+def test_a_row_rewritten_over_steps_that_reproduce_is_reported(presets_run, tmp_path):
+    """The columns the scores come from are held to the replay too: a walk that ran out of steps
+    does not become a solve by rewriting its episode row."""
+    out, played = presets_run
+    maze, protocol, agent, whole = played["multinet-r1-study-baseline-random"]
+    ep = whole.episode
+    assert not ep.solved and ep.d_end_action > 0
+    run = tmp_path / "row"
+    write_episode(run, EpisodeResult(replace(ep, solved=True, d_end_action=0, progress_action=1.0), whole.steps))
+    (run / "manifest.json").write_text((out / "manifest.json").read_text())
+    result = replay(run, ep.identity.episode_id)
+    assert [(m.step, m.column, m.recorded, m.replayed) for m in result.mismatches] == [
+        (len(whole.steps), "solved", True, False), (len(whole.steps), "d_end_action", 0, ep.d_end_action),
+        (len(whole.steps), "progress_action", 1.0, ep.progress_action)]
+
+
 def gridbench(argv: list[str], capfd) -> tuple[int, str, str]:
     """The command line in this process: exit code, stdout, stderr."""
     from app.cli import main
