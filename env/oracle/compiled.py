@@ -369,6 +369,47 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
 
 
 
+@jit
+def group_by_source(n, src, order, indptr):
+    """A counting sort of edges by source: ``order`` (stable, as ``np.argsort(kind="stable")``)
+    and where each source's edges begin."""
+    indptr[:] = 0
+    for e in range(src.size):
+        indptr[src[e] + 1] += 1
+    for v in range(n):
+        indptr[v + 1] += indptr[v]
+    fill = indptr[:n].copy()
+    for e in range(src.size):
+        order[fill[src[e]]] = e
+        fill[src[e]] += 1
+
+
+@jit
+def hops(indptr, succ, ok, use_ok, sources, dist):
+    """Fewest edges from any of ``sources`` to each node (-1: none), over the edges grouped by
+    source; with ``use_ok`` only those whose flag (in grouped order) is set."""
+    dist[:] = -1
+    queue = np.empty(dist.size, np.int64)
+    tail = 0
+    for s in sources:
+        if dist[s] < 0:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        v = queue[head]
+        head += 1
+        for e in range(indptr[v], indptr[v + 1]):
+            if use_ok and not ok[e]:
+                continue
+            w = succ[e]
+            if dist[w] < 0:
+                dist[w] = dist[v] + 1
+                queue[tail] = w
+                tail += 1
+
+
 class _Arrays:
     """The space's tables and the search's growing arrays, as the kernels take them."""
 

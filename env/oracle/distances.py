@@ -8,7 +8,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from env import jit
 from env.maze import DIR_VECTORS, Maze
+from env.oracle import compiled
 from env.oracle.bfs import search
 from env.oracle.plans import solve
 from env.oracle.solution import STATE_CAP
@@ -21,9 +23,14 @@ class EdgeIndex:
 
     def __init__(self, n: int, src: np.ndarray, dst: np.ndarray):
         self.n = n
-        self.order = np.argsort(src, kind="stable")
+        if jit.enabled():
+            self.order = np.empty(src.size, dtype=np.int64)
+            self.indptr = np.empty(n + 1, dtype=np.int64)
+            compiled.group_by_source(n, src, self.order, self.indptr)
+        else:
+            self.order = np.argsort(src, kind="stable")
+            self.indptr = np.searchsorted(src[self.order], np.arange(n + 1))
         self.succ = dst[self.order]
-        self.indptr = np.searchsorted(src[self.order], np.arange(n + 1))
 
     def hops(self, sources: np.ndarray, edge_ok: np.ndarray | None = None) -> np.ndarray:
         """Fewest edges from any of ``sources`` to each node (-1: unreachable).
@@ -32,6 +39,10 @@ class EdgeIndex:
         """
         ok = None if edge_ok is None else edge_ok[self.order]
         dist = np.full(self.n, -1, dtype=np.int32)
+        if jit.enabled():
+            flags = np.zeros(0, dtype=np.bool_) if ok is None else ok
+            compiled.hops(self.indptr, self.succ, flags, ok is not None, np.asarray(sources, dtype=np.int64), dist)
+            return dist
         frontier = np.unique(np.asarray(sources, dtype=np.int64))
         dist[frontier] = 0
         level = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 from oracle_mazes import build
 
@@ -208,3 +209,22 @@ def test_generated_mazes_are_byte_identical(monkeypatch):
 
     fast, plain = both(mazes, monkeypatch)
     assert fast == plain
+
+
+@pytest.mark.parametrize("name", ["hand", "study"])
+def test_distance_tables_and_edge_hops_agree(name, monkeypatch):
+    from env.oracle import DistanceTable
+
+    for m in resolve_mazes([name]):
+        if StateSpace(m).explicit:
+            continue
+
+        def table(m=m):
+            t = DistanceTable(m)
+            rng = np.random.default_rng(0)
+            keep = rng.random(t.edge_src.size) < 0.7
+            return (t.dist.tolist(), t.forward_edges.order.tolist(), t.forward_edges.indptr.tolist(),
+                    t.forward_edges.hops(np.array([0]), keep).tolist())
+
+        fast, plain = both(table, monkeypatch)
+        assert fast == plain, m.id
