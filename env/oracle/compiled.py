@@ -2,12 +2,13 @@
 ``env.oracle.bfs.search`` and ``env.oracle.plans._study_search`` (docs/oracle.md#how-it-is-fast).
 
 Both kernels work on a tabled ``StateSpace`` (never an explicit one: those step through
-``env.state.step``). A transition that changes the mechanism state reads the space's lazily
-filled tables; where an entry has never been computed, the kernel stops at that point and says
-which, Python computes it through the space (which interns any new configuration, in the same
-order the pure search would), and the kernel goes on from where it stopped. The loop's own
-variables live in ``state``, an int64 array the kernel reads back on every call, so a stop is
-exact: nothing of the interrupted state is half-done.
+``env.state.step``). A transition that changes the mechanism state reads the lazily filled
+pickup, switch and door tables; the kernels compute a missing entry themselves and intern any
+new configuration (``entry``, ``intern``: the StateSpace's rules, which the tests hold them to),
+at the moment and in the order the pure search would, so the configurations get the same
+numbers; the space takes them over when the search ends. Where an array is full the kernel
+stops, Python grows it, and the kernel goes on: the loop's own variables live in ``state``, an
+int64 array the kernel reads back on every call, so a stop is exact.
 
 The layered search keeps the pure search's tie-breaking to the state: a frontier of at most
 ``_SCALAR_LAYER`` states that fits the dense index is expanded state by state (each state's
@@ -27,7 +28,7 @@ import numpy as np
 
 from env.jit import jit
 from env.oracle.solution import Status
-from env.state import FORWARD, LEFT, PICKUP, RIGHT, TOGGLE
+from env.state import DOOR_CLOSED, DOOR_LOCKED, DOOR_OPEN, FORWARD, LEFT, PICKUP, RIGHT, TOGGLE
 
 if TYPE_CHECKING:
     from env.oracle.bfs import Search
@@ -37,16 +38,17 @@ if TYPE_CHECKING:
 _MAX_DENSE = 1 << 28
 
 # what a kernel call ends with
-_DONE, _NEED_STATE, _NEED_TABLE, _NEED_ROOM = 0, 1, 2, 3
+_DONE, _NEED_ROOM = 0, 1
 # the slots of the layered kernel's ``state``
 (_LO, _HI, _POS, _COUNT, _GOAL, _MODE, _SIZE, _ROWS, _DENSE, _EDGES, _STATUS, _TABLE, _MISSING, _CONFIGS_SEEN,
- _NEED_IDS, _NEED_EDGES, _FILLED_FROM) = range(17)
+ _NEED_IDS, _NEED_EDGES) = range(16)
 # its layer modes
 _BETWEEN, _SCALAR, _WIDE = 0, 1, 2
 # statuses
 _SOLVED, _UNSOLVABLE, _UNDECIDED = 0, 1, 2
 STATUSES: tuple[Status, ...] = ("solved", "unsolvable", "undecided")
 _UNKNOWN = -2
+_NOOP = -1
 
 
 @jit
@@ -55,24 +57,130 @@ def ensure_rows(state, top):
     if top >= state[_ROWS]:
         state[_ROWS] = max(top + 1, 2 * state[_ROWS], 1024)
 
-@jit
-def mech_unknown(m, nav, front, pickup_cell, switch_of, door_of, pickup_to, switch_to, door_to):
-    k = pickup_cell[nav]
-    if k >= 0 and pickup_to[m, k] == _UNKNOWN:
-        return True
-    s = switch_of[nav >> 2]
-    if s >= 0:
-        return switch_to[m, s] == _UNKNOWN
-    f = front[nav]
-    if f >= 0 and door_of[f] >= 0:
-        return door_to[m, door_of[f]] == _UNKNOWN
-    return False
+# ---- mechanism configurations, interned inside the kernels ----------------------------------
+# ``store``: (rows, keys, vals, passable, pickup_to, switch_to, door_to, meta), where a row is a
+# configuration's key places, door states and switch states, and meta holds [configurations,
+# hash mask]. ``rules``: (shape [K, D, S, r1, consumes], weights of a row's code, key floors,
+# door floors, gate floors, solid floors, unlocks K x D, switch kinds, gates open at the start,
+# gate controls G x S). Each function mirrors its StateSpace twin, which the tests hold it to.
+_TOGGLE_SWITCH, _ONE_SHOT, _HOLD = 0, 1, 2
+_HASH = 0x9E3779B97F4A7C15 - (1 << 64)  # Fibonacci hashing, as a signed 64-bit constant
+
 
 @jit
-def moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable, pickup_to,
-             switch_to, door_to, out_n, out_a, r1_order):
+def _code(row, weights):
+    c = 0
+    for i in range(row.size):
+        c += row[i] * weights[i]
+    return c
+
+
+@jit
+def intern(store, rules, row):
+    """StateSpace.intern: the index of a configuration, registering it (and its passable row)."""
+    rows, keys, vals, passable = store[0], store[1], store[2], store[3]
+    meta = store[7]
+    shape, weights, key_floor, door_floor, gate_floor, solid, _, _, gate_open0, gate_ctrl = rules
+    K, D, S, r1 = shape[0], shape[1], shape[2], shape[3]
+    code = _code(row, weights)
+    mask = meta[1]
+    h = (code * _HASH) & mask
+    while keys[h] != -1:
+        if keys[h] == code:
+            return vals[h]
+        h = (h + 1) & mask
+    m = meta[0]
+    keys[h] = code
+    vals[h] = m
+    rows[m, :] = row
+    meta[0] = m + 1
+    for f in range(solid.size):
+        passable[m, f] = not solid[f]
+    if not r1:  # keys block movement under minigrid only
+        for k in range(K):
+            if row[k] < K:
+                passable[m, key_floor[row[k]]] = False
+    for d in range(D):
+        if row[K + d] != DOOR_OPEN:
+            passable[m, door_floor[d]] = False
+    for g in range(gate_floor.size):
+        is_open = gate_open0[g]
+        for i in range(S):
+            if gate_ctrl[g, i] and row[K + D + i] != 0:
+                is_open = True
+        if not is_open:
+            passable[m, gate_floor[g]] = False
+    return m
+
+
+@jit
+def _carried(row, K):
+    for k in range(K):
+        if row[k] == K:
+            return k
+    return -1
+
+
+@jit
+def _table(store, t):
+    if t == 0:
+        return store[4]
+    if t == 1:
+        return store[5]
+    return store[6]
+
+
+@jit
+def entry(store, rules, table, m, j):
+    """The pickup (0), switch (1) or door (2) table's entry for configuration ``m`` and key cell /
+    switch / door ``j``, computed on first use as StateSpace._pickup_result (and its twins) does."""
+    v = _table(store, table)[m, j]
+    if v != _UNKNOWN:
+        return v
+    shape, unlocks, switch_kind = rules[0], rules[6], rules[7]
+    K, D, r1, consumes = shape[0], shape[1], shape[3], shape[4]
+    row = store[0][m].copy()
+    v = _NOOP
+    if table == 0:
+        at = -1
+        for k in range(K):
+            if row[k] == j:
+                at = k
+                break
+        if at >= 0 and not (r1 and _carried(row, K) >= 0):
+            for k in range(K):
+                if row[k] == K:
+                    row[k] = j  # swap: the carried key goes where the front key was
+            row[at] = K
+            v = intern(store, rules, row)
+    elif table == 1:
+        kind = switch_kind[j]
+        on = row[K + D + j] != 0
+        if not (kind == _HOLD or (kind == _ONE_SHOT and on)):
+            row[K + D + j] = 0 if on else 1
+            v = intern(store, rules, row)
+    else:
+        st = row[K + j]
+        if st == DOOR_LOCKED or (r1 and st != DOOR_OPEN):
+            carried = _carried(row, K)
+            if carried >= 0 and unlocks[carried, j]:
+                row[K + j] = DOOR_OPEN
+                if consumes:
+                    row[carried] = K + 1
+                v = intern(store, rules, row)
+        elif not r1:
+            row[K + j] = DOOR_CLOSED if st == DOOR_OPEN else DOOR_OPEN
+            v = intern(store, rules, row)
+    _table(store, table)[m, j] = v
+    return v
+
+
+@jit
+def moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, out_n, out_a,
+             r1_order):
     """The moves that change ``sid``, in the pure search's order (left, right, forward,
     pickup, toggle) or the study's (left, right, pickup, toggle, forward); their count."""
+    passable = store[3]
     m = sid // N
     nav = sid - m * N
     base = m * N
@@ -92,38 +200,46 @@ def moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech,
     if mech[nav]:
         k = pickup_cell[nav]
         if k >= 0:
-            t = pickup_to[m, k]
+            t = entry(store, rules, 0, m, k)
             if t >= 0:
                 out_n[n] = t * N + nav
                 out_a[n] = PICKUP
                 n += 1
         s = switch_of[nav >> 2]
+        t = -1
         if s >= 0:
-            t = switch_to[m, s]
-            if t >= 0:
-                out_n[n] = t * N + nav
-                out_a[n] = TOGGLE
-                n += 1
+            t = entry(store, rules, 1, m, s)
         elif f >= 0 and door_of[f] >= 0:
-            t = door_to[m, door_of[f]]
-            if t >= 0:
-                out_n[n] = t * N + nav
-                out_a[n] = TOGGLE
-                n += 1
+            t = entry(store, rules, 2, m, door_of[f])
+        if t >= 0:
+            out_n[n] = t * N + nav
+            out_a[n] = TOGGLE
+            n += 1
     if fwd >= 0 and r1_order:
         out_n[n] = fwd
         out_a[n] = FORWARD
         n += 1
     return n
 
+
 @jit
-def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar_layer, dense_limit,
-            tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable, pickup_to, switch_to,
-            door_to, seen, ids, parent, action, es, ed, ea, c_dst, c_src, c_act, missing, configs_at):
+def room_for(store, seen, N, more):
+    """Whether ``more`` new configurations fit the store, its hash and the dense index."""
+    n = store[7][0] + more
+    return n < store[0].shape[0] and 2 * n <= store[1].size and (n + 1) * N <= seen.size
+
+
+@jit
+def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, dense_limit,
+            tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, seen, ids, parent, action,
+            es, ed, ea, c_dst, c_src, c_act, missing):
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
+    passable = store[3]
+    meta = store[7]
     while True:
         mode = state[_MODE]
+        n_configs = meta[0]
         if mode == _BETWEEN:
             if state[_SIZE] == 0 or (stop_at_goal and state[_GOAL] >= 0):
                 break
@@ -134,7 +250,6 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                 state[_POS] = state[_LO]
                 ensure_rows(state, (n_configs + 1) * N)
                 state[_CONFIGS_SEEN] = n_configs
-                state[_FILLED_FROM] = -1
             else:
                 state[_MODE] = _WIDE
                 state[_TABLE] = 0
@@ -152,27 +267,19 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                 if nav >> 2 == goal:
                     pos += 1
                     continue
-                if mech[nav] and mech_unknown(m, nav, front, pickup_cell, switch_of, door_of, pickup_to,
-                                              switch_to, door_to):
-                    state[_POS] = pos
-                    state[_COUNT] = count
-                    state[_EDGES] = ne
-                    return _NEED_STATE
-                if count + 5 > ids.size or (edges and ne + 5 > es.size):
+                if count + 5 > ids.size or (edges and ne + 5 > es.size) or not room_for(store, seen, N, 2):
                     state[_POS] = pos
                     state[_COUNT] = count
                     state[_EDGES] = ne
                     state[_NEED_IDS] = count + 5
                     state[_NEED_EDGES] = ne + 5
+                    state[_MISSING] = 2
                     return _NEED_ROOM
-                # the configurations known once this state's moves are computed: where Python
-                # filled the rest of the layer's entries, as many as it had then
-                known = configs_at[pos] if 0 <= state[_FILLED_FROM] <= pos else state[_CONFIGS_SEEN]
-                if known > state[_CONFIGS_SEEN]:  # a move met new configurations
-                    ensure_rows(state, (known + 1) * N)
-                    state[_CONFIGS_SEEN] = known
-                k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable,
-                             pickup_to, switch_to, door_to, mv_n, mv_a, False)
+                k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules,
+                             mv_n, mv_a, False)
+                if meta[0] > state[_CONFIGS_SEEN]:  # a move met new configurations
+                    ensure_rows(state, (meta[0] + 1) * N)
+                    state[_CONFIGS_SEEN] = meta[0]
                 for j in range(k):
                     n = mv_n[j]
                     a = mv_a[j]
@@ -202,11 +309,13 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
             if count + 5 * live > ids.size or (edges and ne + 5 * live > es.size) or 5 * live > c_dst.size:
                 state[_NEED_IDS] = count + 5 * live
                 state[_NEED_EDGES] = ne + 5 * live
+                state[_MISSING] = 0
                 return _NEED_ROOM
-            # a wide layer: first every table entry it needs, one table at a time in the pure
-            # search's order (pickup, then a switch, then a door), each by ascending (m, j)
+            # first every table entry the layer needs, one table at a time in the pure search's
+            # order (pickup, then a switch, then a door), each by ascending (m, j)
             while state[_TABLE] < 3:
                 t = state[_TABLE]
+                width = _table(store, t).shape[1]
                 n_miss = 0
                 for pos in range(lo, hi):
                     sid = ids[pos]
@@ -215,24 +324,28 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
                     if nav >> 2 == goal or not mech[nav]:
                         continue
                     s = switch_of[nav >> 2]
+                    j = -1
                     if t == 0:
                         j = pickup_cell[nav]
-                        if j >= 0 and pickup_to[m, j] == _UNKNOWN:
-                            missing[n_miss] = m * pickup_to.shape[1] + j
-                            n_miss += 1
                     elif t == 1:
-                        if s >= 0 and switch_to[m, s] == _UNKNOWN:
-                            missing[n_miss] = m * switch_to.shape[1] + s
-                            n_miss += 1
-                    else:
-                        f = front[nav]
-                        if s < 0 and f >= 0 and door_of[f] >= 0 and door_to[m, door_of[f]] == _UNKNOWN:
-                            missing[n_miss] = m * door_to.shape[1] + door_of[f]
-                            n_miss += 1
+                        j = s
+                    elif s < 0 and front[nav] >= 0:
+                        j = door_of[front[nav]]
+                    if j >= 0 and _table(store, t)[m, j] == _UNKNOWN:
+                        missing[n_miss] = m * width + j
+                        n_miss += 1
                 if n_miss:
-                    state[_MISSING] = n_miss
-                    return _NEED_TABLE
+                    codes = np.unique(missing[:n_miss])
+                    if not room_for(store, seen, N, codes.size):
+                        state[_MISSING] = codes.size
+                        state[_NEED_IDS] = count
+                        state[_NEED_EDGES] = ne
+                        return _NEED_ROOM
+                    for code in codes:
+                        entry(store, rules, t, code // width, code % width)
                 state[_TABLE] = t + 1
+            passable = store[3]
+            pickup_to, switch_to, door_to = store[4], store[5], store[6]
             # every candidate edge, action-major; a fresh destination is marked -(2 + its first
             # candidate) until the layer's new states are numbered by ascending id
             nc = 0
@@ -317,9 +430,10 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, n_configs, scalar
     state[_STATUS] = _SOLVED if state[_GOAL] >= 0 else _UNSOLVABLE
     return _DONE
 
+
 @jit
-def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable,
-          pickup_to, switch_to, door_to, seen, ids, parent, action):
+def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, seen, ids,
+          parent, action):
     # state: [queue position, count, expanded, status, goal index]
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
@@ -332,22 +446,14 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
             state[1] = count
             return _DONE
         sid = ids[qpos]
-        m = sid // N
-        nav = sid - m * N
-        if mech[nav] and mech_unknown(m, nav, front, pickup_cell, switch_of, door_of, pickup_to, switch_to,
-                                      door_to):
-            state[0] = qpos
-            state[1] = count
-            state[2] = expanded
-            return _NEED_STATE
-        if count + 5 > ids.size:
+        if count + 5 > ids.size or not room_for(store, seen, N, 2):
             state[0] = qpos
             state[1] = count
             state[2] = expanded
             return _NEED_ROOM
         expanded += 1
-        k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, passable, pickup_to,
-                     switch_to, door_to, mv_n, mv_a, True)
+        k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, mv_n, mv_a,
+                     True)
         for j in range(k):
             n = mv_n[j]
             if seen[n] >= 0:
@@ -366,7 +472,6 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
     state[1] = count
     state[3] = _UNSOLVABLE
     return _DONE
-
 
 
 @jit
@@ -411,7 +516,7 @@ def hops(indptr, succ, ok, use_ok, sources, dist):
 
 
 class _Arrays:
-    """The space's tables and the search's growing arrays, as the kernels take them."""
+    """The search's growing arrays, as the kernels take them."""
 
     def __init__(self, space: StateSpace, n: int, edges: bool = False):
         self.space = space
@@ -419,17 +524,15 @@ class _Arrays:
         self.ids = np.empty(n, dtype=np.int64)
         self.parent = np.empty(n, dtype=np.int64)
         self.action = np.empty(n, dtype=np.int8)
-        self.configs_at = np.empty(n, dtype=np.int64)  # see layered's _FILLED_FROM
         m = 4 * n if edges else 0
         self.es, self.ed, self.ea = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int8)
         # a wide layer's candidate edges, and the table entries or new ids it gathers
         self.c_dst, self.c_src, self.c_act = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8)
         self.missing = np.empty(n, np.int64)
 
-    def fit_seen(self) -> bool:
-        """Grow the dense index to every configuration known; False when it would pass _MAX_DENSE."""
-        space = self.space
-        top = (len(space.configs) + 1) * space.N
+    def fit_seen(self, configs: int) -> bool:
+        """Grow the dense index to ``configs`` configurations; False past _MAX_DENSE."""
+        top = (configs + 1) * self.space.N
         if top > _MAX_DENSE:
             return False
         if top > self.seen.size:
@@ -438,11 +541,9 @@ class _Arrays:
             self.seen = grown
         return True
 
-    def tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                              np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def navigation(self) -> tuple[np.ndarray, ...]:
         s = self.space
-        return (s.turn_left, s.turn_right, s.front, s.land, s.pickup_cell, s.switch_of, s.door_of, s.mech,
-                s.passable, s.pickup_to, s.switch_to, s.door_to)
+        return s.turn_left, s.turn_right, s.front, s.land, s.pickup_cell, s.switch_of, s.door_of, s.mech
 
     def grow(self, names: tuple[str, ...], need: int) -> None:
         for name in names:
@@ -453,17 +554,123 @@ class _Arrays:
                 setattr(self, name, b)
 
 
+class _Configurations:
+    """The space's configurations and transition tables, as the kernels intern and fill them;
+    handed back to the space (``settle``) once a search ends."""
+
+    def __init__(self, space: StateSpace, rules: tuple):
+        self.space = space
+        self.rules = rules
+        n = len(space.configs)
+        self.rows = np.array([self._row(c) for c in space.configs], dtype=np.int64).reshape(n, -1)
+        self.tables = [getattr(space, name)[:n].copy() for name in ("pickup_to", "switch_to", "door_to")]
+        self.passable = space.passable[:n].copy()
+        self.count = n
+        self.size = 0
+        self.keys = np.zeros(0, np.int64)
+        self.vals = np.zeros(0, np.int64)
+        self.reserve(64)
+
+    @staticmethod
+    def _row(cfg: tuple) -> list[int]:
+        places, doors, switches = cfg[:3]
+        return [*places, *doors, *(int(x) for x in switches)]
+
+    def reserve(self, more: int) -> None:
+        """Room for ``more`` new configurations in the rows, the tables and the hash."""
+        need = self.count + more + 1
+        if need > self.rows.shape[0]:
+            cap = max(need, 2 * self.rows.shape[0], 64)
+
+            def grown(a: np.ndarray, fill) -> np.ndarray:
+                out = np.full((cap, *a.shape[1:]), fill, dtype=a.dtype)
+                out[: self.count] = a[: self.count]
+                return out
+
+            self.rows = grown(self.rows, 0)
+            self.tables = [grown(t, _UNKNOWN) for t in self.tables]
+            self.passable = grown(self.passable, False)
+        if 2 * need > self.keys.size:
+            size = 1 << max(8, (4 * need - 1).bit_length())
+            self.keys = np.full(size, -1, dtype=np.int64)
+            self.vals = np.zeros(size, dtype=np.int64)
+            weights = self.rules[1]
+            for m in range(self.count):
+                code = int(self.rows[m] @ weights)
+                h = (code * _HASH) & (size - 1)
+                while self.keys[h] != -1:
+                    h = (h + 1) & (size - 1)
+                self.keys[h], self.vals[h] = code, m
+
+    def store(self) -> tuple:
+        meta = np.array([self.count, self.keys.size - 1], dtype=np.int64)
+        self._meta = meta
+        return (self.rows, self.keys, self.vals, self.passable, *self.tables, meta)
+
+    def sync(self) -> None:
+        """Read back how many configurations the kernel interned."""
+        self.count = int(self._meta[0])
+
+    def settle(self) -> None:
+        """Intern the kernel's new configurations in the space, in order, with their table entries."""
+        space = self.space
+        K, D = int(self.rules[0][0]), int(self.rules[0][1])
+        rest = space.configs[0][3:]
+        for m in range(len(space.configs), self.count):
+            r = self.rows[m].tolist()
+            cfg = (tuple(r[:K]), tuple(r[K:K + D]), tuple(bool(x) for x in r[K + D:]), *rest)
+            got = space.intern(cfg)  # type: ignore[arg-type]
+            assert got == m, (got, m)
+        for name, table in zip(("pickup_to", "switch_to", "door_to"), self.tables, strict=True):
+            getattr(space, name)[: self.count] = table[: self.count]
+
+
+def _rules(space: StateSpace) -> tuple | None:
+    """The space's mechanism rules as the kernels read them; None when a configuration's code
+    would not fit 62 bits (the plain search answers)."""
+    maze = space.maze
+    K, D, S = space.K, len(maze.doors), len(maze.switches)
+    if any(c[3:] != space.configs[0][3:] for c in space.configs):
+        return None
+    radix = [K + 2] * K + [3] * D + [2] * S
+    weights, w = [], 1
+    for r in radix:
+        weights.append(w)
+        w *= r
+    if w >= 1 << 62:
+        return None
+    kinds = {"toggle": _TOGGLE_SWITCH, "one_shot": _ONE_SHOT, "hold": _HOLD}
+    ctrl = np.zeros((len(maze.gates), max(S, 1)), dtype=np.bool_)
+    for g, sw in enumerate(maze.gate_switches):
+        for i in sw:
+            ctrl[g, i] = True
+    unlocks = np.zeros((max(K, 1), max(D, 1)), dtype=np.bool_)
+    for k, row in enumerate(space.unlocks):
+        unlocks[k, : len(row)] = row
+    return (
+        np.array([K, D, S, int(space.r1), int(bool(space.consumes))], dtype=np.int64),
+        np.array(weights, dtype=np.int64),
+        np.array(space.key_floor, dtype=np.int64).reshape(-1),
+        np.array(space.door_floor, dtype=np.int64).reshape(-1),
+        np.array(space.gate_floor, dtype=np.int64).reshape(-1),
+        space.solid,
+        unlocks,
+        np.array([kinds[sw.switch_type] for sw in maze.switches], dtype=np.int64).reshape(-1),
+        np.array([g.open for g in maze.gates], dtype=np.bool_).reshape(-1),
+        ctrl,
+    )
+
+
 def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, edges: bool) -> Search | None:
     """``env.oracle.bfs.search`` compiled; None where the pure search must run instead."""
     from env.oracle.bfs import _SCALAR_LAYER, Search, _SeenIndex
 
-    if space.explicit:
+    if space.explicit or (rules := _rules(space)) is None:
         return None
+    configs = _Configurations(space, rules)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
     arrays = _Arrays(space, min(cap, 1 << 20) + 1024, edges)
-    if not arrays.fit_seen():
-        return None
-    if int(start_ids.max()) >= arrays.seen.size:
+    if not arrays.fit_seen(configs.count + 64) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
     arrays.ids[:n0] = start_ids
@@ -471,7 +678,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     arrays.action[:n0] = -1
     arrays.seen[start_ids] = np.arange(n0, dtype=np.int32)
     goal_mask = space.is_goal(start_ids)
-    state = np.zeros(17, dtype=np.int64)
+    state = np.zeros(16, dtype=np.int64)
     state[_LO], state[_HI], state[_COUNT] = 0, n0, n0
     state[_GOAL] = int(np.flatnonzero(goal_mask)[0]) if goal_mask.any() else -1
     state[_SIZE] = int((~goal_mask).sum())
@@ -479,32 +686,22 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     state[_DENSE] = int(top < _SeenIndex.DENSE_LIMIT)
     state[_ROWS] = max(top + 1, 1024) if state[_DENSE] else 0
     while True:
-        code = layered(state, space.N, space.goal_floor, cap, stop_at_goal, stop_at_goal, edges,
-                       len(space.configs), _SCALAR_LAYER, _SeenIndex.DENSE_LIMIT, *arrays.tables(), arrays.seen, arrays.ids,
+        code = layered(state, space.N, space.goal_floor, cap, stop_at_goal, stop_at_goal, edges, _SCALAR_LAYER,
+                       _SeenIndex.DENSE_LIMIT, *arrays.navigation(), configs.store(), rules, arrays.seen, arrays.ids,
                        arrays.parent, arrays.action, arrays.es, arrays.ed, arrays.ea, arrays.c_dst, arrays.c_src,
-                       arrays.c_act, arrays.missing, arrays.configs_at)
+                       arrays.c_act, arrays.missing)
+        configs.sync()
         if code == _DONE:
             break
-        if code == _NEED_STATE:
-            # every entry the rest of the layer needs, in the order its states need them: one stop
-            # a layer instead of one a state
-            pos, hi = int(state[_POS]), int(state[_HI])
-            arrays.configs_at[pos:hi] = _fill(space, arrays.ids[pos:hi])
-            state[_FILLED_FROM] = pos
-        elif code == _NEED_TABLE:
-            table, compute = _TABLES[int(state[_TABLE])]
-            width = getattr(space, table).shape[1]
-            for code_ in np.unique(arrays.missing[: state[_MISSING]]).tolist():
-                mi, ji = divmod(code_, width)
-                getattr(space, table)[mi, ji] = getattr(space, compute)(mi, ji)
-        else:
-            arrays.grow(("ids", "parent", "action", "configs_at"), int(state[_NEED_IDS]))
-            if edges:
-                arrays.grow(("es", "ed", "ea"), int(state[_NEED_EDGES]))
-            layer = int(state[_NEED_IDS] - state[_COUNT])
-            arrays.grow(("c_dst", "c_src", "c_act", "missing"), layer)
-        if not arrays.fit_seen():
+        more = int(state[_MISSING]) + 2
+        configs.reserve(more)
+        arrays.grow(("ids", "parent", "action"), int(state[_NEED_IDS]))
+        if edges:
+            arrays.grow(("es", "ed", "ea"), int(state[_NEED_EDGES]))
+        arrays.grow(("c_dst", "c_src", "c_act", "missing"), int(state[_NEED_IDS] - state[_COUNT]))
+        if not arrays.fit_seen(configs.count + more):
             return None
+    configs.settle()
     count = int(state[_COUNT])
     seen = _SeenIndex()
     seen.rows = arrays.seen
@@ -521,31 +718,14 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     return result
 
 
-def _fill(space: StateSpace, ids: np.ndarray) -> np.ndarray:
-    """Compute the pickup and toggle entries the states ``ids`` read, in their order, as the plain
-    search would; the number of configurations known after each state's."""
-    nav = ids % space.N
-    acting = np.flatnonzero(space.mech[nav] & ((nav >> 2) != space.goal_floor))
-    known = np.zeros(ids.size, dtype=np.int64)
-    known[0] = len(space.configs)
-    for i in acting.tolist():
-        m, n = divmod(int(ids[i]), space.N)
-        space._mechanism_moves_scalar(m, n)
-        known[i] = len(space.configs)
-    return np.maximum.accumulate(known)
-
-
-# the tables a wide layer fills, in the order it fills them, and how the space computes an entry
-_TABLES = (("pickup_to", "_pickup_result"), ("switch_to", "_switch_result"), ("door_to", "_door_result"))
-
-
 def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[int], int] | None:
     """``env.oracle.plans._study_search`` compiled: (status, plan, states explored), or None where
     the pure search must run instead."""
-    if space.explicit:
+    if space.explicit or (rules := _rules(space)) is None:
         return None
+    configs = _Configurations(space, rules)
     arrays = _Arrays(space, min(cap, 1 << 20) + 1024)
-    if not arrays.fit_seen():
+    if not arrays.fit_seen(configs.count + 64):
         return None
     arrays.ids[0] = sid
     arrays.parent[0] = -1
@@ -555,16 +735,16 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     state[1] = 1
     state[4] = -1
     while True:
-        code = study(state, space.N, space.goal_floor, cap, *arrays.tables(), arrays.seen, arrays.ids,
-                     arrays.parent, arrays.action)
+        code = study(state, space.N, space.goal_floor, cap, *arrays.navigation(), configs.store(), rules,
+                     arrays.seen, arrays.ids, arrays.parent, arrays.action)
+        configs.sync()
         if code == _DONE:
             break
-        if code == _NEED_STATE:
-            _fill(space, arrays.ids[int(state[0]): int(state[1])])  # the queue, in its order
-        else:
-            arrays.grow(("ids", "parent", "action"), int(state[1]) + 5)
-        if not arrays.fit_seen():
+        configs.reserve(2)
+        arrays.grow(("ids", "parent", "action"), int(state[1]) + 5)
+        if not arrays.fit_seen(configs.count + 2):
             return None
+    configs.settle()
     status = STATUSES[int(state[3])]
     plan: list[int] = []
     if status == "solved":
