@@ -541,7 +541,8 @@ class _Arrays:
             self.seen = grown
         return True
 
-    def navigation(self) -> tuple[np.ndarray, ...]:
+    def navigation(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                  np.ndarray]:
         s = self.space
         return s.turn_left, s.turn_right, s.front, s.land, s.pickup_cell, s.switch_of, s.door_of, s.mech
 
@@ -619,7 +620,7 @@ class _Configurations:
         for m in range(len(space.configs), self.count):
             r = self.rows[m].tolist()
             cfg = (tuple(r[:K]), tuple(r[K:K + D]), tuple(bool(x) for x in r[K + D:]), *rest)
-            got = space.intern(cfg)  # type: ignore[arg-type]
+            got = space.intern(cfg)
             assert got == m, (got, m)
         for name, table in zip(("pickup_to", "switch_to", "door_to"), self.tables, strict=True):
             getattr(space, name)[: self.count] = table[: self.count]
