@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import SplitResult, parse_qs, urlsplit
 
 from agents.model import ModelConfig
 from agents.prompt import build_messages, fingerprint
@@ -90,15 +90,17 @@ class Board:
     answers a turn by naming the version it answers, so a late or repeated key press is refused.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, maze_count: int | None, participant: str | None = None):
+    def __init__(self, loop: asyncio.AbstractEventLoop, maze_count: int | None, participant: str | None = None,
+                 long_poll_s: float = LONG_POLL_S):
         self._loop = loop
         self._cond = threading.Condition()
         self._pending: asyncio.Future[int] | None = None
         self.version = 0
         # maze_count is None where mazes are assigned as the player goes (a served study)
-        self.view: dict[str, Any] = {"phase": "starting", "maze_count": maze_count, "finished": [],
+        self.view: dict[str, Any] = {"phase": "starting", "version": 0, "maze_count": maze_count, "finished": [],
                                      "participant": participant}
         self.stopped = False
+        self.long_poll_s = long_poll_s
 
     def publish(self, **changes: Any) -> int:
         with self._cond:
@@ -107,9 +109,9 @@ class Board:
             self._cond.notify_all()
             return self.version
 
-    def snapshot(self, after: int, timeout: float = LONG_POLL_S) -> dict[str, Any]:
+    def snapshot(self, after: int) -> dict[str, Any]:
         with self._cond:
-            self._cond.wait_for(lambda: self.version > after, timeout)
+            self._cond.wait_for(lambda: self.version > after, self.long_poll_s)
             return self.view
 
     async def ask(self, **view: Any) -> int:
@@ -267,6 +269,9 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 
 CSP = "default-src 'none'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'"
 MAX_BODY = 4096  # bytes of a request body: the largest the page sends is under 100
+# requests of one session answered at once: its page's long poll and a move, and a reload's;
+# more would let one player hold every connection the server answers
+SESSION_REQUESTS = 3
 SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request gives its thread back then
 # a connection past the server's cap is answered this and closed, before any thread is spent on it
 BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\n"
@@ -323,7 +328,18 @@ class _PlayHandler(BaseHTTPRequestHandler):
         with self.sessions.using(self.headers.get("X-Play-Token", "")) as session:
             if session is None:
                 self._json(HTTPStatus.FORBIDDEN, {"error": "bad token"})
+            elif session.busy > SESSION_REQUESTS:
+                self._json(HTTPStatus.TOO_MANY_REQUESTS, {"error": "too many requests at once"})
+                session = None
             yield session
+
+    def _url(self) -> SplitResult | None:
+        """The request's URL, or None once a refusal is sent (a path no URL parser reads)."""
+        try:
+            return urlsplit(self.path)
+        except ValueError:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "bad path"})
+            return None
 
     def _body(self) -> dict[str, Any] | None:
         """The request's JSON object, or None once a refusal is sent (wrong type, no or a false
@@ -352,8 +368,8 @@ class _PlayHandler(BaseHTTPRequestHandler):
         return None
 
     def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        if not self._allowed_host():
+        url = self._url()
+        if url is None or not self._allowed_host():
             return
         if url.path == "/":
             self._send(HTTPStatus.OK, self.page, "text/html; charset=utf-8")
@@ -374,8 +390,8 @@ class _PlayHandler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 
     def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        if not self._allowed_host():
+        url = self._url()
+        if url is None or not self._allowed_host():
             return
         body = self._body()
         if body is None:
@@ -435,7 +451,11 @@ class PlayServer(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
-        super().process_request(request, client_address)
+        try:
+            super().process_request(request, client_address)
+        except BaseException:  # no thread started (none to be had): its slot is free again
+            self._slots.release()
+            raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:

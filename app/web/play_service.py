@@ -40,6 +40,7 @@ from typing import Any
 from agents.protocol import Protocol
 from app.web.play import (
     HOST,
+    LONG_POLL_S,
     Board,
     Session,
     Sessions,
@@ -130,10 +131,10 @@ class PlayService:
     """The participants' games on one event loop, and what they write."""
 
     def __init__(self, mazes: list[Maze], *, protocol: Protocol, run_dir: Path, run: str, quotas: Quotas,
-                 consent: str, sessions: Sessions, known: set[str]):
+                 consent: str, sessions: Sessions, known: set[str], long_poll_s: float):
         self.loop = asyncio.get_running_loop()
         self.protocol, self.run_dir, self.run, self.quotas = protocol, run_dir, run, quotas
-        self.consent, self.sessions = consent, sessions
+        self.consent, self.sessions, self.long_poll_s = consent, sessions, long_poll_s
         self.known = set(known)  # participant ids issued or found in the run: never issued again
         self.consented_at: dict[str, str] = {}
         self.result = ServeResult(run_dir)
@@ -150,7 +151,7 @@ class PlayService:
                 participant = f"p-{secrets.token_hex(6)}"
             self.known.add(participant)
             self.consented_at[participant] = datetime.now(UTC).isoformat(timespec="seconds")
-            return Session(Board(self.loop, None, participant), participant)
+            return Session(Board(self.loop, None, participant, self.long_poll_s), participant)
 
         issued = self.sessions.issue(make)
         if issued is None:
@@ -258,7 +259,7 @@ async def serve(mazes: list[Maze], *, protocol: Protocol, run_dir: Path, quota: 
                 idle_s: float = 600.0, consent: str = DEFAULT_CONSENT,
                 on_ready: Callable[[str], None] | None = None,
                 on_progress: Callable[[int, int], None] | None = None,
-                linger_s: float = 1.5, tick_s: float = 1.0) -> ServeResult:
+                linger_s: float = 1.5, tick_s: float = 1.0, long_poll_s: float = LONG_POLL_S) -> ServeResult:
     """Serve ``mazes`` to participants until each has ``quota`` finished games; every finished
     game is written to ``run_dir`` at once, as model ``human/<participant id>``."""
     hosts = allowed_hosts(host, allow_hosts or [])
@@ -267,7 +268,7 @@ async def serve(mazes: list[Maze], *, protocol: Protocol, run_dir: Path, quota: 
     sessions = Sessions(cap=max_sessions, idle_s=idle_s)
     finished, known = earlier_games(run_dir) if earlier else (Counter[str](), set[str]())
     service = PlayService(mazes, protocol=protocol, run_dir=run_dir, run=run, quotas=Quotas(mazes, quota, finished),
-                          consent=consent, sessions=sessions, known=known)
+                          consent=consent, sessions=sessions, known=known, long_poll_s=long_poll_s)
     page = page_html("", "gridbench play", consent)
     # a page holds a long poll and sends a move: two connections a session, and a few to spare
     server, url = start_server(make_handler(sessions, hosts, page, service.join), host, port,

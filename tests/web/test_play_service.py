@@ -213,13 +213,16 @@ def test_a_hostile_client_is_refused_and_honest_games_are_intact(tmp_path, corri
     mazes = [load_maze(p) for p in corridors]
     before = {p for p in tmp_path.rglob("*")}
     run = tmp_path / "out" / "study"
-    service = Served(mazes=mazes, protocol=PROTOCOL, run_dir=run, quota=2, max_sessions=12, idle_s=2.0)
+    service = Served(mazes=mazes, protocol=PROTOCOL, run_dir=run, quota=2, max_sessions=12, idle_s=3.0,
+                     long_poll_s=1.0)
     url = service.url
     assert _request(url, "GET", "/", headers={"Host": "attacker.example"})[0] == 403  # DNS rebinding
     for path in ("/../../etc/passwd", "/static/../play.py", "/static/%2e%2e/%2e%2e/app/web/play.py",
                  "/static/..%2fplay.py", "//etc/passwd", "/static/", "/static/play.js/..", "http://x/../../etc"):
         status, body = _request(url, "GET", path)
         assert status in (403, 404) and "error" in body, (path, status, body)  # the absolute URL names its own host
+    port = url.rsplit(":", 1)[1].strip("/")
+    assert _request(url, "GET", "http://[::1/x", headers={"Host": f"127.0.0.1:{port}"})[0] == 400  # no URL at all
     bodies = [  # (body, headers, status)
         (b"x" * 5000, {}, 413),
         (b"{}", {"Content-Length": str(10**12)}, 413),
@@ -240,6 +243,11 @@ def test_a_hostile_client_is_refused_and_honest_games_are_intact(tmp_path, corri
     assert _request(url, "POST", "/api/act", b'{"action": "forward", "version": 1}', token=forged)[0] == 403
     assert _request(url, "POST", "/api/stop", b"{}", token="\u00e9" * 40)[0] == 403
 
+    greedy = _call(url, "POST", "/api/join", {"consent": True})[1]["token"]
+    with ThreadPoolExecutor(max_workers=8) as pool:  # one session's page holding every connection it can
+        polls = list(pool.map(lambda _: _request(url, "GET", "/api/state?after=999", token=greedy)[0], range(8)))
+    assert polls.count(200) <= 3 and polls.count(429) >= 5, polls
+
     second, seen = threading.Event(), {}
     honest = [threading.Thread(target=_honest, args=(url, plans, second, seen), daemon=True) for _ in range(2)]
     for t in honest:
@@ -250,7 +258,7 @@ def test_a_hostile_client_is_refused_and_honest_games_are_intact(tmp_path, corri
     assert set(statuses) <= {200, 503} and statuses.count(200) > 0 and statuses.count(503) > 900
     stale = next(body["token"] for s, body in flood if s == 200)
     assert _request(url, "GET", "/static/play.css")[0] == 200  # still answering
-    time.sleep(3.5)  # past the idle time (any request with the token would keep its session alive)
+    time.sleep(4.5)  # past the idle time (any request with the token would keep its session alive)
     try:
         assert _request(url, "GET", "/api/state?after=0", token=stale)[0] == 403  # the session ended: replay refused
     finally:
@@ -308,3 +316,30 @@ def test_serve_options_that_do_not_fit_are_bad_input(tmp_path, capsys, args, opt
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and option in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_least_covered_maze_comes_first_and_never_twice(corridors):
+    from collections import Counter
+
+    from app.web.play_service import Quotas
+
+    east, west = (load_maze(p) for p in corridors)
+    quotas = Quotas([east, west, east], 2, Counter({east.checksum: 1}))  # one east game already in the run
+    assert quotas.mazes == [east, west] and quotas.progress() == (1, 4)
+    assert quotas.next_for(set()) == west  # the least covered
+    quotas.start(west)
+    assert quotas.next_for(set()) == east  # one each now: the set's order
+    quotas.start(east)
+    # east is full with the game in play; west has room for one more, but not for one who played it
+    assert quotas.next_for({west.checksum}) is None and quotas.left_for({west.checksum})
+    assert quotas.next_for(set()) == west
+    quotas.end(east, finished=False)  # dropped: its maze is offered again
+    assert quotas.next_for({west.checksum}) == east
+    quotas.start(east)
+    quotas.end(east, finished=True)
+    quotas.end(west, finished=True)
+    assert not quotas.met and quotas.next_for({east.checksum}) == west and quotas.progress() == (3, 4)
+    assert not quotas.left_for({east.checksum, west.checksum})
+    quotas.start(west)
+    quotas.end(west, finished=True)
+    assert quotas.met and quotas.in_play == 0 and quotas.next_for(set()) is None and quotas.progress() == (4, 4)
