@@ -57,7 +57,8 @@ def play(
     consent: str | None = typer.Option(None, "--consent", help="--serve: the consent line shown before the "
                                                                "first maze and recorded with each participant"),
 ) -> None:
-    """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
+    """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved.
+    With --serve, many participants at once, each maze to its quota (docs/viewer.md)."""
     from agents.protocol import resolve_protocol
     from app.web.play import default_run_name
     from env import BadInput, resolve_mazes
