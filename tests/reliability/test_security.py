@@ -230,9 +230,10 @@ def test_servers_listen_on_loopback_only(secured_run):
     assert not others, others
 
 
-def test_the_play_page_listens_on_loopback_only(tmp_path):
+@pytest.mark.parametrize("who", [["--name", "tester"], ["--serve"]])  # one player, or a served study
+def test_the_play_page_listens_on_loopback_only(tmp_path, who):
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", "play", str(MAZES / "scale-8.json"),
-                             "--name", "tester", "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                             *who, "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline()

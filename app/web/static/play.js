@@ -1,8 +1,12 @@
 "use strict";
 // Human play: draws the messages a model would receive this turn (text and frames, in order)
 // and sends the player's key press as the turn's action. Message text is set as textContent.
+// A served study's page comes without a token: the player accepts the consent line, and the
+// server issues a session (kept in this tab's sessionStorage, so a reload goes on playing).
 (function () {
-  const token = document.querySelector("meta[name='play-token']").content;
+  let token = document.querySelector("meta[name='play-token']").content;
+  const serving = token === "";
+  const KEPT = "gridbench-play-token";
   const KEYS = JSON.parse(document.getElementById("keys").textContent);
   const byKey = {};
   for (const action in KEYS) for (const k of KEYS[action]) byKey[k.length === 1 ? k.toLowerCase() : k] = action;
@@ -33,7 +37,9 @@
   function draw() {
     const n = view.maze_count || 0;
     const playing = view.phase === "turn" || view.phase === "waiting";
-    $("where").textContent = playing ? "maze " + (view.maze_index + 1) + " of " + n : "";
+    const of = n ? " of " + n : "";
+    $("where").textContent = playing ? "maze " + (view.maze_index + 1) + of : "";
+    $("who").textContent = view.participant ? "participant " + view.participant : "";
     document.body.dataset.phase = view.phase;
     document.body.dataset.version = String(view.version);
     const finished = view.finished || [];
@@ -41,16 +47,23 @@
       const f = finished[finished.length - 1];
       $("banner").hidden = false;
       $("banner").textContent = "Maze " + finished.length + " is over (" + f.termination.replace("_", " ") + " after "
-        + f.steps + " steps). This is maze " + (view.maze_index + 1) + " of " + n + ".";
+        + f.steps + " steps). This is maze " + (view.maze_index + 1) + of + ".";
     } else {
       $("banner").hidden = true;
     }
     if (view.phase === "done" || view.phase === "stopped") {
       $("messages").replaceChildren();
-      $("status").textContent = (view.phase === "done" ? "All " + n + " mazes played. " : "Stopped. ")
-        + finished.length + " finished game(s) saved in " + view.run_dir + ". You can close this page.";
+      $("status").textContent = view.message
+        ? view.message + " " + finished.length + " finished game(s) saved. You can close this page."
+        : (view.phase === "done" ? "All " + n + " mazes played. " : "Stopped. ")
+          + finished.length + " finished game(s) saved in " + view.run_dir + ". You can close this page.";
       legend.hidden = true;
       $("stop").hidden = true;
+      return;
+    }
+    if (view.phase === "queued") {
+      $("messages").replaceChildren();
+      $("status").textContent = view.message;
       return;
     }
     if (view.phase !== "turn") return;
@@ -100,10 +113,42 @@
   });
   $("stop").addEventListener("click", () => api("/api/stop", { method: "POST", body: "{}" }));
 
+  function askConsent(why) {
+    token = "";
+    sessionStorage.removeItem(KEPT);
+    $("where").textContent = "";
+    $("consent").hidden = false;
+    legend.hidden = $("stop").hidden = true;
+    $("status").textContent = why || "";
+  }
+
+  $("agree").addEventListener("click", async () => {
+    $("agree").disabled = true;
+    try {
+      const r = await fetch("/api/join", { method: "POST", cache: "no-store", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ consent: true }) });
+      if (r.ok) {
+        token = (await r.json()).token;
+        sessionStorage.setItem(KEPT, token);
+        view = { version: 0, phase: "starting" };  // a new session's board counts from 0
+        $("consent").hidden = true;
+        legend.hidden = $("stop").hidden = false;
+        $("status").textContent = "";
+        poll();
+      } else {
+        $("status").textContent = r.status === 503 ? "Too many players right now: please try again in a minute."
+          : "not taken (" + r.status + ")";
+      }
+    } finally {
+      $("agree").disabled = false;
+    }
+  });
+
   async function poll() {
     for (;;) {
       try {
         const r = await api("/api/state?after=" + view.version);
+        if (r.status === 403 && serving) { askConsent("Your session has ended: agree again to play on."); return; }
         if (!r.ok) throw new Error(String(r.status));
         const next = await r.json();
         if (next.version > view.version) { view = next; draw(); }
@@ -114,5 +159,6 @@
       }
     }
   }
-  poll();
+  if (serving) token = sessionStorage.getItem(KEPT) || "";
+  if (token) poll(); else askConsent();
 })();
