@@ -36,10 +36,12 @@ def play(
 ) -> None:
     """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved."""
     from agents.protocol import resolve_protocol
+    from app.sealed import sealed_line
     from app.web.play import default_run_name
     from app.web.play import play as play_mazes
     from env import resolve_mazes
     from env.names import check_name
+    from env.sets import sealed_of
 
     player = check_name("--name", "", name if name is not None else _default_name(), "player name")
     from env.render import check_renderable, render_from_options
@@ -47,6 +49,7 @@ def play(
     render = render_from_options(backend, camera, resolution)
     preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames, "render": render}, "--protocol")
     resolved = resolve_mazes(list(mazes))
+    sealed = sealed_of(list(mazes))  # as a sweep finds it: the run then records the set's commitment
     for m in resolved:
         check_renderable(m, render, m.id)
     # the default run name holds the player's: a name too long for it is refused as --name
@@ -55,9 +58,11 @@ def play(
 
     def ready(url: str) -> None:
         typer.echo(f"open {url} in a browser to play {len(resolved)} maze(s) as human/{player}", err=False)
+        if sealed:
+            typer.echo(sealed_line(sealed))
 
     result = asyncio.run(play_mazes(resolved, name=player, protocol=preset, run_dir=run_dir, port=port,
-                                    on_ready=ready))
+                                    on_ready=ready, sealed=sealed))
     solved = sum(1 for e in result.written if e.termination == "solved")
     typer.echo(f"{'stopped: ' if result.stopped else ''}wrote {len(result.written)} episode(s), "
                f"{solved} solved, to {result.run_dir}")

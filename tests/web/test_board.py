@@ -212,6 +212,12 @@ def test_a_sealed_run_that_does_not_reproduce_is_named_without_its_values(sealed
     assert not (tmp_path / "other").exists()
 
 
+def test_a_report_of_a_sealed_run_warns_that_it_shows_the_sets_mazes(sealed_run, tmp_path, capsys):
+    code, _, err = gridbench(capsys, "report", str(sealed_run[0]), "--out", str(tmp_path / "report"))
+    assert code == 0 and (tmp_path / "report" / "report.html").is_file(), err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert "the sealed set blind3: the report shows its mazes" in warning
+
 def test_bad_input_is_one_line_and_writes_nothing(runs, tmp_path, capsys):
     alpha, _, _ = runs
     (tmp_path / "empty").mkdir()
