@@ -212,11 +212,13 @@ def test_a_sealed_run_that_does_not_reproduce_is_named_without_its_values(sealed
     assert not (tmp_path / "other").exists()
 
 
-def test_a_report_of_a_sealed_run_warns_that_it_shows_the_sets_mazes(sealed_run, tmp_path, capsys):
-    code, _, err = gridbench(capsys, "report", str(sealed_run[0]), "--out", str(tmp_path / "report"))
-    assert code == 0 and (tmp_path / "report" / "report.html").is_file(), err
+@pytest.mark.parametrize("command,written", [("report", "report.html"), ("view", "index.html")])
+def test_a_report_or_viewer_of_a_sealed_run_warns_that_it_shows_the_sets_mazes(sealed_run, tmp_path, capsys, command,
+                                                                               written):
+    code, _, err = gridbench(capsys, command, str(sealed_run[0]), "--out", str(tmp_path / command))
+    assert code == 0 and (tmp_path / command / written).is_file(), err
     (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
-    assert "the sealed set blind3: the report shows its mazes" in warning
+    assert f"the sealed set blind3: the {'viewer' if command == 'view' else 'report'} shows its mazes" in warning
 
 def test_bad_input_is_one_line_and_writes_nothing(runs, tmp_path, capsys):
     alpha, _, _ = runs
