@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from dataclasses import replace
 from typing import Any
 
@@ -21,28 +20,13 @@ import pandas as pd
 import pyarrow.dataset as ds
 
 from analysis.compute import served_cost, with_served_cost
-from analysis.load import Traces, manifest
+from analysis.load import Traces
 from analysis.ranking import ranking
 from analysis.stats import cluster_ratio_ci, solve_rate_ci
-from env.errors import BadInput
-from traces import EPISODES_DIR, ERROR, MANIFEST, open_store, read_table
+from traces import EPISODES_DIR, ERROR, open_store, read_table, run_seal
 
 FORMAT = "gridbench.board/1"
 HUMAN_PREFIX = "human/"
-COMMITMENT = re.compile(r"[0-9a-f]{64}")
-
-
-def sealed_of(run_dir: Any) -> dict[str, str] | None:
-    """A run's ``sealed`` manifest entry (its set's commitment and name), None for a public run;
-    a malformed entry is bad input naming the manifest and the field."""
-    entry = manifest(run_dir).get("sealed")
-    if entry is None:
-        return None
-    where = open_store(run_dir, "RUN").display(MANIFEST)
-    if not isinstance(entry, dict) or not isinstance(entry.get("commitment"), str) \
-            or not COMMITMENT.fullmatch(entry["commitment"]) or not isinstance(entry.get("set"), str):
-        raise BadInput(where, "sealed", 'must be {"commitment": "<64 lowercase hex digits>", "set": "<name>"}')
-    return {"commitment": entry["commitment"], "set": entry["set"]}
 
 
 def run_names(run_dir: Any) -> list[str]:
@@ -184,7 +168,7 @@ def failures(eps: pd.DataFrame, verdicts: pd.DataFrame, sealed: bool) -> list[di
 
 def labelled(traces: Traces) -> tuple[pd.DataFrame, dict[str, dict]]:
     """Every episode of the runs, errors too, with its board row's label (``board_arm``), and the rows."""
-    sealed = {name: sealed_of(d) for d in traces.run_dirs for name in run_names(d)}
+    sealed = {name: run_seal(d) for d in traces.run_dirs for name in run_names(d)}
     everything = pd.concat([traces.episodes, traces.errors], ignore_index=True)
     label, rows = board_rows(everything, sealed)
     return everything.assign(board_arm=label), rows

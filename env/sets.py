@@ -8,6 +8,7 @@ result must stay inside that folder: a name never reaches a path the user did no
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,10 @@ MAZES_DIR = Path(__file__).resolve().parent / "mazes"
 # gridbench's own sets (minigrid rules; the discovery set under multinet-pr57), then the MultiNet study's own
 # mazes (multinet-r1 rules; its post-R1 families M7-M10 under multinet-pr57)
 NAMED_SETS = ("eval", "heldout", "pool", "hand", "discovery", "study", "study-heldout", "study-m7m10")
-# a sealed set's manifest field, {"commitment", "set"}: its mazes are kept from the public (docs/sealed.md)
+# a sealed set's manifest field, {"commitment", "set"}: its mazes are kept from the public (docs/sealed.md);
+# a run on one records the same field in its own manifest
 SEALED = "sealed"
+COMMITMENT_HEX = re.compile(r"[0-9a-f]{64}")  # a commitment: a SHA-256 in lowercase hex
 # a sealed or revealed set's files beside its mazes: the recipe and seed, and the public commitment
 SEAL_FILE, COMMITMENT_FILE = "seal.json", "commitment.json"
 NOT_MAZES = ("manifest.json", SEAL_FILE, COMMITMENT_FILE)  # the JSON files of a set folder that are no maze
@@ -152,9 +155,16 @@ def _seals(spec: Any) -> list[dict[str, str]]:
         found = json.loads(manifest.read_text(encoding="utf-8")).get(SEALED)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
         return []  # not a set's manifest: whatever reads the mazes says what is wrong with them
-    if found is None:
-        return []
-    if not isinstance(found, dict) or not isinstance(found.get("commitment"), str) \
-            or not isinstance(found.get("set"), str):
-        raise BadInput(str(manifest), SEALED, "must be {commitment, set}")
-    return [{"commitment": found["commitment"], "set": found["set"]}]
+    seal = check_seal(found, str(manifest))
+    return [] if seal is None else [seal]
+
+
+def check_seal(entry: Any, where: str) -> dict[str, str] | None:
+    """A manifest's ``sealed`` field (a set's or a run's) as ``{"commitment", "set"}``, None when it
+    has none; anything else is bad input naming ``where`` and the field."""
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("commitment"), str) \
+            or not COMMITMENT_HEX.fullmatch(entry["commitment"]) or not isinstance(entry.get("set"), str):
+        raise BadInput(where, SEALED, 'must be {"commitment": "<64 lowercase hex digits>", "set": "<name>"}')
+    return {"commitment": entry["commitment"], "set": entry["set"]}

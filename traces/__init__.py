@@ -21,7 +21,8 @@ Public API::
 - keeping a run exact: ``clean_partial``, ``compact`` (a ``CompactionResult``), ``extract``;
 - sharing a run: ``export_run`` (an ``ExportResult``): a Hugging Face dataset folder that every
   reader reads as the run (``is_export`` tells one; docs/export.md);
-- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``, ``git_info`` (the commit it records);
+- the manifest: ``MANIFEST``, ``read_manifest``, ``write_manifest``, ``git_info`` (the commit it records),
+  ``run_seal`` (the sealed set a run drew on, docs/sealed.md);
 - durable steps: ``Journals``, the journal files of a run's unfinished episodes.
 
 Every module behind this face is private. Names load on first use, and reading a run imports
@@ -40,7 +41,7 @@ _FACE = {
     "traces._compaction": ("CompactionResult", "compact", "extract"),
     "traces._export": ("ExportResult", "export_run"),
     "traces._journal": ("Journals",),
-    "traces._manifest": ("MANIFEST", "git_info", "read_manifest", "write_manifest"),
+    "traces._manifest": ("MANIFEST", "git_info", "read_manifest", "run_seal", "write_manifest"),
     "traces._records": (
         "ENDINGS", "ERROR", "Ending", "EpisodeIdentity", "EpisodeRecord", "HoldsEpisode", "MazeSummary",
         "StepRecord", "Termination",
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # the table as imports, for the type checker (env.lazy says w
     from traces._compaction import CompactionResult, compact, extract  # noqa: F401
     from traces._export import ExportResult, export_run  # noqa: F401
     from traces._journal import Journals  # noqa: F401
-    from traces._manifest import MANIFEST, git_info, read_manifest, write_manifest  # noqa: F401
+    from traces._manifest import MANIFEST, git_info, read_manifest, run_seal, write_manifest  # noqa: F401
     from traces._records import (  # noqa: F401
         ENDINGS,
         ERROR,

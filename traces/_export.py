@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 
 from env.errors import BadInput
 from env.files import atomic_folder
-from traces._manifest import MANIFEST, SEALED, read_manifest
+from env.sets import SEALED
+from traces._manifest import MANIFEST, read_manifest
 from traces._names import EXPORT_DATA, shard_name
 from traces._records import ERROR, EpisodeRecord, StepRecord, markdown_table
 from traces._schema import EPISODES_DIR, SCHEMAS, STEPS_DIR

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePath
 from typing import Any
 
+from env.sets import SEALED, check_seal
 from traces._store import RunStore, open_store
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = "gridbench.run/1"
-SEALED = "sealed"  # the run draws on a sealed set: {"commitment", "set"} (docs/sealed.md)
 PACKAGES = (
     "gridbench", "ray", "litellm", "minigrid", "gymnasium", "numpy", "pyarrow", "pandas", "pydantic",
     "vllm", "llama_cpp_python",
@@ -86,6 +86,14 @@ def read_manifest(run_dir: Run) -> dict[str, Any] | None:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
     return json.loads(data.decode("utf-8"))
+
+
+def run_seal(run_dir: Run) -> dict[str, str] | None:
+    """The sealed set a run drew on, ``{"commitment", "set"}`` as its manifest records it
+    (docs/sealed.md); None for a public run or one without a manifest. A malformed entry is bad
+    input naming the manifest and the field."""
+    store = open_store(run_dir, "RUN")
+    return check_seal((read_manifest(store) or {}).get(SEALED), store.display(MANIFEST))
 
 
 def write_manifest(

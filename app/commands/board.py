@@ -45,15 +45,15 @@ def board_command(
     tests, provenance, sealed sets apart, two arms side by side, and board.json."""
     import pandas as pd
 
-    from analysis.board import board, labelled, run_names, sealed_of
+    from analysis.board import board, labelled, run_names
     from analysis.load import load_runs
     from app.web.board import write_site
     from episodes.verify import verify_runs
-    from traces import ERROR
+    from traces import ERROR, run_seal
 
     traces = load_runs(run_dirs)  # bad runs and sealed entries fail here, before anything is written
     for d in run_dirs:
-        sealed_of(d)
+        run_seal(d)
     folder = writable_folder(out)
     with ProgressBar("verifying episodes") as bar:
         checked = verify_runs(run_dirs, folder / VERDICTS_FILE, workers=workers, progress=bar.update)

@@ -60,9 +60,11 @@ def play(
     """Play mazes in the browser, seeing exactly what a model sees; each finished maze is saved.
     With --serve, many participants at once, each maze to its quota (docs/viewer.md)."""
     from agents.protocol import resolve_protocol
+    from app.sealed import sealed_line
     from app.web.play import default_run_name
     from env import BadInput, resolve_mazes
     from env.names import check_name
+    from env.sets import sealed_of
 
     served = {"--host": host, "--allow-host": allow_host or None, "--quota": quota, "--max-sessions": max_sessions,
               "--idle-timeout": idle_timeout, "--consent": consent}
@@ -79,6 +81,7 @@ def play(
     render = render_from_options(backend, camera, resolution)
     preset = resolve_protocol({"preset": protocol, "switch_frames": switch_frames, "render": render}, "--protocol")
     resolved = resolve_mazes(list(mazes))
+    sealed = sealed_of(list(mazes))  # as a sweep finds it: the run then records the set's commitment
     for m in resolved:
         check_renderable(m, render, m.id)
     # the default run name holds the player's: a name too long for it is refused as --name
@@ -93,9 +96,11 @@ def play(
 
     def ready(url: str) -> None:
         typer.echo(f"open {url} in a browser to play {len(resolved)} maze(s) as human/{player}", err=False)
+        if sealed:
+            typer.echo(sealed_line(sealed))
 
     result = asyncio.run(play_mazes(resolved, name=player, protocol=preset, run_dir=run_dir, port=port,
-                                    on_ready=ready))
+                                    on_ready=ready, sealed=sealed))
     solved = sum(1 for e in result.written if e.termination == "solved")
     typer.echo(f"{'stopped: ' if result.stopped else ''}wrote {len(result.written)} episode(s), "
                f"{solved} solved, to {result.run_dir}")

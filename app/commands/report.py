@@ -30,9 +30,11 @@ def report(
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
     from analysis.load import load_runs
+    from app.sealed import warn_if_sealed
     from traces import open_store
 
     stores = [open_store(d, "RUN_DIR") for d in run_dirs]
+    warn_if_sealed(run_dirs, "the report")
     target = open_store(out, "--out") if out else (stores[0].child("report") if len(stores) == 1
                                                     else open_store("report"))
     # a report for object storage is written to a local folder first, then uploaded

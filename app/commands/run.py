@@ -30,6 +30,7 @@ from rich.text import Text
 
 from app.commands.compact import compacting
 from app.progress import building_twins
+from app.sealed import sealed_line
 from env.errors import BadInput
 from orchestrator.reporter import Reporter
 
@@ -640,11 +641,6 @@ def _dry_run(s: Sweep, store: RunStore, retry_errors: bool, json_out: bool, stdo
     stdout.print(f"run folder: {store.display()}")
     if s.sealed:
         stdout.print(sealed_line(s.sealed), markup=False, highlight=False, soft_wrap=True)
-
-
-def sealed_line(sealed: dict[str, str]) -> str:
-    return (f"sealed set {sealed['set']}: the manifest records commitment {sealed['commitment']}; the run folder "
-            "shows the set's mazes: keep it with the evaluator (docs/sealed.md)")
 
 
 def execute(s: Sweep, store: RunStore, command: list[str], *, address: str | None = None,

@@ -11,10 +11,12 @@ def view(
                                                        "(default RUN_DIR/view)"),
 ) -> None:
     """Write a static HTML viewer of a run: an episode index, and every episode drawn in the browser."""
+    from app.sealed import warn_if_sealed
     from app.web.viewer import build_view, older_layout
     from traces import open_store
 
     target = open_store(out, "--out") if out else open_store(run_dir, "RUN_DIR").child("view")
+    warn_if_sealed([run_dir], "the viewer")
     # a bundle for object storage is built in a local folder first, then uploaded, the index last
     folder = target.local_dir()
     summary = build_view(run_dir, folder)

@@ -537,8 +537,10 @@ def show_finished(board: Board, maze: Maze, episode: EpisodeResult) -> None:
 
 
 async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Path, port: int = 0,
-               on_ready: Callable[[str], None] | None = None, linger_s: float = 1.5) -> PlayResult:
-    """Serve the game on 127.0.0.1 and play ``mazes`` in a row; each finished one is written at once."""
+               on_ready: Callable[[str], None] | None = None, linger_s: float = 1.5,
+               sealed: dict[str, str] | None = None) -> PlayResult:
+    """Serve the game on 127.0.0.1 and play ``mazes`` in a row; each finished one is written at once.
+    ``sealed``: the sealed set the mazes come from (``env.sets.sealed_of``), which the manifest records."""
     check_name("--name", "", name, "player name")
     earlier = read_manifest(run_dir) or {}
     run = earlier.get("run", run_dir.name)
@@ -559,7 +561,8 @@ async def play(mazes: list[Maze], *, name: str, protocol: Protocol, run_dir: Pat
             "models": [{"name": name, "model": model.model}], "conditions": [{"name": "baseline"}],
         }
         write_manifest(run_dir, run=run, sweep=sweep, mazes={m.checksum: m.to_dict() for m in mazes},
-                       invocation={"command": "play", "player": model.model, "argv": sys.argv[1:]})
+                       invocation={"command": "play", "player": model.model, "argv": sys.argv[1:]},
+                       sealed=sealed)
         if on_ready is not None:
             on_ready(url)
         done = completed_ids(run_dir)

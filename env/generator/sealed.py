@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,7 +29,7 @@ from env.files import atomic_write
 from env.generator.maze_pool import PoolBuild, build_command, build_pool, write_set
 from env.maze import Maze, maze_from_dict
 from env.names import is_name
-from env.sets import COMMITMENT_FILE, SEAL_FILE, SEALED
+from env.sets import COMMITMENT_FILE, COMMITMENT_HEX, SEAL_FILE, SEALED
 
 PREIMAGE_FORMAT = "gridbench.sealed/1"
 SEAL_FORMAT = "gridbench.seal/1"
@@ -38,7 +37,6 @@ COMMITMENT_FORMAT = "gridbench.commitment/1"
 UNSEALED = "unsealed"  # a revealed set's manifest field, in place of ``sealed``
 SEED_BITS = 256
 RECIPE_FIELDS = ("set", "generator_version", "recipe", "ruleset", "count")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -148,7 +146,7 @@ def read_seal(path: Path) -> Seal:
 
 def _commitment_field(path: Path, data: dict[str, Any]) -> str:
     value = data.get("commitment")
-    if not isinstance(value, str) or not HEX64.match(value):
+    if not isinstance(value, str) or not COMMITMENT_HEX.fullmatch(value):
         raise BadInput(str(path), "commitment", "missing or not 64 lowercase hex digits")
     return value
 

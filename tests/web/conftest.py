@@ -27,8 +27,11 @@ def small_run(tmp_path_factory, example_maze) -> Path:
     ])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator:
+    """Chromium under Playwright's sync API, which marks an event loop running in this thread for as
+    long as it is open: one a module, so that a later module's ``asyncio.run`` (in any folder) finds
+    none."""
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's chromium is not installed (scripts/install.sh --test installs it as root)")
     from playwright.sync_api import sync_playwright

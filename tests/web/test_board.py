@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from itertools import product
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,11 +16,10 @@ from web_runs import HOSTILE_REPLIES, make_run
 
 from agents import Protocol
 from app.cli import main
-from env import resolve_maze
-from traces import MANIFEST, open_store, read_manifest
+from env import Maze
+from traces import MANIFEST, open_store, read_manifest, read_run
 
 ALTERED = "ep0000-example-random"  # beta's random walk: one of its actions is rewritten
-COMMITMENT = "ab" * 32
 
 
 def alter_one_action(steps_file: Path) -> int:
@@ -34,8 +35,13 @@ def alter_one_action(steps_file: Path) -> int:
 
 
 def board(capsys, *args: str) -> tuple[int, str, str]:
+    return gridbench(capsys, "board", *args)
+
+
+def gridbench(capsys, *args: str) -> tuple[int, str, str]:
+    """The command in this process: its exit code, stdout and stderr."""
     try:
-        main(["board", *args])
+        main(list(args))
         code = 0
     except SystemExit as e:
         code = int(e.code or 0)
@@ -140,32 +146,79 @@ def test_an_exported_run_gives_the_same_board(boarded, runs, tmp_path, capsys):
     assert json.loads((tmp_path / "site" / "board.json").read_text()) == json.loads((out / "board.json").read_text())
 
 
-def test_a_sealed_run_is_shown_apart_without_a_maze(runs, tmp_path, capsys):
-    alpha, _, _ = runs
-    hidden = resolve_maze("h14-small-walk")
-    vault = make_run(tmp_path / "vault", [(hidden, "builtin/oracle", "baseline", 0)], prefix="s")
-    manifest = read_manifest(vault)
-    open_store(vault).put(MANIFEST, json.dumps({**manifest, "sealed": {"commitment": COMMITMENT, "set": "vault-1"}}).encode())
+@pytest.fixture(scope="session")
+def sealed_run(sealed_set, tmp_path_factory) -> tuple[Path, list[Maze]]:
+    """A run on the sealed set, its seal found as a sweep finds it: the oracle on the set's first
+    maze, and on its second an agent whose replies name the maze and draw its grid."""
+    from orchestrator.sweep import parse_sweep
+
+    sweep = parse_sweep({"name": "blind", "mazes": str(sealed_set[0]), "models": ["builtin/oracle"]})
+    first, second = sweep.sources[:2]
+    run = make_run(tmp_path_factory.mktemp("sealed-run") / "blind", [(first, "builtin/oracle", "baseline", 0),
+                                                                       (second, "describer", "baseline", 0)],
+                   prefix="s", sealed=sweep.sealed)
+    return run, sweep.sources
+
+
+def test_a_sealed_sets_run_is_on_the_board_with_its_commitment_and_unsealing_verifies_it(
+        sealed_set, sealed_run, runs, example_maze, tmp_path, capsys):
+    """Issue 43: a sealed set's run appears on the board with its commitment; unsealing verifies it."""
+    folder, public, _ = sealed_set
+    saved = Path(shutil.copy(public, tmp_path / "saved.json"))  # the commitment as published when sealed
+    committed = {"commitment": json.loads(saved.read_text())["commitment"], "set": "blind3"}
+    run, mazes = sealed_run
     out = tmp_path / "site"
-    code, _, err = board(capsys, str(alpha), str(vault), "--out", str(out), "--workers", "1")
+    code, _, err = board(capsys, str(runs[0]), str(run), "--out", str(out), "--workers", "1")
     assert code == 0, err
     payload = json.loads((out / "board.json").read_text())
-    (sealed,) = payload["sealed"]
-    assert sealed["sealed"] == {"commitment": COMMITMENT, "set": "vault-1"} and sealed["verified"]
-    assert sealed["scores"]["solves"] == 1 and "oracle" in {a["arm"] for a in payload["arms"]}  # not pooled
-    site = [p for p in out.rglob("*") if p.is_file() and p.name != "verdicts.json"]
-    for secret in (hidden.id, hidden.checksum):
-        assert not [p for p in site if secret in p.read_text(encoding="utf-8")]
-    alter_one_action(vault / "steps" / "s0000-h14-small-walk-oracle.parquet")
-    code, _, err = board(capsys, str(vault), "--out", str(out), "--workers", "1")
-    (failed,) = json.loads((out / "board.json").read_text())["sealed"][0]["not_reproduced"]
+    assert {a["arm"]: (a["sealed"], a["verified"], a["scores"]["solves"]) for a in payload["sealed"]} == {
+        "oracle (sealed blind3)": (committed, True, 1), "describer (sealed blind3)": (committed, True, 1)}
+    assert {a["arm"]: a["runs"] for a in payload["arms"]} == {"oracle": ["alpha"], "hostile": ["alpha"]}
+    _, steps = read_run(run)
+    said = {v for v in pd.concat([steps["reply"], steps["reasoning"]]).dropna() if v}
+    assert len(said) > 10  # the describer's replies and reasoning, each naming its maze
+    # a maze id (p0001) as the pages' JSON holds a value, or inside an episode id of this run (the public
+    # run's ep0001-... holds it as a substring); a grid's rows that the public maze has none of
+    public_rows = set(example_maze.grid)
+    secrets = {*said, *(secret for m in mazes for secret in (json.dumps(m.id), f"-{m.id}-", m.checksum)),
+               *(json.dumps(row) for m in mazes for row in m.grid if row not in public_rows)}
+    assert len(secrets) > len(said) + 3 * len(mazes)
+    site = {p: p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file()}
+    assert len(site) > 5 and not {(p.name, s) for p, s in product(site, secrets) if s in site[p]}
+    assert committed["commitment"] in site[out / "board.json"] and "docs/sealed.md" in site[out / "index.html"]
+
+    code, _, err = gridbench(capsys, "pool", "unseal", str(folder), "--out", str(tmp_path / "open"),
+                             "--commitment", str(saved), "--workers", "1")
+    assert code == 0, err
+    code, checked, err = gridbench(capsys, "pool", "verify-commitment", str(tmp_path / "open"), "--commitment",
+                                   str(saved), "--workers", "1")
+    assert code == 0 and f"reproduce commitment {committed['commitment']}" in " ".join(checked.split()), err
+    revealed = json.loads((tmp_path / "open" / "manifest.json").read_text())
+    assert set(read_manifest(run)["mazes"]) < {e["checksum"] for e in revealed["mazes"]}  # the run's mazes are the set's
+
+
+def test_a_sealed_run_that_does_not_reproduce_is_named_without_its_values(sealed_run, tmp_path, capsys):
+    run = shutil.copytree(sealed_run[0], tmp_path / "blind")
+    alter_one_action(run / "steps" / f"s0000-{sealed_run[1][0].id}-oracle.parquet")
+    out = tmp_path / "site"
+    code, _, err = board(capsys, str(run), "--out", str(out), "--workers", "1")
+    (failed,) = arms_of(out)["oracle (sealed blind3)"]["not_reproduced"]
     assert code == 0 and set(failed) == {"run", "episode_id", "step", "column"}  # no recorded or replayed values
-    bad = dict(manifest, sealed={"commitment": "not hex", "set": "vault-1"})
-    open_store(vault).put(MANIFEST, json.dumps(bad).encode())
-    code, _, err = board(capsys, str(vault), "--out", str(tmp_path / "other"))
+    manifest = read_manifest(run)
+    bad = dict(manifest, sealed={"commitment": "not hex", "set": "blind3"})
+    open_store(run).put(MANIFEST, json.dumps(bad).encode())
+    code, _, err = board(capsys, str(run), "--out", str(tmp_path / "other"))
     assert code == 2 and err.count("\n") == 1 and "manifest.json" in err and "sealed" in err
     assert not (tmp_path / "other").exists()
 
+
+@pytest.mark.parametrize("command,written", [("report", "report.html"), ("view", "index.html")])
+def test_a_report_or_viewer_of_a_sealed_run_warns_that_it_shows_the_sets_mazes(sealed_run, tmp_path, capsys, command,
+                                                                               written):
+    code, _, err = gridbench(capsys, command, str(sealed_run[0]), "--out", str(tmp_path / command))
+    assert code == 0 and (tmp_path / command / written).is_file(), err
+    (warning,) = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert f"the sealed set blind3: the {'viewer' if command == 'view' else 'report'} shows its mazes" in warning
 
 def test_bad_input_is_one_line_and_writes_nothing(runs, tmp_path, capsys):
     alpha, _, _ = runs

@@ -248,6 +248,23 @@ def test_playing_into_a_models_run_keeps_its_sweep_and_adds_the_human(tmp_path, 
     assert sorted(episodes.model) == ["builtin/oracle", "human/ada"] and set(episodes.run) == {"models"}
 
 
+def test_playing_a_sealed_maze_records_its_set_as_a_run_on_it_does(sealed_set, tmp_path):
+    """The manifest names the sealed set and its commitment (docs/sealed.md), as ``gridbench run``'s does."""
+    folder, public, _ = sealed_set
+    game = Game(None, [str(folder / "p0001.json"), "--name", "tester", "--out", str(tmp_path), "--run", "blind"])
+    try:
+        said = game.proc.stdout.readline()
+        page = urllib.request.urlopen(game.url, None, 10).read().decode()
+        token = re.search(r'name="play-token" content="([^"]+)"', page).group(1)
+        assert _call(game.url + "api/stop", token, {})[0] == 200
+        out, err = game.proc.communicate(timeout=60)
+    finally:
+        game.__exit__()
+    assert game.proc.returncode == 0 and "stopped: wrote 0 episode(s)" in out, err
+    commitment = json.loads(public.read_text())["commitment"]
+    assert read_manifest(tmp_path / "blind")["sealed"] == {"commitment": commitment, "set": "blind3"}
+    assert f"sealed set blind3: the manifest records commitment {commitment}" in " ".join(said.split())
+
 def test_every_play_example_of_the_viewer_doc_is_accepted():
     """Each `gridbench play` line of docs/viewer.md names mazes that resolve and a --protocol and
     --switch-frames the command takes (the doc once showed a preset name it refuses)."""

@@ -52,6 +52,23 @@ class HostileAgent:
         return None
 
 
+class DescribingAgent:
+    """Plays the oracle's moves and says in each reply what it sees: the maze's id and grid, which
+    a page must not show of a sealed set."""
+
+    async def act(self, turn: Turn) -> Decision:
+        action = OracleAgent.choose(turn.maze, turn.state)
+        seen = " / ".join(turn.maze.grid)
+        return Decision(action=action, parse="exact", reply=f"in {turn.maze.id} I see {seen}\nACTION: {ACTIONS[action]}",
+                        reasoning=f"{turn.maze.id} at step {turn.step}")
+
+    async def resume(self, turn: Turn, decision: Decision) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
 class ScriptAgent:
     """Plays ``script`` (action names) in order, then ``done``."""
 
@@ -73,17 +90,21 @@ def run_async(coro):
 
 
 def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol: Protocol | None = None,
-             prefix: str = "ep", scripts: dict[int, list[str]] | None = None) -> Path:
+             prefix: str = "ep", scripts: dict[int, list[str]] | None = None,
+             sealed: dict[str, str] | None = None) -> Path:
     """Run ``(maze, model, condition, repeat)`` episodes for real and write their traces.
 
-    ``model``: ``builtin/<agent>``, ``hostile``, or ``script`` (episode ``i`` plays ``scripts[i]``).
-    A run can be made by several calls with different protocols and prefixes.
+    ``model``: ``builtin/<agent>``, ``hostile``, ``describer``, or ``script`` (episode ``i`` plays
+    ``scripts[i]``). A run can be made by several calls with different protocols and prefixes.
+    ``sealed``: the sealed set the mazes come from, as a sweep finds it, for the manifest.
     """
     protocol = protocol or Protocol.preset("gridbench-final")
 
     def agent_for(i: int, model: str, repeat: int):
         if model == "hostile":
             return HostileAgent()
+        if model == "describer":
+            return DescribingAgent()
         if model == "script":
             return ScriptAgent((scripts or {})[i])
         return make_builtin(model.removeprefix("builtin/"), seed=repeat)
@@ -98,7 +119,8 @@ def make_run(run_dir: Path, episodes: list[tuple[Maze, str, str, int]], protocol
 
     run_async(go())
     mazes = {m.checksum: m.to_dict() for m, *_ in episodes}
-    write_manifest(run_dir, run=run_dir.name, sweep={"name": "test"}, mazes=mazes, invocation={"argv": ["test"]})
+    write_manifest(run_dir, run=run_dir.name, sweep={"name": "test"}, mazes=mazes, invocation={"argv": ["test"]},
+                   sealed=sealed)
     return run_dir
 
 
