@@ -550,7 +550,7 @@ class _Arrays:
         for name in names:
             a = getattr(self, name)
             if need > a.size:
-                b = np.empty(max(need, 2 * a.size), dtype=a.dtype)
+                b = np.empty(max(need, 4 * a.size), dtype=a.dtype)
                 b[: a.size] = a
                 setattr(self, name, b)
 
@@ -670,7 +670,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
         return None
     configs = _Configurations(space, rules)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
-    arrays = _Arrays(space, min(cap, 1 << 20) + 1024, edges)
+    arrays = _Arrays(space, 4096, edges)
     if not arrays.fit_seen(configs.count + 64) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
@@ -725,7 +725,7 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     if space.explicit or (rules := _rules(space)) is None:
         return None
     configs = _Configurations(space, rules)
-    arrays = _Arrays(space, min(cap, 1 << 20) + 1024)
+    arrays = _Arrays(space, 4096)
     if not arrays.fit_seen(configs.count + 64):
         return None
     arrays.ids[0] = sid
