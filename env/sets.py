@@ -17,9 +17,11 @@ from env.maze import Maze, load_maze, maze_from_dict
 from env.names import is_name
 
 MAZES_DIR = Path(__file__).resolve().parent / "mazes"
-# gridbench's own sets (minigrid rules; the discovery set under multinet-pr57), then the MultiNet study's own
-# mazes (multinet-r1 rules; its post-R1 families M7-M10 under multinet-pr57)
-NAMED_SETS = ("eval", "heldout", "pool", "hand", "discovery", "study", "study-heldout", "study-m7m10")
+# gridbench's own sets (minigrid rules; the discovery set under multinet-pr57; long-horizon: plans of 150
+# to 600 actions), then the MultiNet study's own mazes (multinet-r1 rules; its post-R1 families M7-M10
+# under multinet-pr57)
+NAMED_SETS = ("eval", "heldout", "pool", "hand", "discovery", "long-horizon", "study", "study-heldout",
+              "study-m7m10")
 # a sealed set's manifest field, {"commitment", "set"}: its mazes are kept from the public (docs/sealed.md);
 # a run on one records the same field in its own manifest
 SEALED = "sealed"

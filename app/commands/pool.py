@@ -25,9 +25,10 @@ def build(
                                      "(the MultiNet study's) or multinet-pr57 (its later rules: every maze also "
                                      "gets one of the study's later tiles, in turn; gridbench maze mechanics)"),
     recipe: str = typer.Option("pool", "--recipe",
-                               help="pool (the study's composition) or discovery (one mechanism per maze, "
+                               help="pool (the study's composition), discovery (one mechanism per maze, "
                                     "switch-gate and each generated later tile equally often in each path band; "
-                                    "multinet-pr57)"),
+                                    "multinet-pr57) or long-horizon (the eval set's categories in three path "
+                                    "bands from 150 to 600 actions, on 24x24 to 40x40 grids, with a contact sheet)"),
     sealed: bool = typer.Option(False, "--sealed",
                                 help="draw the set from a secret seed into a folder only you can read, and write "
                                      "a public commitment to it (docs/sealed.md)"),
@@ -42,16 +43,18 @@ def build(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from env.generator.generator import GENERATOR_RULESETS, GENERATOR_VERSION
-    from env.generator.maze_pool import build_command, build_pool, write_set
+    from env.generator.maze_pool import RECIPES, build_command, build_pool, recipe_specs, write_set
     from env.maze import MINIGRID, MULTINET_PR57
     from env.names import check_name
 
     if ruleset not in GENERATOR_RULESETS:
         raise BadInput("--ruleset", "", f"{ruleset!r} is not one of {', '.join(GENERATOR_RULESETS)}")
-    if recipe not in ("pool", "discovery"):
-        raise BadInput("--recipe", "", f"{recipe!r} is not one of pool, discovery")
+    if recipe not in RECIPES:
+        raise BadInput("--recipe", "", f"{recipe!r} is not one of {', '.join(RECIPES)}")
     if recipe == "discovery" and ruleset not in (MINIGRID, MULTINET_PR57):
         raise BadInput("--ruleset", "", f"the discovery set is made for {MULTINET_PR57} (its later mechanisms)")
+    if recipe == "long-horizon" and ruleset != MINIGRID:
+        raise BadInput("--ruleset", "", f"the long-horizon set is made for {MINIGRID}, as the eval set it extends")
     if sealed and seed is not None:
         raise BadInput("--seed", "", "a sealed set draws a secret seed of its own: leave --seed out")
     if not sealed and seed is None:
@@ -69,12 +72,16 @@ def build(
         seed = new_seed()
     assert seed is not None
     if recipe == "discovery":
-        from env.generator.maze_pool import DISCOVERY_BANDS, DISCOVERY_KINDS, discovery_recipe
+        from env.generator.maze_pool import DISCOVERY_BANDS, DISCOVERY_KINDS
 
         ruleset = MULTINET_PR57
         count = count or 2 * len(DISCOVERY_KINDS) * len(DISCOVERY_BANDS)
-        discovery_recipe(count, seed)  # a count the kinds and bands do not divide is bad input, before any work
+    elif recipe == "long-horizon":
+        from env.generator.maze_pool import LONG_HORIZON_COUNT
+
+        count = count or LONG_HORIZON_COUNT
     count = count or 214
+    recipe_specs(recipe, count, seed, ruleset)  # a count a recipe's cells do not divide is bad input, before any work
 
     console = Console(stderr=True)
     t0 = time.perf_counter()
@@ -97,11 +104,12 @@ def build(
         "candidates": st.candidates, "accepted": st.accepted, "unplaced": st.unplaced,
         "rejected": st.rejected, "duplicates_redrawn": built.duplicates_redrawn,
     }
-    if recipe == "discovery":
-        from env.generator.maze_pool import DISCOVERY_BANDS
+    if recipe in ("discovery", "long-horizon"):
+        from env.generator.maze_pool import DISCOVERY_BANDS, LONG_HORIZON_BANDS
 
+        bands = DISCOVERY_BANDS if recipe == "discovery" else LONG_HORIZON_BANDS
         provenance["bands"] = {band: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
-                               for band, (side, lo, hi) in DISCOVERY_BANDS.items()}
+                               for band, (side, lo, hi) in bands.items()}
     if sealed:
         from env.generator.sealed import seal, write_sealed
 
@@ -111,13 +119,26 @@ def build(
         typer.echo(f"sealed {len(built.mazes)} mazes in {out} in {seconds:.0f} s (readable by you alone: keep it with "
                    f"the evaluator); commitment {the_seal.commitment} -> {commitment} (publish it)")
         return
-    write_set(out, recipe, built.mazes, built.entries, provenance)
+    sheet = _long_horizon_sheet(built) if recipe == "long-horizon" else None
+    write_set(out, recipe, built.mazes, built.entries, provenance, extra=sheet)
     opts = [e["optimal_actions"] for e in built.entries]
     typer.echo(
         f"wrote {len(built.mazes)} mazes to {out} in {seconds:.0f} s: optimal actions {min(opts)}..{max(opts)}; "
         f"acceptance {st.accepted}/{st.candidates} = {st.acceptance:.0%} of candidates checked "
         f"({st.unplaced} layouts without a placement in the band, {built.duplicates_redrawn} duplicates redrawn)"
     )
+
+
+def _long_horizon_sheet(built):
+    """The long-horizon set's contact sheet, drawn like the eval set's, each maze scaled to fit the largest grid."""
+    from env.generator.maze_pool import LONG_HORIZON_BANDS, contact_sheet
+
+    largest = max(side for side, _, _ in LONG_HORIZON_BANDS.values())
+
+    def sheet(tmp: Path) -> None:
+        (tmp / "contact_sheet.png").write_bytes(contact_sheet(built.mazes, built.entries, columns=6, tile=6,
+                                                              side=largest))
+    return sheet
 
 
 @pool_app.command("unseal")

@@ -44,6 +44,14 @@ def chain_kinds(pattern: str, mechanisms: int, rng: random.Random) -> tuple[str,
     return tuple(kinds)
 
 
+def fewest_keys(pattern: str, mechanisms: int) -> int:
+    """The keys (each with its door) a chain of ``pattern`` holds at the least, whatever its draw."""
+    fixed = PATTERNS[pattern]
+    if fixed is not None:
+        return fixed.count("key")
+    return {"key_sequence": max(2, mechanisms), "switch_sequence": 0}.get(pattern, 1)
+
+
 def cut_cells(path: list[Cell], floor: set[Cell]) -> list[int]:
     """Indices into ``path`` of cells whose removal separates its two ends.
 

@@ -30,6 +30,7 @@ from env.generator.chains import (
     carve_deadend,
     chain_kinds,
     cut_cells,
+    fewest_keys,
     key_cells_ok,
     natural_deadend,
     regions,
@@ -46,6 +47,7 @@ from env.generator.topology import (
 from env.maze import (
     COLORS,
     FORMAT,
+    MAX_SIDE,
     MINIGRID,
     MULTINET_PR57,
     MULTINET_R1,
@@ -58,6 +60,7 @@ from env.mechanics import by_name, generated
 from env.mechanics.base import Laying
 
 GENERATOR_VERSION = 1
+MAX_MECHANISMS = 8  # steps of a *_sequence chain
 # the rulesets the generator lays mazes out for
 GENERATOR_RULESETS = (MINIGRID, MULTINET_R1, MULTINET_PR57)
 # the later mechanisms a multinet-pr57 maze can be given (GenParams.tile), with the object kind
@@ -106,13 +109,20 @@ class GenParams:
             raise BadInput(where, "topology", f"{self.topology!r} is not one of {', '.join(TOPOLOGIES)}")
         if self.chain not in PATTERNS:
             raise BadInput(where, "chain", f"{self.chain!r} is not one of {', '.join(PATTERNS)}")
-        if not (7 <= self.width <= 40 and 7 <= self.height <= 40):
-            raise BadInput(where, "width/height", f"{self.width}x{self.height}: sides from 7 to 40")
-        if not 1 <= self.mechanisms <= 4:
-            raise BadInput(where, "mechanisms", "from 1 to 4 chain steps")
+        if not (7 <= self.width <= MAX_SIDE and 7 <= self.height <= MAX_SIDE):
+            raise BadInput(where, "width/height", f"{self.width}x{self.height}: sides from 7 to {MAX_SIDE}")
+        if not 1 <= self.mechanisms <= MAX_MECHANISMS:
+            raise BadInput(where, "mechanisms", f"from 1 to {MAX_MECHANISMS} chain steps")
         for name in ("decoy_keys", "decoy_switches", "deadends"):
             if not 0 <= getattr(self, name) <= 3:
                 raise BadInput(where, name, "from 0 to 3")
+        # a door opens to every key of its colour, so each door needs a colour of its own, and a
+        # decoy key one that no door has
+        keys = fewest_keys(self.chain, self.mechanisms)
+        if keys + bool(self.decoy_keys) > len(COLORS):
+            field_name = "decoy_keys" if keys <= len(COLORS) else "mechanisms"
+            raise BadInput(where, field_name, f"{keys} doors{' and a decoy key' if self.decoy_keys else ''} need "
+                                              f"{keys + bool(self.decoy_keys)} colours; there are {len(COLORS)}")
         if self.chain == "none" and self.distractor_count:
             raise BadInput(where, "chain", "distractors sit on top of mechanisms: a 'none' chain takes none")
         lo, hi = self.band
@@ -283,6 +293,8 @@ def build_candidate(params: GenParams, seed: int, attempt: int, maze_id: str) ->
     rng = random.Random(f"gridbench-generator/{GENERATOR_VERSION}:{seed}:{attempt}")
     floor = layout(params.topology, params.width, params.height, rng)
     kinds = chain_kinds(params.chain, params.mechanisms, rng)
+    if kinds.count("key") + bool(params.decoy_keys) > len(COLORS):
+        return None  # a long mixed chain drew more doors than there are colours (never at 4 steps or fewer)
     lo, hi = params.band
     cells = sorted(floor)
     if len(cells) < 4 + 2 * len(kinds):
@@ -433,7 +445,11 @@ def _ring(c: Cell, r: int) -> list[Cell]:
 def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: set[Cell],
               kinds: tuple[str, ...], placed: dict, rng: random.Random) -> Maze | None:
     floor = set(floor)
-    colors = rng.sample(COLORS, len(kinds))
+    if len(kinds) <= len(COLORS):
+        colors = rng.sample(COLORS, len(kinds))
+    else:  # more steps than colours: each door keeps a colour of its own, gates (named by their switches) share
+        door_colours = iter(rng.sample(COLORS, kinds.count("key")))
+        colors = [next(door_colours) if k == "key" else rng.choice(COLORS) for k in kinds]
     door_colors = {colors[i] for i, k in enumerate(kinds) if k == "key"}
     keys: list[dict] = []
     switches: list[dict] = []

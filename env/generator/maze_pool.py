@@ -24,6 +24,7 @@ from env.errors import BadInput
 from env.files import atomic_folder, atomic_write
 from env.generator.generator import GenerationError, GenParams, GenStats, generate
 from env.generator.strata import (
+    STUDY_EVAL,
     Constraint,
     Witness,
     achieved,
@@ -44,6 +45,11 @@ def counts(maze: Maze) -> dict[str, int]:
     return {"key": len(maze.keys), "door": len(maze.doors), "switch": len(maze.switches), "gate": len(maze.gates)}
 
 
+# what a set's recipe records in a maze's meta and its manifest entry: the discovery set's kind and
+# band, the long-horizon set's band
+SET_LABELS = ("discovery", "long_horizon")
+
+
 def manifest_entry(maze: Maze, optimal: int) -> dict[str, Any]:
     meta = maze.meta
     gen = (meta.generator if meta else {}) or {}
@@ -60,8 +66,8 @@ def manifest_entry(maze: Maze, optimal: int) -> dict[str, Any]:
         "chain_length": len(meta.chain) if meta else 0,
         "distractors": len(meta.distractors) if meta else 0,
         "checksum": maze.checksum,
-        **({"discovery": dict(meta.model_extra["discovery"])}
-           if meta and meta.model_extra and "discovery" in meta.model_extra else {}),
+        **{label: dict(meta.model_extra[label]) for label in SET_LABELS
+           if meta and meta.model_extra and label in meta.model_extra},
     }
 
 
@@ -163,10 +169,20 @@ class PoolSpec:
     prefix: str = "p"
     keep_chain: bool = False  # no fallback to another chain pattern (the discovery set's kinds)
     discovery: tuple[str, str] | None = None  # (mechanism kind, band name) in the discovery set
+    long_horizon: str | None = None  # the path band's name in the long-horizon set
 
     @property
     def maze_id(self) -> str:
         return f"{self.prefix}{self.index:04d}"
+
+    def labels(self) -> dict[str, dict[str, str]]:
+        """What the maze's meta says of its place in the set (``SET_LABELS``), beside ``meta.generator``."""
+        out = {}
+        if self.discovery:
+            out["discovery"] = {"kind": self.discovery[0], "band": self.discovery[1]}
+        if self.long_horizon:
+            out["long_horizon"] = {"band": self.long_horizon}
+        return out
 
 
 def pool_recipe(count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec]:
@@ -247,13 +263,53 @@ def discovery_recipe(count: int, seed: int) -> list[PoolSpec]:
     return out
 
 
+# the long-horizon set: the eval set's strata carried on past the study's longest plans, one grid
+# per path band (side, low, high), large enough that a walk alone can fill the band
+LONG_HORIZON_BANDS = {"150-249": (24, 150, 249), "250-399": (32, 250, 399), "400-600": (40, 400, 600)}
+LONG_HORIZON_COUNT = 36
+# layouts that stretch a plan that far: mostly one-cell corridors (measured: open floors and most
+# rooms layouts fall short, and every miss costs a full oracle search on a large grid)
+LONG_HORIZON_TOPOLOGIES = {"perfect": 5, "winding": 4, "rooms": 1}
+# the eval set's category shares (3 scale, 37 mechanism, 10 distractor of 50), as the study gives them
+EVAL_CATEGORIES = {c.what.removeprefix("category "): c.target for c in STUDY_EVAL if c.group == "category"}
+RECIPES = ("pool", "discovery", "long-horizon")
+
+
+def long_horizon_recipe(count: int, seed: int) -> list[PoolSpec]:
+    """``count`` (a multiple of the bands) specs, the same number in every band of
+    ``LONG_HORIZON_BANDS`` and in each band the eval set's category shares (largest remainders),
+    chains and distractors drawn as the pool's are. Deterministic in ``(count, seed)``."""
+    if count % len(LONG_HORIZON_BANDS):
+        raise BadInput("--count", "", f"{count}: the long-horizon set needs a multiple of "
+                                      f"{len(LONG_HORIZON_BANDS)} (its path bands)")
+    rng = random.Random(f"gridbench-long-horizon:{seed}:{count}")
+    per_band = count // len(LONG_HORIZON_BANDS)
+    out: list[PoolSpec] = []
+    for band, (side, lo, hi) in LONG_HORIZON_BANDS.items():
+        for category, n in largest_remainder(EVAL_CATEGORIES, per_band).items():
+            for _ in range(n):
+                p = _spec_params(rng, side, lo, hi, category, topologies=LONG_HORIZON_TOPOLOGIES)
+                out.append(PoolSpec(index=len(out) + 1, seed=rng.randrange(2**31), params=p, prefix="lh",
+                                    long_horizon=band))
+    return out
+
+
+def recipe_specs(recipe: str, count: int, seed: int, ruleset: str = MINIGRID) -> list[PoolSpec]:
+    """The specs of a named recipe; ``ruleset`` is the pool recipe's alone."""
+    if recipe == "discovery":
+        return discovery_recipe(count, seed)
+    if recipe == "long-horizon":
+        return long_horizon_recipe(count, seed)
+    return pool_recipe(count, seed, ruleset)
+
+
 def _weighted(rng: random.Random, weights: dict[str, int], allowed: Iterable[str] | None = None) -> str:
     items = [(k, w) for k, w in weights.items() if allowed is None or k in allowed]
     return rng.choices([k for k, _ in items], weights=[w for _, w in items])[0]
 
 
 def _spec_params(rng: random.Random, side: int, lo: int, hi: int, category: str,
-                 chain: str | None = None) -> GenParams:
+                 chain: str | None = None, topologies: dict[str, int] | None = None) -> GenParams:
     if category == "scale":
         topology = _weighted(rng, {"winding": 3, "perfect": 1 if hi <= 39 else 0, "rooms": 1 if hi <= 25 else 0})
         return GenParams(width=side, height=side, topology=topology, chain="none", band=(lo, hi))
@@ -262,7 +318,7 @@ def _spec_params(rng: random.Random, side: int, lo: int, hi: int, category: str,
                else LONG_CHAINS if long_for_grid else None)
     chain = chain or _weighted(rng, CHAIN_WEIGHTS, allowed)
     mechanisms = 3 if (lo >= 60 and chain.endswith("sequence") and (side < 14 or rng.random() < 0.5)) else 2
-    topology = _weighted(rng, TOPOLOGY_WEIGHTS_BY_CELL.get((side, lo), TOPOLOGY_WEIGHTS))
+    topology = _weighted(rng, topologies or TOPOLOGY_WEIGHTS_BY_CELL.get((side, lo), TOPOLOGY_WEIGHTS))
     dk = ds = de = 0
     if category == "distractor":
         for _ in range(rng.choice((1, 1, 2, 3))):
@@ -298,8 +354,7 @@ def build_one(spec: PoolSpec, first_attempt: int = 0, attempts: int = 40) -> dic
             continue
         stats.add(g.stats)
         maze = g.maze.to_dict()
-        if spec.discovery:
-            maze["meta"]["discovery"] = {"kind": spec.discovery[0], "band": spec.discovery[1]}
+        maze["meta"].update(spec.labels())
         return {"index": spec.index, "maze": maze, "optimal": g.optimal_actions,
                 "stats": stats.__dict__}
     return {"index": spec.index, "error": last, "stats": stats.__dict__}
@@ -406,21 +461,24 @@ def constraint_rows(rows: list[tuple[Constraint, int]]) -> list[dict[str, Any]]:
 # ---- the contact sheet ----------------------------------------------------------------------
 
 
-def contact_sheet(mazes: list[Maze], entries: list[dict[str, Any]], columns: int = 10, tile: int = 12) -> bytes:
-    """One PNG with every maze's start frame, labelled with its id, optimal actions and category."""
+def contact_sheet(mazes: list[Maze], entries: list[dict[str, Any]], columns: int = 10, tile: int = 12,
+                  side: int = 14) -> bytes:
+    """One PNG with every maze's start frame, labelled with its id, optimal actions and category.
+    Each cell holds a ``side`` x ``side`` grid at ``tile`` pixels a square; a larger maze is drawn
+    with smaller squares to fit."""
     from PIL import Image, ImageDraw
 
     from env.render import render_state
     from env.state import initial_state
 
-    cell = 14 * tile + 8
+    cell = side * tile + 8
     label_h = 14
     rows = (len(mazes) + columns - 1) // columns
     sheet = Image.new("RGB", (columns * cell, rows * (cell + label_h)), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
     by_id = {e["id"]: e for e in entries}
     for i, m in enumerate(mazes):
-        frame = Image.fromarray(render_state(m, initial_state(m), tile))
+        frame = Image.fromarray(render_state(m, initial_state(m), min(tile, side * tile // max(m.width, m.height))))
         cx, cy = (i % columns) * cell, (i // columns) * (cell + label_h)
         sheet.paste(frame, (cx + (cell - frame.width) // 2, cy + (cell - frame.height) // 2))
         e = by_id.get(m.id, {})
@@ -448,20 +506,20 @@ def build_command(count: int, seed: int | None, ruleset: str = MINIGRID, recipe:
     ``seed`` None: a sealed set's, whose seed stays secret."""
     drawn = "--sealed" if seed is None else f"--seed {seed}"
     return (f"gridbench pool build --count {count} {drawn}"
-            + (" --recipe discovery" if recipe == "discovery" else "" if ruleset == MINIGRID else f" --ruleset {ruleset}"))
+            + (f" --recipe {recipe}" if recipe != "pool" else "" if ruleset == MINIGRID else f" --ruleset {ruleset}"))
 
 
 def build_pool(count: int, seed: int, workers: int = 0,
                on_done: Callable[[int], None] | None = None, ruleset: str = MINIGRID,
                recipe: str = "pool") -> PoolBuild:
-    """Generate every spec of ``pool_recipe(count, seed, ruleset)`` (``recipe`` ``discovery``:
-    ``discovery_recipe(count, seed)``) on ``workers`` processes (0: all cores). A maze identical to
+    """Generate every spec of ``recipe_specs(recipe, count, seed, ruleset)`` on ``workers``
+    processes (0: all cores). A maze identical to
     one already built is drawn again from later sub-seeds, so the set is pairwise distinct; the
     result does not depend on the number of workers."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    specs = discovery_recipe(count, seed) if recipe == "discovery" else pool_recipe(count, seed, ruleset)
+    specs = recipe_specs(recipe, count, seed, ruleset)
     workers = workers or os.cpu_count() or 1
     results: dict[int, dict[str, Any]] = {}
     stats = GenStats()

@@ -3,25 +3,39 @@ every study constraint on the eval and held-out sets is recomputed from the maze
 
 import functools
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from env.checks import run_checks
-from env.generator.maze_pool import content_key, manifest_entry, read_set
+from env.generator import regenerate
+from env.generator.maze_pool import (
+    EVAL_CATEGORIES,
+    LONG_HORIZON_BANDS,
+    LONG_HORIZON_COUNT,
+    content_key,
+    long_horizon_recipe,
+    manifest_entry,
+    read_set,
+)
 from env.generator.strata import (
     achieved,
     band_of,
     constraints_for,
     could_be_solved,
     find_solve_witness,
+    has_key_door,
+    has_switch_gate,
+    largest_remainder,
 )
-from env.maze import load_maze
+from env.maze import load_maze, maze_from_dict
 from env.oracle import solve
-from env.sets import MAZES_DIR, folder_files, resolve_maze, resolve_mazes
+from env.sets import MAZES_DIR, folder_files, resolve_maze, resolve_mazes, set_entries
 from env.study_facts import SELECTION_BANDS, STUDY_EVAL_SIZE, STUDY_SOLVES
 
-SETS = ("pool", "eval", "heldout", "hand")
+SETS = ("pool", "eval", "heldout", "hand", "long-horizon")
 STUDY_POOL_SIZE = 214
 STUDY_POOL_RANGE = (9, 106)  # Task Pool and the Evaluation Set: shortest plans from 9 to 106 actions
 
@@ -58,8 +72,6 @@ def test_every_manifest_entry_is_rederived_from_its_file(name):
 
 
 def test_generated_mazes_regenerate_from_their_meta():
-    from env.generator import regenerate
-
     mazes, _ = rederived("pool")
     for maze in mazes:
         assert regenerate(maze.meta).checksum == maze.checksum, maze.id
@@ -135,9 +147,54 @@ def test_named_sets_resolve():
     assert resolve_maze(f"pool/{first}").checksum == resolve_maze(f"eval/{first}").checksum
 
 
-def test_eval_and_heldout_carry_a_contact_sheet():
+def test_eval_heldout_and_long_horizon_carry_a_contact_sheet():
     from PIL import Image
 
-    for name in ("eval", "heldout"):
+    for name in ("eval", "heldout", "long-horizon"):
         img = Image.open(Path(MAZES_DIR / name / "contact_sheet.png"))
         assert img.width > 500 and img.height > 150
+
+
+def test_long_horizon_carries_the_eval_categories_into_three_longer_bands():
+    manifest, _ = read_set(MAZES_DIR / "long-horizon")
+    _, entries = rederived("long-horizon")
+    per_band = len(entries) // len(LONG_HORIZON_BANDS)
+    assert len(entries) == LONG_HORIZON_COUNT == per_band * len(LONG_HORIZON_BANDS)
+    assert manifest["provenance"]["bands"] == {band: {"grid": f"{side}x{side}", "optimal": [lo, hi]}
+                                               for band, (side, lo, hi) in LONG_HORIZON_BANDS.items()}
+    for band, (side, lo, hi) in LONG_HORIZON_BANDS.items():
+        inside = [e for e in entries if e["long_horizon"] == {"band": band}]
+        assert [e["grid"] for e in inside] == [f"{side}x{side}"] * per_band, band
+        assert all(lo <= e["optimal_actions"] <= hi for e in inside), band
+        assert Counter(e["category"] for e in inside) == largest_remainder(EVAL_CATEGORIES, per_band), band
+    mechanism = [e for e in entries if e["category"] != "scale"]
+    assert any(has_switch_gate(e) for e in mechanism) and any(has_key_door(e) for e in mechanism)
+    # it takes the horizon on where the study's 50 and the eval set end
+    longest = max(e["optimal_actions"] for name in ("study", "eval") for e in set_entries(name))
+    assert min(e["optimal_actions"] for e in entries) > longest
+
+
+def test_long_horizon_mazes_are_their_recipe_regenerated_byte_for_byte():
+    manifest, _ = read_set(MAZES_DIR / "long-horizon")
+    count, seed = (int(re.search(rf"--{opt} (\d+)", manifest["provenance"]["command"])[1]) for opt in ("count", "seed"))
+    specs = long_horizon_recipe(count, seed)
+    files = folder_files(MAZES_DIR / "long-horizon")
+    assert [f"{s.maze_id}.json" for s in specs] == [p.name for p in files]
+    for spec, path in zip(specs, files, strict=True):
+        maze = load_maze(path)
+        assert maze.meta is not None and maze.meta.generator["seed"] == spec.seed, maze.id
+        again = regenerate(maze.meta).to_dict()
+        again["meta"].update(spec.labels())
+        assert maze_from_dict(again, maze.id).to_json() == path.read_text(encoding="utf-8"), maze.id
+
+
+def test_the_long_horizon_recipe_is_deterministic_and_refuses_what_it_cannot_build(tmp_path, capsys):
+    from app.cli import main
+
+    assert long_horizon_recipe(9, 4) == long_horizon_recipe(9, 4) != long_horizon_recipe(9, 5)
+    for args, field in ((["--count", "10"], "multiple of 3"), (["--ruleset", "multinet-r1"], "--ruleset")):
+        with pytest.raises(SystemExit) as e:
+            main(["pool", "build", "--recipe", "long-horizon", "--seed", "1", "--out", str(tmp_path / "lh"), *args])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "lh").exists()
