@@ -223,15 +223,15 @@ def closest(ep: pd.DataFrame, colors: dict[str, str], near: int) -> Figure:
     return fig
 
 
-def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
+def bands(t: pd.DataFrame, colors: dict[str, str], names: tuple[str, ...] = BANDS) -> Figure:
     fig, axes = _fig(h=4.2, ncols=2, w=WIDTH + 3)
     arms = list(dict.fromkeys(t["arm"]))
     offsets = np.linspace(-0.15, 0.15, len(arms)) if len(arms) > 1 else [0.0]
     for ax, (col, label) in zip(axes, (("mean_progress_action", "mean action progress (0..1)"),
                                        ("solve_rate", "solve rate (solves / episodes)")), strict=True):
         for off, arm in zip(offsets, arms, strict=True):
-            g = t[t["arm"] == arm].set_index("band").reindex(list(BANDS))
-            x = np.arange(len(BANDS)) + off
+            g = t[t["arm"] == arm].set_index("band").reindex(list(names))
+            x = np.arange(len(names)) + off
             lo = (g[col] - g[f"{col}_ci_low"]).clip(lower=0)
             hi = (g[f"{col}_ci_high"] - g[col]).clip(lower=0)
             counts = "/".join(str(int(n)) if pd.notna(n) else "0" for n in g["episodes"])
@@ -244,7 +244,7 @@ def bands(t: pd.DataFrame, colors: dict[str, str]) -> Figure:
                     if pd.notna(v):
                         txt = f"n={int(n)}" if col != "solve_rate" else f"{int(s)}/{int(n)}"
                         ax.annotate(txt, (xi, v), textcoords="offset points", xytext=(6, 6), fontsize=8)
-        ax.set_xticks(np.arange(len(BANDS)), BANDS)
+        ax.set_xticks(np.arange(len(names)), names)
         ax.set_xlabel("optimal path length band (actions)")
         ax.set_ylabel(label)
         # both are shares: a fixed 0..1 scale, never one stretched around a constant

@@ -137,6 +137,10 @@ def mechanism_content(episodes: pd.DataFrame) -> pd.Series:
 
 
 BANDS = tuple(name for name, _, _ in ANALYSIS_BANDS)
+# past the study's last band (>=61, where its plans stop at 132 actions): gridbench's own bands, so
+# the curve goes on over the long-horizon set (docs/report.md#progress-past-the-studys-horizon)
+HORIZON_EDGES = (61, 150, 250, 400)
+HORIZON_BANDS = (*BANDS[:-1], "61-149", "150-249", "250-399", ">=400")
 
 
 def grid_order(grid: str) -> tuple[int, int, int, str]:
@@ -154,6 +158,13 @@ def path_band(optimal: pd.Series) -> pd.Series:
     """The study's optimal-path bands, in actions."""
     edges = [hi for _, _, hi in ANALYSIS_BANDS[:-1]]
     cut = pd.cut(optimal, bins=[-np.inf, *edges, np.inf], labels=list(BANDS))
+    return cut.astype("object")
+
+
+def horizon_band(optimal: pd.Series) -> pd.Series:
+    """The study's bands up to 60 actions, then gridbench's longer ones."""
+    edges = [hi for _, _, hi in ANALYSIS_BANDS[:-1]] + [e - 1 for e in HORIZON_EDGES[1:]]
+    cut = pd.cut(optimal, bins=[-np.inf, *edges, np.inf], labels=list(HORIZON_BANDS))
     return cut.astype("object")
 
 
@@ -235,6 +246,7 @@ def load_runs(run_dirs: Sequence[str | Path] | str | Path, resolve_mazes: bool =
     ok["arm"] = _arm_labels(ok) if not ok.empty else pd.Series(dtype="object")
     ok["content"] = mechanism_content(ok)
     ok["band"] = path_band(ok["optimal_actions"])
+    ok["horizon_band"] = horizon_band(ok["optimal_actions"])
     ok["grid_side"] = ok[["grid_width", "grid_height"]].max(axis=1)
     ok["solved"] = ok["solved"].fillna(False).astype(bool)
     # the trace's progress columns are clipped to [0, 1]; the report's are the study's formula

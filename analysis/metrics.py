@@ -13,7 +13,7 @@ import pandas as pd
 
 from agents.model import is_builtin
 from analysis import figures
-from analysis.load import ALL, BANDS, GROUP, Traces, grid_order
+from analysis.load import ALL, BANDS, GROUP, HORIZON_BANDS, HORIZON_EDGES, Traces, grid_order
 from analysis.sections import Built, Context, Section, drawn
 from analysis.stats import ALPHA, cluster_ratio_ci, holm, property_r2, solve_rate_ci
 from traces import ENDINGS, ERROR
@@ -191,12 +191,14 @@ def closest_approach(traces: Traces) -> pd.DataFrame:
     return traces.episodes[cols].sort_values(["arm", "closest_action"]).reset_index(drop=True)
 
 
-def bands(traces: Traces) -> pd.DataFrame:
-    """Per optimal-path band: solves / episodes and mean progress with maze-bootstrap intervals,
-    of the model arms only (a reference's bands say nothing of the mazes' difficulty for models)."""
+def bands(traces: Traces, column: str = "band") -> pd.DataFrame:
+    """Per optimal-path band (the study's, or with ``horizon_band`` gridbench's longer ones): solves
+    / episodes and mean progress with maze-bootstrap intervals, of the model arms only (a
+    reference's bands say nothing of the mazes' difficulty for models)."""
     eps = with_pooled(traces.model_episodes, ())
+    names = BANDS if column == "band" else HORIZON_BANDS
     rows = []
-    for (arm, band), g in eps.groupby(["arm", "band"], sort=False):
+    for (arm, band), g in eps.groupby(["arm", column], sort=False):
         prog = cluster_ratio_ci(g["progress_action"], g["maze_id"])
         rate, method = solve_rate_ci(g["solved"], g["maze_id"])
         rows.append({
@@ -209,7 +211,7 @@ def bands(traces: Traces) -> pd.DataFrame:
         return order_arms(pd.DataFrame(columns=["arm", "band", "episodes", "mazes", "solves", "solve_rate",
                                                 "mean_progress_action"]), traces)
     t = pd.DataFrame(rows)
-    t["band"] = pd.Categorical(t["band"], categories=list(BANDS), ordered=True)
+    t["band"] = pd.Categorical(t["band"], categories=list(names), ordered=True)
     return order_arms(t.sort_values("band", kind="stable"), traces)
 
 
@@ -325,6 +327,13 @@ def _bands(ctx: Context) -> Built:
     return Built({"bands": table}, {"bands": figures.bands(table, ctx.colors)} if not table.empty else {})
 
 
+def _horizon(ctx: Context) -> Built | None:
+    if not (ctx.traces.model_episodes["optimal_actions"] >= HORIZON_EDGES[1]).any():
+        return None  # nothing past the study's horizon: its bands say it all
+    table = bands(ctx.traces, "horizon_band")
+    return Built({"horizon_bands": table}, {"horizon_bands": figures.bands(table, ctx.colors, HORIZON_BANDS)})
+
+
 def _difficulty(ctx: Context) -> Built:
     axes = difficulty_axes(ctx.traces)
     # references only: no model episode to regress, nothing to draw
@@ -378,6 +387,16 @@ BANDS_SECTION = Section(
     "take the exact binomial interval where it applies (`solve_rate_ci_method`, as under *Solves*). "
     "Progress is the study's unclipped formula; `mean_progress_action_clipped` is the clipped mean.",
     _bands,
+)
+
+
+HORIZON_SECTION = Section(
+    "horizon", "Progress past the study's horizon",
+    "Only when a run has mazes of 150 optimal actions or more (the `long-horizon` set): the same "
+    "table and figure as *Progress by optimal path length*, with the study's last band (>=61, where "
+    "its plans stop at 132 actions) split into gridbench's own bands 61-149, 150-249, 250-399 and "
+    ">=400 actions (gridbench's choice; the study has none past 132). Same intervals and notes.",
+    _horizon,
 )
 
 

@@ -149,7 +149,7 @@ def _html_table(df: pd.DataFrame, max_rows: int = 60) -> str:
 SECTIONS: tuple[Section, ...] = (
     compute.OVERVIEW_SECTION, study.STUDY_SECTION, protocols.PROTOCOLS_SECTION, validity.VALIDITY_SECTION,
     metrics.SOLVES_SECTION,
-    metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
+    metrics.PROGRESS_SECTION, metrics.BANDS_SECTION, metrics.HORIZON_SECTION, metrics.DIFFICULTY_SECTION, failure.FAILURE_SECTION,
     failure.ONSET_SECTION, compute.COMPUTE_SECTION, incidents.INCIDENTS_SECTION, failure.REGRET_SECTION, ablation.ABLATION_SECTION,
     twins.PAIRED_SECTION, twins.INVARIANCE_SECTION, twins.PROJECTION_SECTION, twins.MECHANISM_SECTION, twins.ATTRIBUTION_SECTION, ranking.RANKING_SECTION,
     discovery.DISCOVERY_SECTION,

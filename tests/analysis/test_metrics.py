@@ -174,3 +174,25 @@ def test_ablation_pairs_by_maze_and_matches_scipy(tmp_path):
     assert (row["progress_diff_ci_low"], row["progress_diff_ci_high"]) == pytest.approx((ci.low, ci.high))
     assert row["solve_rate_diff"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
     assert row["baseline_progress"] == pytest.approx(0.2)  # the unpaired maze "d" is left out
+
+
+def test_the_horizon_section_goes_on_past_the_studys_bands(tmp_path, traces):
+    """Mazes of 150 actions and more get bands of their own in a section of their own; the study's
+    bands (and their >=61) stay as they are, and without such mazes the section is not there."""
+    from analysis.metrics import _horizon
+    from analysis.sections import Context
+
+    rows = [episode_row(model_name="A", maze_id=f"lh{opt}", optimal_actions=opt, solved=opt < 200,
+                        progress_action=0.9 if opt < 200 else 0.2, termination="solved" if opt < 200 else "step_cap")
+            for opt in (40, 120, 180, 320, 560)]
+    long = load_runs([write_run(tmp_path / "run-long", rows, [])])
+    study = bands(long)
+    assert list(study[study["arm"] == "A"]["band"].astype(str)) == ["31-45", ">=61"]
+    t = bands(long, "horizon_band")
+    got = t[t["arm"] == "A"].set_index(t[t["arm"] == "A"]["band"].astype(str))
+    assert list(got.index) == ["31-45", "61-149", "150-249", "250-399", ">=400"]
+    assert got.loc["150-249", "solves"] == 1 and got.loc[">=400", "solves"] == 0
+    assert got.loc[">=400", "mean_progress_action"] == pytest.approx(0.2)
+    built = _horizon(Context(long, None, {}))  # type: ignore[arg-type]
+    assert built is not None and "horizon_bands" in built.figures
+    assert _horizon(Context(traces, None, {})) is None  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from env.oracle.bfs import python_search
 
 pytestmark = pytest.mark.skipif(jit.njit is None, reason="numba is not installed")
 
-SETS = ("hand", "study", "study-heldout", "study-m7m10", "discovery", "pool")
+SETS = ("hand", "study", "study-heldout", "study-m7m10", "discovery", "pool", "long-horizon")
 
 
 @pytest.fixture
