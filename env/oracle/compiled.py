@@ -176,57 +176,55 @@ def entry(store, rules, table, m, j):
 
 
 @jit
-def moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, out_n, out_a,
-             r1_order):
-    """The moves that change ``sid``, in the pure search's order (left, right, forward,
-    pickup, toggle) or the study's (left, right, pickup, toggle, forward); their count."""
-    passable = store[3]
-    m = sid // N
-    nav = sid - m * N
-    base = m * N
-    out_n[0] = base + tl[nav]
-    out_a[0] = LEFT
-    out_n[1] = base + tr[nav]
-    out_a[1] = RIGHT
-    n = 2
+def fill(store, rules, m, nav, front, pickup_cell, switch_of, door_of):
+    """Compute the pickup and toggle entries (m, nav) reads, in the plain search's order."""
+    k = pickup_cell[nav]
+    if k >= 0:
+        entry(store, rules, 0, m, k)
+    s = switch_of[nav >> 2]
     f = front[nav]
-    fwd = -1
-    if f >= 0 and passable[m, f]:
-        fwd = base + 4 * land[nav] + (nav & 3)
-    if fwd >= 0 and not r1_order:
-        out_n[n] = fwd
-        out_a[n] = FORWARD
-        n += 1
-    if mech[nav]:
-        k = pickup_cell[nav]
-        if k >= 0:
-            t = entry(store, rules, 0, m, k)
-            if t >= 0:
-                out_n[n] = t * N + nav
-                out_a[n] = PICKUP
-                n += 1
-        s = switch_of[nav >> 2]
-        t = -1
-        if s >= 0:
-            t = entry(store, rules, 1, m, s)
-        elif f >= 0 and door_of[f] >= 0:
-            t = entry(store, rules, 2, m, door_of[f])
+    if s >= 0:
+        entry(store, rules, 1, m, s)
+    elif f >= 0 and door_of[f] >= 0:
+        entry(store, rules, 2, m, door_of[f])
+
+
+@jit
+def mech_moves(m, nav, N, front, pickup_cell, switch_of, door_of, pickup_to, switch_to, door_to, out_n, out_a, n):
+    """Append the pickup and toggle moves that change (m, nav) to ``out_n``/``out_a`` from ``n``
+    on; the new count, or -1 when an entry is not computed yet (``fill`` computes it: a call that
+    passes the configuration store costs more than a state's whole work, so only then)."""
+    k = pickup_cell[nav]
+    if k >= 0:
+        t = pickup_to[m, k]
+        if t == _UNKNOWN:
+            return -1
         if t >= 0:
             out_n[n] = t * N + nav
-            out_a[n] = TOGGLE
+            out_a[n] = PICKUP
             n += 1
-    if fwd >= 0 and r1_order:
-        out_n[n] = fwd
-        out_a[n] = FORWARD
+    s = switch_of[nav >> 2]
+    f = front[nav]
+    t = -1
+    if s >= 0:
+        t = switch_to[m, s]
+    elif f >= 0 and door_of[f] >= 0:
+        t = door_to[m, door_of[f]]
+    if t == _UNKNOWN:
+        return -1
+    if t >= 0:
+        out_n[n] = t * N + nav
+        out_a[n] = TOGGLE
         n += 1
     return n
 
 
 @jit
-def room_for(store, seen, N, more):
-    """Whether ``more`` new configurations fit the store, its hash and the dense index."""
-    n = store[7][0] + more
-    return n < store[0].shape[0] and 2 * n <= store[1].size and (n + 1) * N <= seen.size
+def room_for(configs, more, rows, hashed, seen_size, N):
+    """Whether ``more`` configurations past ``configs`` fit the store's ``rows``, its hash of
+    ``hashed`` slots (kept at most half full) and the dense index."""
+    n = configs + more
+    return n < rows and 2 * n <= hashed and (n + 1) * N <= seen_size
 
 
 @jit
@@ -235,8 +233,10 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
             es, ed, ea, c_dst, c_src, c_act, missing):
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
-    passable = store[3]
+    c_goal = np.empty(c_dst.size, np.bool_)
     meta = store[7]
+    rows_cap, hashed = store[0].shape[0], store[1].size
+    passable, pickup_to, switch_to, door_to = store[3], store[4], store[5], store[6]
     while True:
         mode = state[_MODE]
         n_configs = meta[0]
@@ -267,7 +267,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 if nav >> 2 == goal:
                     pos += 1
                     continue
-                if count + 5 > ids.size or (edges and ne + 5 > es.size) or not room_for(store, seen, N, 2):
+                if count + 5 > ids.size or (edges and ne + 5 > es.size) or not room_for(meta[0], 2, rows_cap, hashed, seen.size, N):
                     state[_POS] = pos
                     state[_COUNT] = count
                     state[_EDGES] = ne
@@ -275,8 +275,25 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     state[_NEED_EDGES] = ne + 5
                     state[_MISSING] = 2
                     return _NEED_ROOM
-                k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules,
-                             mv_n, mv_a, False)
+                base = m * N
+                mv_n[0] = base + tl[nav]
+                mv_a[0] = LEFT
+                mv_n[1] = base + tr[nav]
+                mv_a[1] = RIGHT
+                k = 2
+                f = front[nav]
+                if f >= 0 and passable[m, f]:
+                    mv_n[2] = base + 4 * land[nav] + (nav & 3)
+                    mv_a[2] = FORWARD
+                    k = 3
+                if mech[nav]:
+                    j = mech_moves(m, nav, N, front, pickup_cell, switch_of, door_of, pickup_to, switch_to, door_to,
+                                   mv_n, mv_a, k)
+                    if j < 0:
+                        fill(store, rules, m, nav, front, pickup_cell, switch_of, door_of)
+                        j = mech_moves(m, nav, N, front, pickup_cell, switch_of, door_of, pickup_to, switch_to,
+                                       door_to, mv_n, mv_a, k)
+                    k = j
                 if meta[0] > state[_CONFIGS_SEEN]:  # a move met new configurations
                     ensure_rows(state, (meta[0] + 1) * N)
                     state[_CONFIGS_SEEN] = meta[0]
@@ -292,7 +309,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                             parent[count] = pos
                             action[count] = a
                         count += 1
-                        if a == FORWARD and ((n % N) >> 2) == goal and state[_GOAL] < 0:
+                        if a == FORWARD and land[nav] == goal and state[_GOAL] < 0:
                             state[_GOAL] = i
                     if edges:
                         es[ne] = pos
@@ -302,9 +319,17 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 pos += 1
             state[_SIZE] = count - hi  # the next frontier keeps its goal states (skipped in turn)
         else:
+            # each frontier state's configuration and navigation, divided out once: a 64-bit
+            # division costs more than the rest of a state's work in the passes below
+            fm = np.empty(hi - lo, np.int64)
+            fnav = np.empty(hi - lo, np.int64)
             live = 0
             for pos in range(lo, hi):
-                if ((ids[pos] % N) >> 2) != goal:
+                sid = ids[pos]
+                m = sid // N
+                fm[pos - lo] = m
+                fnav[pos - lo] = sid - m * N
+                if fnav[pos - lo] >> 2 != goal:
                     live += 1
             if count + 5 * live > ids.size or (edges and ne + 5 * live > es.size) or 5 * live > c_dst.size:
                 state[_NEED_IDS] = count + 5 * live
@@ -318,9 +343,8 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 width = _table(store, t).shape[1]
                 n_miss = 0
                 for pos in range(lo, hi):
-                    sid = ids[pos]
-                    m = sid // N
-                    nav = sid - m * N
+                    m = fm[pos - lo]
+                    nav = fnav[pos - lo]
                     if nav >> 2 == goal or not mech[nav]:
                         continue
                     s = switch_of[nav >> 2]
@@ -336,7 +360,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                         n_miss += 1
                 if n_miss:
                     codes = np.unique(missing[:n_miss])
-                    if not room_for(store, seen, N, codes.size):
+                    if not room_for(meta[0], codes.size, rows_cap, hashed, seen.size, N):
                         state[_MISSING] = codes.size
                         state[_NEED_IDS] = count
                         state[_NEED_EDGES] = ne
@@ -344,20 +368,18 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     for code in codes:
                         entry(store, rules, t, code // width, code % width)
                 state[_TABLE] = t + 1
-            passable = store[3]
-            pickup_to, switch_to, door_to = store[4], store[5], store[6]
             # every candidate edge, action-major; a fresh destination is marked -(2 + its first
             # candidate) until the layer's new states are numbered by ascending id
             nc = 0
             n_new = 0
             for a in range(5):
                 for pos in range(lo, hi):
-                    sid = ids[pos]
-                    m = sid // N
-                    nav = sid - m * N
+                    m = fm[pos - lo]
+                    nav = fnav[pos - lo]
                     if nav >> 2 == goal:
                         continue
                     n = -1
+                    to_goal = False
                     if a == LEFT:
                         n = m * N + tl[nav]
                     elif a == RIGHT:
@@ -366,6 +388,7 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                         f = front[nav]
                         if f >= 0 and passable[m, f]:
                             n = m * N + 4 * land[nav] + (nav & 3)
+                            to_goal = land[nav] == goal
                     elif a == PICKUP:
                         j = pickup_cell[nav]
                         if j >= 0 and pickup_to[m, j] >= 0:
@@ -384,12 +407,14 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     c_dst[nc] = n
                     c_src[nc] = pos
                     c_act[nc] = a
+                    c_goal[nc] = to_goal
                     if seen[n] == -1:
                         seen[n] = -(2 + nc)
                         missing[n_new] = n
                         n_new += 1
                     nc += 1
             new_ids = np.sort(missing[:n_new])
+            goals = 0
             for r in range(n_new):
                 n = new_ids[r]
                 first = -(seen[n] + 2)
@@ -398,6 +423,10 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 if parents:
                     parent[count + r] = c_src[first]
                     action[count + r] = c_act[first]
+                if c_goal[first]:  # only a move forward enters a cell
+                    if state[_GOAL] < 0:
+                        state[_GOAL] = count + r
+                    goals += 1
             if n_new and state[_DENSE] == 1:
                 top = new_ids[n_new - 1]
                 if top >= state[_ROWS]:
@@ -411,12 +440,6 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     ed[ne] = seen[c_dst[c]]
                     ea[ne] = c_act[c]
                     ne += 1
-            goals = 0
-            for r in range(n_new):
-                if ((new_ids[r] % N) >> 2) == goal:
-                    if state[_GOAL] < 0:
-                        state[_GOAL] = count + r
-                    goals += 1
             count += n_new
             state[_SIZE] = n_new - goals
         state[_LO] = hi
@@ -437,6 +460,9 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
     # state: [queue position, count, expanded, status, goal index]
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
+    meta = store[7]
+    rows_cap, hashed = store[0].shape[0], store[1].size
+    passable, pickup_to, switch_to, door_to = store[3], store[4], store[5], store[6]
     qpos = state[0]
     count = state[1]
     expanded = state[2]
@@ -446,14 +472,34 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
             state[1] = count
             return _DONE
         sid = ids[qpos]
-        if count + 5 > ids.size or not room_for(store, seen, N, 2):
+        if count + 5 > ids.size or not room_for(meta[0], 2, rows_cap, hashed, seen.size, N):
             state[0] = qpos
             state[1] = count
             state[2] = expanded
             return _NEED_ROOM
         expanded += 1
-        k = moves_of(sid, N, tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, mv_n, mv_a,
-                     True)
+        m = sid // N
+        nav = sid - m * N
+        base = m * N
+        mv_n[0] = base + tl[nav]
+        mv_a[0] = LEFT
+        mv_n[1] = base + tr[nav]
+        mv_a[1] = RIGHT
+        k = 2
+        if mech[nav]:
+            j = mech_moves(m, nav, N, front, pickup_cell, switch_of, door_of, pickup_to, switch_to, door_to, mv_n,
+                           mv_a, k)
+            if j < 0:
+                fill(store, rules, m, nav, front, pickup_cell, switch_of, door_of)
+                j = mech_moves(m, nav, N, front, pickup_cell, switch_of, door_of, pickup_to, switch_to, door_to,
+                               mv_n, mv_a, k)
+            k = j
+        f = front[nav]
+        if f >= 0 and passable[m, f]:  # the study's order: the move last
+            mv_n[k] = base + 4 * land[nav] + (nav & 3)
+            mv_a[k] = FORWARD
+            k += 1
+        into_goal = land[nav] == goal  # where a move forward from here lands
         for j in range(k):
             n = mv_n[j]
             if seen[n] >= 0:
@@ -463,7 +509,7 @@ def study(state, N, goal, cap, tl, tr, front, land, pickup_cell, switch_of, door
             parent[count] = qpos
             action[count] = mv_a[j]
             count += 1
-            if ((n % N) >> 2) == goal:
+            if mv_a[j] == FORWARD and into_goal:
                 state[1] = count
                 state[3] = _SOLVED
                 state[4] = count - 1
@@ -524,7 +570,7 @@ class _Arrays:
         self.ids = np.empty(n, dtype=np.int64)
         self.parent = np.empty(n, dtype=np.int64)
         self.action = np.empty(n, dtype=np.int8)
-        m = 4 * n if edges else 0
+        m = 5 * n if edges else 0  # at most five moves a state
         self.es, self.ed, self.ea = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int8)
         # a wide layer's candidate edges, and the table entries or new ids it gathers
         self.c_dst, self.c_src, self.c_act = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8)
@@ -613,17 +659,13 @@ class _Configurations:
         self.count = int(self._meta[0])
 
     def settle(self) -> None:
-        """Intern the kernel's new configurations in the space, in order, with their table entries."""
-        space = self.space
+        """Hand the kernel's new configurations, their passable rows and the tables to the space."""
         K, D = int(self.rules[0][0]), int(self.rules[0][1])
-        rest = space.configs[0][3:]
-        for m in range(len(space.configs), self.count):
-            r = self.rows[m].tolist()
-            cfg = (tuple(r[:K]), tuple(r[K:K + D]), tuple(bool(x) for x in r[K + D:]), *rest)
-            got = space.intern(cfg)
-            assert got == m, (got, m)
-        for name, table in zip(("pickup_to", "switch_to", "door_to"), self.tables, strict=True):
-            getattr(space, name)[: self.count] = table[: self.count]
+        rest = self.space.configs[0][3:]
+        n0, n = len(self.space.configs), self.count
+        new = [(tuple(r[:K]), tuple(r[K:K + D]), tuple(bool(x) for x in r[K + D:]), *rest)
+               for r in self.rows[n0:n].tolist()]
+        self.space.adopt(new, self.passable[n0:n], [t[:n] for t in self.tables])
 
 
 def _rules(space: StateSpace) -> tuple | None:
@@ -670,7 +712,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
         return None
     configs = _Configurations(space, rules)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
-    arrays = _Arrays(space, 4096, edges)
+    arrays = _Arrays(space, min(cap, 64 * space.N) + 1024, edges)
     if not arrays.fit_seen(configs.count + 64) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
@@ -725,7 +767,7 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     if space.explicit or (rules := _rules(space)) is None:
         return None
     configs = _Configurations(space, rules)
-    arrays = _Arrays(space, 4096)
+    arrays = _Arrays(space, min(cap, 64 * space.N) + 1024)
     if not arrays.fit_seen(configs.count + 64):
         return None
     arrays.ids[0] = sid

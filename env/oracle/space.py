@@ -191,6 +191,20 @@ class StateSpace:
         self.passable[m] = row
         return m
 
+    def adopt(self, configs: list[Config], passable: np.ndarray, tables: list[np.ndarray]) -> None:
+        """Take over configurations interned, in order, after those known, by the compiled search
+        (``env.oracle.compiled``: ``intern``'s rules there), with their passable rows and the
+        pickup, switch and door tables of every configuration."""
+        n0, n = len(self.configs), len(self.configs) + len(configs)
+        while self._cap < n:
+            self._grow(2 * self._cap)
+        for m, cfg in enumerate(configs, n0):
+            self.configs.append(cfg)
+            self.config_index[cfg] = m
+        self.passable[n0:n] = passable
+        for table, got in zip((self.pickup_to, self.switch_to, self.door_to), tables, strict=True):
+            table[:n] = got
+
     def _pickup_result(self, m: int, cell: int) -> int:
         places, doors, switches, *rest = self.configs[m]
         if cell not in places or (self.r1 and self.K in places):  # multinet-r1: no swap
