@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 njit: Any
@@ -27,8 +29,22 @@ def jit(fn: F) -> F:
 
 
 def enabled() -> bool:
-    """Whether the compiled kernels run: numba is installed and ``GRIDBENCH_ORACLE`` is not ``python``."""
-    return njit is not None and os.environ.get(ENGINE_VAR, "compiled") != "python"
+    """Whether the compiled kernels run: numba is installed, and ``GRIDBENCH_ORACLE`` is
+    ``compiled``, or unset where the kernels are compiled already (numba's cache beside the source,
+    which ``scripts/install.sh`` fills). A fresh copy of the code (a Ray job's working dir, which
+    carries no cache) runs the plain searches rather than spend seconds compiling in every worker
+    for work of milliseconds."""
+    if njit is None:
+        return False
+    engine = os.environ.get(ENGINE_VAR, "")
+    return engine == "compiled" or (engine != "python" and _cached())
+
+
+@lru_cache(maxsize=1)
+def _cached() -> bool:
+    here = Path(__file__).resolve().parent
+    return all(any((here / folder / "__pycache__").glob(f"{module}.*.nbi"))
+               for folder, module in (("oracle", "compiled"), ("generator", "floor_search")))
 
 
 def warm() -> None:
@@ -44,5 +60,6 @@ def warm() -> None:
 
 
 if __name__ == "__main__":
-    if enabled():
+    if njit is not None and os.environ.get(ENGINE_VAR) != "python":
+        os.environ[ENGINE_VAR] = "compiled"  # compile them here, whatever the cache holds
         warm()
