@@ -17,7 +17,8 @@ ascending id, each with its first parent in action-major order), and the switch 
 follows the pure search's own bookkeeping of its index (``_SeenIndex``: its size, its growth,
 its fall to a sorted array past ``DENSE_LIMIT``), mirrored here without the memory.
 
-``GRIDBENCH_ORACLE=python`` runs the pure searches; so does a machine without numba (``env.jit``).
+Which searches run is ``env.jit.enabled``'s to say: the kernels where numba's cache holds them or
+``GRIDBENCH_ORACLE=compiled`` asks, the pure ones with ``GRIDBENCH_ORACLE=python`` or without numba.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def ensure_rows(state, top):
     # _SeenIndex.ensure: how large the pure search's dense table would be
     if top >= state[_ROWS]:
         state[_ROWS] = max(top + 1, 2 * state[_ROWS], 1024)
+
 
 # ---- mechanism configurations, interned inside the kernels ----------------------------------
 # ``store``: (rows, keys, vals, passable, pickup_to, switch_to, door_to, meta), where a row is a
