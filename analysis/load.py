@@ -26,7 +26,7 @@ from agents.model import is_builtin
 from agents.usage import Budget
 from env.errors import BadInput
 from env.maze import Maze, maze_from_dict
-from env.sets import resolve_maze
+from env.sets import LONG_HORIZON_BANDS, resolve_maze
 from env.study_facts import ANALYSIS_BANDS
 from traces import (
     EPISODES_DIR,
@@ -137,10 +137,12 @@ def mechanism_content(episodes: pd.DataFrame) -> pd.Series:
 
 
 BANDS = tuple(name for name, _, _ in ANALYSIS_BANDS)
-# past the study's last band (>=61, where its plans stop at 132 actions): gridbench's own bands, so
-# the curve goes on over the long-horizon set (docs/report.md#progress-past-the-studys-horizon)
-HORIZON_EDGES = (61, 150, 250, 400)
-HORIZON_BANDS = (*BANDS[:-1], "61-149", "150-249", "250-399", ">=400")
+# past the study's last band (>=61, where its plans stop at 132 actions): gridbench's own bands, from
+# where the long-horizon set's bands start, so the curve goes on over that set
+# (docs/report.md#progress-past-the-studys-horizon)
+HORIZON_EDGES = (61, *(lo for _, lo, _ in LONG_HORIZON_BANDS.values()))
+HORIZON_BANDS = (*BANDS[:-1], *(f"{lo}-{hi - 1}" for lo, hi in zip(HORIZON_EDGES, HORIZON_EDGES[1:], strict=False)),
+                 f">={HORIZON_EDGES[-1]}")
 
 
 def grid_order(grid: str) -> tuple[int, int, int, str]:

@@ -22,6 +22,9 @@ MAZES_DIR = Path(__file__).resolve().parent / "mazes"
 # under multinet-pr57)
 NAMED_SETS = ("eval", "heldout", "pool", "hand", "discovery", "long-horizon", "study", "study-heldout",
               "study-m7m10")
+# the long-horizon set's path bands: grid side, lowest and highest optimal actions. The report's
+# bands past the study's horizon start where these do (analysis.load.HORIZON_BANDS)
+LONG_HORIZON_BANDS = {"150-249": (24, 150, 249), "250-399": (32, 250, 399), "400-600": (40, 400, 600)}
 # a sealed set's manifest field, {"commitment", "set"}: its mazes are kept from the public (docs/sealed.md);
 # a run on one records the same field in its own manifest
 SEALED = "sealed"

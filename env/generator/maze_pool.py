@@ -33,6 +33,7 @@ from env.generator.strata import (
 )
 from env.maze import MINIGRID, MULTINET_PR57, Maze, load_maze, maze_from_dict
 from env.mechanics import by_name, generated
+from env.sets import LONG_HORIZON_BANDS
 from env.study_facts import STUDY_MODEL_COUNT
 
 MANIFEST_FORMAT = "gridbench.mazeset/1"
@@ -264,8 +265,7 @@ def discovery_recipe(count: int, seed: int) -> list[PoolSpec]:
 
 
 # the long-horizon set: the eval set's strata carried on past the study's longest plans, one grid
-# per path band (side, low, high), large enough that a walk alone can fill the band
-LONG_HORIZON_BANDS = {"150-249": (24, 150, 249), "250-399": (32, 250, 399), "400-600": (40, 400, 600)}
+# per path band (env.sets.LONG_HORIZON_BANDS: side, low, high)
 LONG_HORIZON_COUNT = 36
 # layouts that stretch a plan that far: mostly one-cell corridors (measured: open floors and most
 # rooms layouts fall short, and every miss costs a full oracle search on a large grid)
