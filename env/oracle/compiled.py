@@ -714,8 +714,10 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
         return None
     configs = _Configurations(space, rules)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
-    arrays = _Arrays(space, min(cap, 64 * space.N) + 1024, edges)
-    if not arrays.fit_seen(configs.count + 64) or int(start_ids.max()) >= arrays.seen.size:
+    arrays = _Arrays(space, _first_size(cap), edges)
+    more = _first_configs(space)
+    configs.reserve(more)
+    if not arrays.fit_seen(configs.count + more) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
     arrays.ids[:n0] = start_ids
@@ -769,8 +771,10 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     if space.explicit or (rules := _rules(space)) is None:
         return None
     configs = _Configurations(space, rules)
-    arrays = _Arrays(space, min(cap, 64 * space.N) + 1024)
-    if not arrays.fit_seen(configs.count + 64):
+    arrays = _Arrays(space, _first_size(cap))
+    more = _first_configs(space)
+    configs.reserve(more)
+    if not arrays.fit_seen(configs.count + more):
         return None
     arrays.ids[0] = sid
     arrays.parent[0] = -1
@@ -799,3 +803,14 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
             i = int(arrays.parent[i])
         plan.reverse()
     return status, plan, int(state[1])
+
+
+def _first_size(cap: int) -> int:
+    # room for the whole search up front: the pages np.empty does not write are never made
+    # resident, while a kernel stopped to grow an array costs its restart and a copy
+    return min(cap, 1 << 21) + 1024
+
+
+def _first_configs(space: StateSpace) -> int:
+    # configurations to make room for before the first kernel call: a dense index of up to 4 MiB
+    return 256
