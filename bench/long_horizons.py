@@ -8,7 +8,7 @@ the kernels are compiled (or loaded from numba's cache) before the clock starts.
 seconds and peak memory (RSS) of each, and the ratio. The cases (issue 42's):
 
 * the oracle (``solve`` and the full distance table) on the worst maze of the pool, on the worst
-  of ``study-m7m10`` (explicit mazes: both stay in Python), on a generated 40x40 maze, and on a
+  of ``study-m7m10`` (explicit mazes: ``env.oracle.explicit``'s kernels), on a generated 40x40 maze, and on a
   generated 64x64 maze with an 8-step chain;
 * the generator: a ``rooms`` maze with a 4-step ``mixed_sequence`` and one decoy of each kind at
   14x14, two of each at 24x24, one of each at 40x40;

@@ -1,7 +1,7 @@
 """Compiled kernels: numba where it is installed, the plain Python searches where it is not.
 
-The oracle's searches (``env.oracle.compiled``) and the generator's searches over floor cells
-(``env.generator.floor_search``) each keep a plain Python twin that the tests hold equal to the
+The oracle's searches (``env.oracle.compiled``, ``env.oracle.explicit``) and the generator's
+searches over floor cells (``env.generator.floor_search``) each keep a plain Python twin that the tests hold equal to the
 kernel. ``GRIDBENCH_ORACLE=python`` runs the plain ones (docs/oracle.md#how-it-is-fast).
 """
 
@@ -30,6 +30,13 @@ def jit(fn: F) -> F:
     return fn if njit is None else cast(F, njit(cache=True, nogil=True, error_model="numpy")(fn))
 
 
+def jit_inline(fn: F) -> F:
+    """``fn`` compiled into each kernel that calls it (numba's ``inline="always"``): a rule a
+    kernel calls for every state, where a call (its arguments' reference counts) would cost more
+    than the rule."""
+    return fn if njit is None else cast(F, njit(cache=True, nogil=True, inline="always")(fn))
+
+
 def enabled() -> bool:
     """Whether the compiled kernels run: numba is installed, and ``GRIDBENCH_ORACLE`` is
     ``compiled``, or unset where the kernels are compiled already (numba's cache beside the source,
@@ -46,7 +53,7 @@ def enabled() -> bool:
 def _cached() -> bool:
     here = Path(__file__).resolve().parent
     return all(any((here / folder / "__pycache__").glob(f"{module}.*.nbi"))
-               for folder, module in (("oracle", "compiled"), ("generator", "floor_search")))
+               for folder, module in (("oracle", "compiled"), ("oracle", "explicit"), ("generator", "floor_search")))
 
 
 def warm() -> None:
@@ -55,7 +62,7 @@ def warm() -> None:
     from env.generator import GenParams, generate
     from env.oracle import DistanceTable, solve
 
-    for maze in (resolve_maze("example"), resolve_mazes(["study"])[0]):
+    for maze in (resolve_maze("example"), resolve_mazes(["study"])[0], resolve_mazes(["study-m7m10"])[0]):
         solve(maze, cache=False)
         DistanceTable(maze)
     generate(GenParams(width=9, height=9, chain="key_door"), seed=0)

@@ -217,6 +217,7 @@ class _Rules:
     info: tuple[Any, ...]
     read_info: tuple[Any, ...]
     tabled: bool  # the oracle's tables cover every rule that acts (env.oracle.space)
+    tabulated: bool  # env.oracle.explicit's tables hold every rule that acts under multinet-pr57
 
 
 @lru_cache(maxsize=512)
@@ -230,9 +231,10 @@ def rules_of(maze: Maze) -> _Rules:
     refuses = {o.pos: m.refuses for m in present if m.refuses is not None for k in m.kinds for o in maze.of_kind(k)}
     moving = ("holds", "steers", "refuses", "fires", "enters", "ticks", "over")
     tabled = all(m.tabled or all(getattr(m, n) is None for n in moving) for m in present)
+    tabulated = all(m.tabulated or all(getattr(m, n) is None for n in moving) for m in present)
     return _Rules(holds=hooks("holds"), steers=hooks("steers"), refuses=refuses, lands=hooks("lands"), fires=hooks("fires"),
                   enters=hooks("enters"), ticks=hooks("ticks"), over=hooks("over"), info=hooks("info"),
-                  read_info=hooks("read_info"), tabled=tabled)
+                  read_info=hooks("read_info"), tabled=tabled, tabulated=tabulated)
 
 
 def r1_landing(maze: Maze, cell: tuple[int, int]) -> tuple[int, int]:

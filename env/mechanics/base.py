@@ -177,7 +177,10 @@ class Mechanic:
       any; ``ticks(maze, state)`` what turns by itself after every multinet-pr57 step; ``over(maze,
       state)`` the episode is over though the goal is not reached; ``tabled``: under multinet-r1
       its rules change no state beyond where a move lands, so the oracle's dense tables
-      (env.oracle.space, which take ``lands``) hold them;
+      (env.oracle.space, which take ``lands``) hold them; ``tabulated``: under multinet-pr57 its
+      rules read of the state only what env.oracle.explicit tabulates them over (a hook's cell, the
+      facing, the phase, the freeze, the latch) and change only the facing, the freeze, the phase,
+      the latch or where the agent stands, so the compiled explicit search asks them once per cell;
     - its state beside the keys, doors and switches in the traces' JSON form: ``info(maze,
       state)`` the entries it adds, ``read_info(maze, info)`` the ``MazeState`` fields read back;
     - ``shown(maze, state, obj)``: the value ``draws`` takes for an object in a state (where an
@@ -235,6 +238,7 @@ class Mechanic:
     ticks: Callable[[Any, Any], Any] | None = None
     over: Callable[[Any, Any], bool] | None = None
     tabled: bool = False
+    tabulated: bool = False
     info: Callable[[Any, Any], dict[str, Any]] | None = None
     read_info: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None
     glyphs: tuple[Glyph, ...] = ()

@@ -138,7 +138,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 
 MECHANIC = Mechanic(
-    name="death", label="death tile", kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
+    name="death", label="death tile", tabulated=True, kinds=("kill",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("kill_cells", "death_portals"), later_fields=("death_portals",), removal="no-deaths",
     study_reads=study_reads, study_rank=4,
     discovered=True,

@@ -131,7 +131,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 
 MECHANIC = Mechanic(
-    name="ice", label="ice", kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
+    name="ice", label="ice", tabulated=True, kinds=("frozen",), rulesets=(MULTINET_R1, MULTINET_PR57),
     study_fields=("frozen_tiles", "freeze_steps"), removal="no-ice", discovered=True,
     study_reads=study_reads, study_rules=study_rules, study_rank=5,
     summary="stepping onto it swallows the next actions (rules.freeze_steps)",

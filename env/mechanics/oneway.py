@@ -130,7 +130,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 
 MECHANIC = Mechanic(
-    name="oneway", label="one-way tile", kinds=("oneway",), rulesets=(MULTINET_PR57,), removal="no-oneways",
+    name="oneway", label="one-way tile", tabulated=True, kinds=("oneway",), rulesets=(MULTINET_PR57,), removal="no-oneways",
     discovered=True, summary="a move may enter it only heading the way its chevron points",
     words={"classic": Words({"oneway": ("chevron tile", "chevron tiles")}, {"oneway": "%"}),
            "neutral": Words({"oneway": ("tuk", "tuks")}, {"oneway": "h"})},

@@ -190,6 +190,6 @@ MECHANIC = Mechanic(
     words={"classic": Words({"teleporter": ("ring", "rings")}, {"teleporter": "O"}),
            "neutral": Words({"teleporter": ("vek", "veks")}, {"teleporter": "e"})},
     draws=draws, tiles=tiles, stages=stages, lay=lay, shortens=True, route_slack=MIN_GAP, scene={"teleporter": Scene3D(draw_teleporter)},
-    glyphs=(GLYPH,), objects=(TeleporterObject,), more_cells=("to",), lands=lands, enters=enters, tabled=True,
+    glyphs=(GLYPH,), objects=(TeleporterObject,), more_cells=("to",), lands=lands, enters=enters, tabled=True, tabulated=True,
     info=info, read_info=read_info, study_lines=study_lines, events=("teleported",), module=__name__,
 )

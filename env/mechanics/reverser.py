@@ -90,7 +90,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 
 MECHANIC = Mechanic(
-    name="reverser", label="reversing tile", kinds=("reverser",), rulesets=(MULTINET_PR57,),
+    name="reverser", label="reversing tile", tabulated=True, kinds=("reverser",), rulesets=(MULTINET_PR57,),
     removal="no-reversers", discovered=True, summary="stepping onto it turns the agent round, to face back",
     words={"classic": Words({"reverser": ("hourglass tile", "hourglass tiles")}, {"reverser": "&"}),
            "neutral": Words({"reverser": ("blick", "blicks")}, {"reverser": "j"})},

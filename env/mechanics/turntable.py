@@ -195,7 +195,7 @@ def stages(maze: Any, obj: Any, move: Any, into: Any, event: Any, seen: dict[str
 
 
 MECHANIC = Mechanic(
-    name="turntable", label="turntable", kinds=("turntable",), rulesets=(MULTINET_PR57,),
+    name="turntable", label="turntable", tabulated=True, kinds=("turntable",), rulesets=(MULTINET_PR57,),
     study_fields=("rotating_tiles", "rotating_initial_directions"),
     later_fields=("rotating_tiles", "rotating_initial_directions"), removal="no-turntables",
     study_reads=study_reads, study_rank=6,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from env import jit
-from env.oracle import compiled
+from env.oracle import compiled, explicit
 from env.oracle.solution import Status
 from env.oracle.space import StateSpace
 from env.state import FORWARD, LEFT, RIGHT
@@ -26,11 +26,12 @@ _SCALAR_LAYER = 400  # frontiers up to this size are expanded state by state
 def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, edges: bool) -> Search:
     """Layered BFS from ``starts`` over ids. Goal states are found but not expanded.
 
-    A tabled space is searched by the compiled kernel (``env.oracle.compiled``), state for state
-    the same search; ``python_search`` is this search in plain Python and numpy.
+    A tabled space is searched by the compiled kernel (``env.oracle.compiled``), an explicit
+    multinet-pr57 one by ``env.oracle.explicit``'s, state for state the same search;
+    ``python_search`` is this search in plain Python and numpy.
     """
     if jit.enabled():
-        found = compiled.search(space, starts, cap, stop_at_goal, edges)
+        found = (explicit.search if space.explicit else compiled.search)(space, starts, cap, stop_at_goal, edges)
         if found is not None:
             return found
     return python_search(space, starts, cap, stop_at_goal, edges)

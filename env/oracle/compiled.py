@@ -1,8 +1,8 @@
 """The oracle's two searches compiled with numba: the same states, in the same order, as
 ``env.oracle.bfs.search`` and ``env.oracle.plans._study_search`` (docs/oracle.md#how-it-is-fast).
 
-Both kernels work on a tabled ``StateSpace`` (never an explicit one: those step through
-``env.state.step``). A transition that changes the mechanism state reads the lazily filled
+Both kernels work on a tabled ``StateSpace`` (never an explicit one: ``env.oracle.explicit``'s
+kernels search those, or ``env.state.step``). A transition that changes the mechanism state reads the lazily filled
 pickup, switch and door tables; the kernels compute a missing entry themselves and intern any
 new configuration (``entry``, ``intern``: the StateSpace's rules, which the tests hold them to),
 at the moment and in the order the pure search would, so the configurations get the same

@@ -8,7 +8,7 @@ from collections import deque
 
 from env import jit
 from env.maze import Maze
-from env.oracle import compiled
+from env.oracle import compiled, explicit
 from env.oracle.bfs import search
 from env.oracle.reference import reference_solve
 from env.oracle.solution import STATE_CAP, Solution
@@ -49,7 +49,7 @@ def _study_search(space: StateSpace, sid: int, cap: int, t0: float) -> Solution:
     if (sid % space.N) >> 2 == goal:
         return Solution("solved", 0, [], 1, time.perf_counter() - t0)
     if jit.enabled():
-        found = compiled.study_search(space, sid, cap)
+        found = (explicit.study_search if space.explicit else compiled.study_search)(space, sid, cap)
         if found is not None:
             status, plan, explored = found
             return Solution(status, len(plan) if status == "solved" else None, plan, explored,

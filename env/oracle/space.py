@@ -172,10 +172,12 @@ class StateSpace:
         if m is not None:
             return m
         m = len(self.configs)
-        if m == self._cap:
-            self._grow(2 * self._cap)
         self.configs.append(cfg)
         self.config_index[cfg] = m
+        if self.explicit:  # its moves step through the rules: no passable row, no table
+            return m
+        if m == self._cap:
+            self._grow(2 * self._cap)
         row = ~self.solid
         places, doors, switches = cfg[:3]
         if not self.r1:  # keys block movement under minigrid only
