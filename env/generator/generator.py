@@ -58,6 +58,7 @@ from env.maze import (
 )
 from env.mechanics import by_name, generated
 from env.mechanics.base import Laying
+from env.oracle.solution import STATE_CAP
 
 GENERATOR_VERSION = 1
 MAX_MECHANISMS = 8  # steps of a *_sequence chain
@@ -71,6 +72,15 @@ TILE_TWIN = {m.name: str(m.removal) for m in generated()}
 TILES = ("none", *TILE_OBJECT)
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80
+# Past what any recipe draws (pool, long-horizon and discovery specs, the variants' controls: at
+# most three chain steps and three distractors on at most 40x40), a candidate's reachable states
+# multiply: each decoy switch doubles them, decoy keys swapped through the key cells multiply them
+# by the keys' arrangements. Such parameters are verified with this cap on the maze without its
+# idle switches (``idle_switches_out``); within the recipes' reach nothing changes, so every maze
+# generated before is generated again byte for byte.
+RECIPE_STEPS = RECIPE_DISTRACTORS = 3
+RECIPE_SIDE = 40
+SCALED_STATE_CAP = 12_000_000
 
 
 class PlannedStep(TypedDict):
@@ -132,6 +142,24 @@ class GenParams:
     @property
     def distractor_count(self) -> int:
         return self.decoy_keys + self.decoy_switches + self.deadends
+
+    @property
+    def steps(self) -> int:
+        """Chain steps: ``mechanisms`` (two at the least) for a ``*_sequence`` chain, else the pattern's."""
+        fixed = PATTERNS[self.chain]
+        return max(2, self.mechanisms) if fixed is None else len(fixed)
+
+    @property
+    def scaled(self) -> bool:
+        """Beyond every recipe's parameters: verified with ``SCALED_STATE_CAP`` on the maze without
+        its idle switches (``idle_switches_out``), where a candidate's states multiply."""
+        return (self.steps > RECIPE_STEPS or self.distractor_count > RECIPE_DISTRACTORS
+                or max(self.width, self.height) > RECIPE_SIDE)
+
+    @property
+    def state_cap(self) -> int:
+        """The most states the oracle and the checks search per candidate."""
+        return SCALED_STATE_CAP if self.scaled else STATE_CAP
 
     @property
     def category(self) -> str:
@@ -546,27 +574,28 @@ def _assemble(params: GenParams, seed: int, attempt: int, maze_id: str, floor: s
 # ---- checking and the retry loop ----------------------------------------------------------
 
 
-def verify(maze: Maze, band: tuple[int, int] | None = None, tile: str = "none") -> tuple[int | None, str | None]:
+def verify(maze: Maze, band: tuple[int, int] | None = None, tile: str = "none",
+           cap: int = STATE_CAP) -> tuple[int | None, str | None]:
     """(optimal actions, None) when the maze passes the oracle, the band, the four checks and,
     for a ``tile``, the tile's test (``tile_matters``), else (optimal actions or None, the first
-    reason it fails)."""
+    reason it fails). ``cap``: the most states each search may take."""
     from env.oracle import solve
 
-    sol = solve(maze)
+    sol = solve(maze, cap=cap)
     opt = sol.optimal_actions
     if opt is None:  # unsolvable or undecided
         return None, f"oracle: {sol.status}"
     if band is not None and not band[0] <= opt <= band[1]:
         return opt, "band"
-    if tile != "none" and not tile_matters(maze, tile, opt):
+    if tile != "none" and not tile_matters(maze, tile, opt, cap):
         return opt, "tile_matters"
-    for r in _run_checks(maze):
+    for r in _run_checks(maze, cap):
         if not r.passed and not trap_by_the_rulebook(maze, r):
             return opt, f"{r.check}"
     return opt, None
 
 
-def tile_matters(maze: Maze, tile: str, optimal: int) -> bool:
+def tile_matters(maze: Maze, tile: str, optimal: int, cap: int = STATE_CAP) -> bool:
     """A later mechanism matters when taking it out changes the optimal count: its removal twin
     (``env.variants``: the tiles' cells left as floor) must be solvable, in fewer actions for a
     shortcut (``Mechanic.shortens``: the plan takes it), in more for anything else (the plan pays
@@ -575,7 +604,7 @@ def tile_matters(maze: Maze, tile: str, optimal: int) -> bool:
     from env.variants import Variant, ablate
 
     twin = ablate(maze, TILE_TWIN[tile])
-    twin_opt = solve(twin.maze).optimal_actions if isinstance(twin, Variant) else None
+    twin_opt = solve(twin.maze, cap=cap).optimal_actions if isinstance(twin, Variant) else None
     if twin_opt is None:
         return False
     return optimal < twin_opt if by_name(tile).shortens else optimal > twin_opt
@@ -588,12 +617,36 @@ def trap_by_the_rulebook(maze: Maze, failed) -> bool:
             and failed.object_id in {k.id for k in maze.keys})
 
 
-def _run_checks(maze: Maze) -> list:
+def _run_checks(maze: Maze, cap: int = STATE_CAP) -> list:
     try:
         from env.checks import run_checks
     except ImportError:  # the checks module is optional while it is being built
         return []
-    return run_checks(maze)
+    return run_checks(maze, cap)
+
+
+def idle_switches_out(maze: Maze) -> Maze:
+    """The maze without its idle switches, for the checks of a scaled candidate (``GenParams.scaled``).
+
+    Under minigrid rules a switch that controls nothing and has no door beside it (the generator
+    keeps every switch off a door's doorstep) differs from floor only in its own on/off state:
+    toggling it changes nothing any move, pickup or toggle reads. So the maze without it has the
+    same optimal count, every check the same verdict (a switch that controls nothing cannot make
+    the goal unreachable), and half the states per such switch. Other rulesets' switches (hold,
+    one-shot) are kept.
+    """
+    if maze.ruleset != MINIGRID:
+        return maze
+    doors = {d.pos for d in maze.doors}
+    idle = {s.id for s in maze.switches
+            if not s.controls and s.switch_type == "toggle" and not any((s.pos[0] + dx, s.pos[1] + dy) in doors for dx, dy in _STEPS)}
+    if not idle:
+        return maze
+    d = maze.to_dict()
+    d["objects"] = [o for o in d["objects"] if o["id"] not in idle]
+    if "meta" in d:
+        d["meta"]["distractors"] = [e for e in d["meta"].get("distractors", []) if e not in idle]
+    return maze_from_dict(d, f"<{maze.id} without its idle switches>")
 
 
 def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attempts: int = 200,
@@ -606,7 +659,8 @@ def generate(params: GenParams, seed: int, maze_id: str = "generated", max_attem
             stats.unplaced += 1
             continue
         stats.candidates += 1
-        opt, why = verify(maze, params.band, params.tile)
+        checked = idle_switches_out(maze) if params.scaled else maze
+        opt, why = verify(checked, params.band, params.tile, params.state_cap)
         if why is None:
             assert opt is not None  # verify passes solved mazes only
             stats.accepted += 1

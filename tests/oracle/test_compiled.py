@@ -215,6 +215,16 @@ def test_generated_mazes_are_byte_identical(monkeypatch):
     assert fast == plain
 
 
+@pytest.mark.slow
+def test_a_maze_past_the_recipes_is_the_same_maze_from_both_engines(monkeypatch):
+    """The scaled verification (docs/generator.md, "Large mazes"): over a million states per check."""
+    p = GenParams(width=14, height=14, topology="rooms", chain="mixed_sequence", mechanisms=4, decoy_keys=3,
+                  decoy_switches=3, deadends=3)
+    assert p.scaled
+    fast, plain = both(lambda: json.dumps(generate(p, seed=1).maze.to_dict(), sort_keys=True), monkeypatch)
+    assert fast == plain
+
+
 @pytest.mark.parametrize("name", ["hand", "study"])
 def test_distance_tables_and_edge_hops_agree(name, monkeypatch):
     from env.oracle import DistanceTable
