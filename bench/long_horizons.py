@@ -71,8 +71,11 @@ def _worst(name: str):
     return max(timed)[1]
 
 
-# the mazes generated for the oracle cases: (side, chain, steps, decoys of each kind)
-GENERATED = {"generated-40": (40, "mixed_sequence", 4, 1), "generated-64": (64, "mixed_sequence", 8, 0)}
+# the mazes generated for the oracle cases: (side, chain, steps, decoys of each kind, first sub-seed).
+# The 64x64 one starts at sub-seed 5 of seed 1, the maze this case has always timed: since the
+# scaled verification (docs/generator.md, "Large mazes") seed 1 accepts sub-seed 0, whose
+# reachable states pass the distance table's 500,000 cap
+GENERATED = {"generated-40": (40, "mixed_sequence", 4, 1, 0), "generated-64": (64, "mixed_sequence", 8, 0, 5)}
 
 
 def _generated(name: str, folder: Path) -> str:
@@ -80,11 +83,11 @@ def _generated(name: str, folder: Path) -> str:
     from env import save_maze
     from env.generator import GenParams, generate
 
-    side, chain, steps, n = GENERATED[name]
+    side, chain, steps, n, first = GENERATED[name]
     params = GenParams(width=side, height=side, topology="perfect" if side > 40 else "rooms", chain=chain,
                        mechanisms=steps, decoy_keys=n, decoy_switches=n, deadends=n)
     path = folder / f"{name}.json"
-    save_maze(generate(params, seed=1, maze_id=name).maze, path)
+    save_maze(generate(params, seed=1, maze_id=name, first_attempt=first).maze, path)
     return str(path)
 
 
