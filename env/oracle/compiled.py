@@ -563,6 +563,24 @@ def hops(indptr, succ, ok, use_ok, sources, dist):
                 tail += 1
 
 
+@jit
+def hops_along(n, src, dst, sources, dist):
+    """``hops`` over the edges ``src -> dst`` as given: grouped by source (a counting sort) and
+    searched in one call, with no grouped copy handed back (a distance table's backward search)."""
+    indptr = np.zeros(n + 1, np.int64)
+    for e in range(src.size):
+        indptr[src[e] + 1] += 1
+    for v in range(n):
+        indptr[v + 1] += indptr[v]
+    at = indptr[:n].copy()
+    succ = np.empty(src.size, np.int64)
+    for e in range(src.size):
+        v = src[e]
+        succ[at[v]] = dst[e]
+        at[v] += 1
+    hops(indptr, succ, np.zeros(0, np.bool_), False, sources, dist)
+
+
 class _Arrays:
     """The search's growing arrays, as the kernels take them."""
 
@@ -753,16 +771,24 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     seen = _SeenIndex()
     seen.rows = arrays.seen
     result = Search(space, status=STATUSES[int(state[_STATUS])], goal_index=int(state[_GOAL]), seen=seen)
-    result.ids = arrays.ids[:count].copy()
+    result.ids = _trimmed(arrays.ids, count)
     kept = count if stop_at_goal else n0  # the pure search keeps parent links only to find the goal
-    result.parent = arrays.parent[:kept].copy()
-    result.action = arrays.action[:kept].copy()
+    result.parent = _trimmed(arrays.parent, kept)
+    result.action = _trimmed(arrays.action, kept)
     if edges:
         ne = int(state[_EDGES])
-        result.edge_src = arrays.es[:ne].copy()
-        result.edge_dst = arrays.ed[:ne].copy()
-        result.edge_act = arrays.ea[:ne].copy()
+        result.edge_src = _trimmed(arrays.es, ne)
+        result.edge_dst = _trimmed(arrays.ed, ne)
+        result.edge_act = _trimmed(arrays.ea, ne)
     return result
+
+
+def _trimmed(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` cut to its first ``n`` entries in place: the allocator gives the rest back without
+    copying what the search wrote (a copy of a sweep's arrays cost a sixth of the kernel's time).
+    ``a`` is the search's own array, which nothing else views."""
+    a.resize(n, refcheck=False)
+    return a
 
 
 def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[int], int] | None:

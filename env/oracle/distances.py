@@ -65,6 +65,10 @@ class EdgeIndex:
 
 def hops(n: int, src: np.ndarray, dst: np.ndarray, sources: np.ndarray) -> np.ndarray:
     """Fewest edges from any of ``sources`` to each of ``n`` nodes along ``src -> dst`` (-1: none)."""
+    if jit.enabled():
+        dist = np.empty(n, dtype=np.int32)
+        compiled.hops_along(n, src, dst, np.asarray(sources, dtype=np.int64), dist)
+        return dist
     return EdgeIndex(n, src, dst).hops(sources)
 
 
