@@ -277,10 +277,9 @@ def room_for(configs, more, rows, hashed, seen_size, N):
 @jit
 def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, dense_limit,
             tl, tr, front, land, pickup_cell, switch_of, door_of, mech, store, rules, seen, ids, parent, action,
-            es, ed, ea, c_dst, c_src, c_act, missing):
+            es, ed, ea, c_dst, missing):
     mv_n = np.empty(5, np.int64)
     mv_a = np.empty(5, np.int8)
-    c_goal = np.empty(c_dst.size, np.bool_)
     marks = np.zeros(seen.size // 64 + 1, np.int64)
     meta = store[7]
     rows_cap, hashed = store[0].shape[0], store[1].size
@@ -419,62 +418,60 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     for code in codes:
                         entry(store, rules, t, code // width, code % width)
                 state[_TABLE] = t + 1
-            # every candidate edge, action-major; a fresh destination is marked -(2 + its first
-            # candidate) until the layer's new states are numbered by ascending id
-            nc = 0
+            # every candidate edge, state by state into the slot a * live + i of move a of live
+            # state i (-1: no move), so that the slots in order are the pure search's action-major
+            # candidates. A fresh destination is marked -(2 + its first slot) until the layer's
+            # new states are numbered by ascending id.
+            W = live
             n_new = 0
-            for a in range(5):
-                for i in range(live):
-                    m = fm[i]
-                    nav = fnav[i]
-                    n = -1
-                    to_goal = False
-                    if a == LEFT:
-                        n = m * N + tl[nav]
-                    elif a == RIGHT:
-                        n = m * N + tr[nav]
-                    elif a == FORWARD:
-                        f = front[nav]
-                        if f >= 0 and passable[m, f]:
-                            n = m * N + 4 * land[nav] + (nav & 3)
-                            to_goal = land[nav] == goal
-                    elif not mech[nav]:
-                        continue
-                    elif a == PICKUP:
-                        j = pickup_cell[nav]
-                        if j >= 0 and pickup_to[m, j] >= 0:
-                            n = pickup_to[m, j] * N + nav
-                    else:
-                        s = switch_of[nav >> 2]
-                        if s >= 0:
-                            if switch_to[m, s] >= 0:
-                                n = switch_to[m, s] * N + nav
-                        else:
-                            f = front[nav]
-                            if f >= 0 and door_of[f] >= 0 and door_to[m, door_of[f]] >= 0:
-                                n = door_to[m, door_of[f]] * N + nav
+            for i in range(live):
+                m = fm[i]
+                nav = fnav[i]
+                base = m * N
+                c_dst[LEFT * W + i] = base + tl[nav]
+                c_dst[RIGHT * W + i] = base + tr[nav]
+                f = front[nav]
+                c_dst[FORWARD * W + i] = base + 4 * land[nav] + (nav & 3) if f >= 0 and passable[m, f] else -1
+                to_pick = -1
+                to_toggle = -1
+                if mech[nav]:
+                    j = pickup_cell[nav]
+                    if j >= 0 and pickup_to[m, j] >= 0:
+                        to_pick = pickup_to[m, j] * N + nav
+                    s = switch_of[nav >> 2]
+                    t = -1
+                    if s >= 0:
+                        t = switch_to[m, s]
+                    elif f >= 0 and door_of[f] >= 0:
+                        t = door_to[m, door_of[f]]
+                    if t >= 0:
+                        to_toggle = t * N + nav
+                c_dst[PICKUP * W + i] = to_pick
+                c_dst[TOGGLE * W + i] = to_toggle
+                for slot in range(i, 5 * W, W):
+                    n = c_dst[slot]
                     if n < 0:
                         continue
-                    c_dst[nc] = n
-                    c_src[nc] = fpos[i]
-                    c_act[nc] = a
-                    c_goal[nc] = to_goal
-                    if seen[n] == -1:
-                        seen[n] = -(2 + nc)
+                    mark = seen[n]
+                    if mark == -1:
+                        seen[n] = -(2 + slot)
                         missing[n_new] = n
                         n_new += 1
-                    nc += 1
+                    elif mark < -1 and slot < -(mark + 2):
+                        seen[n] = -(2 + slot)
             new_ids = ascending(missing, n_new, marks)
             goals = 0
             for r in range(n_new):
                 n = new_ids[r]
                 first = -(seen[n] + 2)
+                a = first // W
+                i = first - a * W
                 seen[n] = count + r
                 ids[count + r] = n
                 if parents:
-                    parent[count + r] = c_src[first]
-                    action[count + r] = c_act[first]
-                if c_goal[first]:  # only a move forward enters a cell
+                    parent[count + r] = fpos[i]
+                    action[count + r] = a
+                if a == FORWARD and land[fnav[i]] == goal:  # only a move forward enters a cell
                     if state[_GOAL] < 0:
                         state[_GOAL] = count + r
                     goals += 1
@@ -486,11 +483,14 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     else:
                         ensure_rows(state, top)
             if edges:
-                for c in range(nc):
-                    es[ne] = c_src[c]
-                    ed[ne] = seen[c_dst[c]]
-                    ea[ne] = c_act[c]
-                    ne += 1
+                for a in range(5):
+                    for i in range(W):
+                        n = c_dst[a * W + i]
+                        if n >= 0:
+                            es[ne] = fpos[i]
+                            ed[ne] = seen[n]
+                            ea[ne] = a
+                            ne += 1
             count += n_new
             state[_SIZE] = n_new - goals
         state[_LO] = hi
@@ -614,20 +614,39 @@ def hops(indptr, succ, ok, use_ok, sources, dist):
 
 @jit
 def hops_along(n, src, dst, sources, dist):
-    """``hops`` over the edges ``src -> dst`` as given: grouped by source (a counting sort) and
-    searched in one call, with no grouped copy handed back (a distance table's backward search)."""
-    indptr = np.zeros(n + 1, np.int64)
+    """``hops`` over the edges ``src -> dst`` as given, grouped by source (a counting sort) and
+    searched in one call: a distance table's backward search. Its own arrays are int32 (a search
+    holds fewer than 2**31 states and edges), half the memory to touch."""
+    indptr = np.zeros(n + 1, np.int32)
     for e in range(src.size):
         indptr[src[e] + 1] += 1
     for v in range(n):
         indptr[v + 1] += indptr[v]
     at = indptr[:n].copy()
-    succ = np.empty(src.size, np.int64)
+    succ = np.empty(src.size, np.int32)
     for e in range(src.size):
         v = src[e]
         succ[at[v]] = dst[e]
         at[v] += 1
-    hops(indptr, succ, np.zeros(0, np.bool_), False, sources, dist)
+    dist[:] = -1
+    queue = at  # each node enters the queue once: the counts' room is free again
+    tail = 0
+    for s in sources:
+        if dist[s] < 0:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        v = queue[head]
+        head += 1
+        d = dist[v] + 1
+        for e in range(indptr[v], indptr[v + 1]):
+            w = succ[e]
+            if dist[w] < 0:
+                dist[w] = d
+                queue[tail] = w
+                tail += 1
 
 
 class _Arrays:
@@ -641,8 +660,8 @@ class _Arrays:
         self.action = np.empty(n, dtype=np.int8)
         m = 5 * n if edges else 0  # at most five moves a state
         self.es, self.ed, self.ea = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int8)
-        # a wide layer's candidate edges, and the table entries or new ids it gathers
-        self.c_dst, self.c_src, self.c_act = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8)
+        # a wide layer's candidate edges' destinations, and the table entries or new ids it gathers
+        self.c_dst = np.empty(n, np.int64)
         self.missing = np.empty(n, np.int64)
 
     def fit_seen(self, configs: int) -> bool:
@@ -732,7 +751,7 @@ class _Configurations:
         K, D = int(self.rules[0][0]), int(self.rules[0][1])
         rest = self.space.configs[0][3:]
         n0, n = len(self.space.configs), self.count
-        new = [(tuple(r[:K]), tuple(r[K:K + D]), tuple(bool(x) for x in r[K + D:]), *rest)
+        new = [(tuple(r[:K]), tuple(r[K:K + D]), tuple(map(bool, r[K + D:])), *rest)
                for r in self.rows[n0:n].tolist()]
         self.space.adopt(new, self.passable[n0:n], [t[:n] for t in self.tables])
 
@@ -802,8 +821,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     while True:
         code = layered(state, space.N, space.goal_floor, cap, stop_at_goal, stop_at_goal, edges, _SCALAR_LAYER,
                        _SeenIndex.DENSE_LIMIT, *arrays.navigation(), configs.store(), rules, arrays.seen, arrays.ids,
-                       arrays.parent, arrays.action, arrays.es, arrays.ed, arrays.ea, arrays.c_dst, arrays.c_src,
-                       arrays.c_act, arrays.missing)
+                       arrays.parent, arrays.action, arrays.es, arrays.ed, arrays.ea, arrays.c_dst, arrays.missing)
         configs.sync()
         if code == _DONE:
             break
@@ -812,7 +830,7 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
         arrays.grow(("ids", "parent", "action"), int(state[_NEED_IDS]))
         if edges:
             arrays.grow(("es", "ed", "ea"), int(state[_NEED_EDGES]))
-        arrays.grow(("c_dst", "c_src", "c_act", "missing"), int(state[_NEED_IDS] - state[_COUNT]))
+        arrays.grow(("c_dst", "missing"), int(state[_NEED_IDS] - state[_COUNT]))
         if not arrays.fit_seen(configs.count + more):
             return None
     configs.settle()

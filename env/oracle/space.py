@@ -198,8 +198,11 @@ class StateSpace:
         (``env.oracle.compiled``: ``intern``'s rules there), with their passable rows and the
         pickup, switch and door tables of every configuration."""
         n0, n = len(self.configs), len(self.configs) + len(configs)
-        while self._cap < n:
-            self._grow(2 * self._cap)
+        cap = self._cap
+        while cap < n:
+            cap *= 2
+        if cap > self._cap:  # the size the plain search's doublings would reach, in one step
+            self._grow(cap)
         for m, cfg in enumerate(configs, n0):
             self.configs.append(cfg)
             self.config_index[cfg] = m
