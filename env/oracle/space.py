@@ -72,10 +72,8 @@ class StateSpace:
         # phase; DROP, which can put a key on any floor cell): no table
         self.explicit = drop or self.r1 and (any(sw.switch_type == "hold" for sw in maze.switches)
                                              or not rules_of(maze).tabled or maze.ruleset == MULTINET_PR57)
-        walls = maze.walls
-        self.floors: list[tuple[int, int]] = [
-            (x, y) for y in range(maze.height) for x in range(maze.width) if not walls[x, y]
-        ]
+        ys, xs = np.nonzero(~maze.walls.T)  # row by row (y), each from the left (x)
+        self.floors: list[tuple[int, int]] = list(zip(xs.tolist(), ys.tolist(), strict=True))
         F = len(self.floors)
         self.F = F
         self.N = 4 * F  # navigation states per mechanism configuration
