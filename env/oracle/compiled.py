@@ -419,9 +419,10 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                         entry(store, rules, t, code // width, code % width)
                 state[_TABLE] = t + 1
             # every candidate edge, state by state into the slot a * live + i of move a of live
-            # state i (-1: no move), so that the slots in order are the pure search's action-major
-            # candidates. A fresh destination is marked -(2 + its first slot) until the layer's
-            # new states are numbered by ascending id.
+            # state i, so that the slots in order are the pure search's action-major candidates:
+            # the destination's id where it is new in this layer, -(2 + its index) where it was
+            # seen before, -1 for no move. A new destination is marked in ``seen`` with
+            # -(2 + its first slot) until the layer's new states are numbered by ascending id.
             W = live
             n_new = 0
             for i in range(live):
@@ -453,11 +454,13 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     if n < 0:
                         continue
                     mark = seen[n]
-                    if mark == -1:
+                    if mark >= 0:
+                        c_dst[slot] = -(2 + mark)  # seen before this layer: its index, kept for the edge
+                    elif mark == -1:
                         seen[n] = -(2 + slot)
                         missing[n_new] = n
                         n_new += 1
-                    elif mark < -1 and slot < -(mark + 2):
+                    elif slot < -(mark + 2):
                         seen[n] = -(2 + slot)
             new_ids = ascending(missing, n_new, marks)
             goals = 0
@@ -486,9 +489,9 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 for a in range(5):
                     for i in range(W):
                         n = c_dst[a * W + i]
-                        if n >= 0:
+                        if n != -1:
                             es[ne] = fpos[i]
-                            ed[ne] = seen[n]
+                            ed[ne] = seen[n] if n >= 0 else -(n + 2)
                             ea[ne] = a
                             ne += 1
             count += n_new
@@ -851,11 +854,17 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
 
 
 def _trimmed(a: np.ndarray, n: int) -> np.ndarray:
-    """``a`` cut to its first ``n`` entries in place: the allocator gives the rest back without
-    copying what the search wrote (a copy of a sweep's arrays cost a sixth of the kernel's time).
-    ``a`` is the search's own array, which nothing else views."""
+    """``a``'s first ``n`` entries: a copy where they are few, else ``a`` cut to size in place,
+    the allocator giving the rest back without copying what the search wrote (copying a sweep's
+    edges cost a sixth of the kernel's time; shrinking the mapping of a small search's arrays
+    costs more than copying them). ``a`` is the search's own array, which nothing else views."""
+    if n * a.itemsize < _COPY_BELOW:
+        return a[:n].copy()
     a.resize(n, refcheck=False)
     return a
+
+
+_COPY_BELOW = 1 << 18  # bytes
 
 
 def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[int], int] | None:
