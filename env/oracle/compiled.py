@@ -696,7 +696,7 @@ class _Configurations:
     """The space's configurations and transition tables, as the kernels intern and fill them;
     handed back to the space (``settle``) once a search ends."""
 
-    def __init__(self, space: StateSpace, rules: tuple):
+    def __init__(self, space: StateSpace, rules: tuple, more: int):
         self.space = space
         self.rules = rules
         n = len(space.configs)
@@ -707,7 +707,7 @@ class _Configurations:
         self.size = 0
         self.keys = np.zeros(0, np.int64)
         self.vals = np.zeros(0, np.int64)
-        self.reserve(64)
+        self.reserve(more)
 
     @staticmethod
     def _row(cfg: tuple) -> list[int]:
@@ -801,11 +801,10 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
 
     if space.explicit or (rules := _rules(space)) is None:
         return None
-    configs = _Configurations(space, rules)
+    more = _first_configs(space)
+    configs = _Configurations(space, rules, more)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
     arrays = _Arrays(space, _first_size(cap), edges)
-    more = _first_configs(space)
-    configs.reserve(more)
     if not arrays.fit_seen(configs.count + more) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
@@ -872,10 +871,9 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     the pure search must run instead."""
     if space.explicit or (rules := _rules(space)) is None:
         return None
-    configs = _Configurations(space, rules)
-    arrays = _Arrays(space, _first_size(cap))
     more = _first_configs(space)
-    configs.reserve(more)
+    configs = _Configurations(space, rules, more)
+    arrays = _Arrays(space, _first_size(cap))
     if not arrays.fit_seen(configs.count + more):
         return None
     arrays.ids[0] = sid
