@@ -754,8 +754,10 @@ class _Configurations:
         K, D = int(self.rules[0][0]), int(self.rules[0][1])
         rest = self.space.configs[0][3:]
         n0, n = len(self.space.configs), self.count
-        new = [(tuple(r[:K]), tuple(r[K:K + D]), tuple(map(bool, r[K + D:])), *rest)
-               for r in self.rows[n0:n].tolist()]
+        rows = self.rows[n0:n]
+        places, doors = map(tuple, rows[:, :K].tolist()), map(tuple, rows[:, K:K + D].tolist())
+        switches = map(tuple, rows[:, K + D:].astype(bool).tolist())
+        new = [(p, d, s, *rest) for p, d, s in zip(places, doors, switches, strict=True)]
         self.space.adopt(new, self.passable[n0:n], [t[:n] for t in self.tables])
 
 
