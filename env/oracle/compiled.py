@@ -366,12 +366,15 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 pos += 1
             state[_SIZE] = count - hi  # the next frontier keeps its goal states (skipped in turn)
         else:
-            # each live frontier state's position, configuration and navigation, divided out once:
-            # a 64-bit division costs more than the rest of a state's work in the passes below
+            # each live frontier state's position, configuration and navigation, divided out once
+            # (a 64-bit division costs more than the rest of a state's work in the passes below),
+            # and which of them pickup or toggle may act at (the table passes read only those)
             fpos = np.empty(hi - lo, np.int64)
             fm = np.empty(hi - lo, np.int64)
             fnav = np.empty(hi - lo, np.int64)
+            fmech = np.empty(hi - lo, np.int64)
             live = 0
+            n_mech = 0
             for pos in range(lo, hi):
                 sid = ids[pos]
                 m = sid // N
@@ -380,6 +383,9 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                     fpos[live] = pos
                     fm[live] = m
                     fnav[live] = nav
+                    if mech[nav]:
+                        fmech[n_mech] = live
+                        n_mech += 1
                     live += 1
             if count + 5 * live > ids.size or (edges and ne + 5 * live > es.size) or 5 * live > c_dst.size:
                 state[_NEED_IDS] = count + 5 * live
@@ -393,10 +399,9 @@ def layered(state, N, goal, cap, stop_at_goal, parents, edges, scalar_layer, den
                 tab = pickup_to if t == 0 else (switch_to if t == 1 else door_to)
                 width = tab.shape[1]
                 n_miss = 0
-                for i in range(live):
+                for q in range(n_mech):
+                    i = fmech[q]
                     nav = fnav[i]
-                    if not mech[nav]:
-                        continue
                     if t == 0:
                         j = pickup_cell[nav]
                     else:
