@@ -859,6 +859,9 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
     return result
 
 
+_COPY_BELOW = 1 << 18  # bytes: what _trimmed copies rather than cuts
+
+
 def _trimmed(a: np.ndarray, n: int) -> np.ndarray:
     """``a``'s first ``n`` entries: a copy where they are few, else ``a`` cut to size in place,
     the allocator giving the rest back without copying what the search wrote (copying a sweep's
@@ -869,8 +872,6 @@ def _trimmed(a: np.ndarray, n: int) -> np.ndarray:
     a.resize(n, refcheck=False)
     return a
 
-
-_COPY_BELOW = 1 << 18  # bytes
 
 
 def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[int], int] | None:
