@@ -78,7 +78,7 @@ echo "installing gridbench[${extras}] and its dependencies (Ray, litellm, pyarro
 # orchestrator, analysis), which this layout knows and wants: keep the install quiet
 PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q -e ".[${extras}]"
 # the oracle's and the generator's kernels compile once, here, rather than in the first run (docs/oracle.md)
-echo "compiling the oracle's and the generator's kernels (numba, once): about 15 s ..."
+echo "compiling the oracle's and the generator's kernels (numba, once): about 25 s ..."
 .venv/bin/python -m env.jit
 # a build is worth nothing until it answers: the bundled model's server is asked for an answer of
 # several tokens, so a llama.cpp that cannot run here fails the install, not the first run
