@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 # past this many dense entries (1 GiB of int32) the kernel gives the search back to the pure path
 _MAX_DENSE = 1 << 28
+# configurations made room for before the first kernel call (the pool's mazes reach 154): a kernel
+# that meets more stops, and Python grows the store
+_FIRST_CONFIGS = 256
 
 # what a kernel call ends with
 _DONE, _NEED_ROOM = 0, 1
@@ -808,11 +811,10 @@ def search(space: StateSpace, starts: list[int], cap: int, stop_at_goal: bool, e
 
     if space.explicit or (rules := _rules(space)) is None:
         return None
-    more = _first_configs(space)
-    configs = _Configurations(space, rules, more)
+    configs = _Configurations(space, rules, _FIRST_CONFIGS)
     start_ids = np.unique(np.array(starts, dtype=np.int64))
     arrays = _Arrays(space, _first_size(cap), edges)
-    if not arrays.fit_seen(configs.count + more) or int(start_ids.max()) >= arrays.seen.size:
+    if not arrays.fit_seen(configs.count + _FIRST_CONFIGS) or int(start_ids.max()) >= arrays.seen.size:
         return None
     n0 = start_ids.size
     arrays.ids[:n0] = start_ids
@@ -879,10 +881,9 @@ def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[in
     the pure search must run instead."""
     if space.explicit or (rules := _rules(space)) is None:
         return None
-    more = _first_configs(space)
-    configs = _Configurations(space, rules, more)
+    configs = _Configurations(space, rules, _FIRST_CONFIGS)
     arrays = _Arrays(space, _first_size(cap))
-    if not arrays.fit_seen(configs.count + more):
+    if not arrays.fit_seen(configs.count + _FIRST_CONFIGS):
         return None
     arrays.ids[0] = sid
     arrays.parent[0] = -1
@@ -919,6 +920,3 @@ def _first_size(cap: int) -> int:
     return min(cap, 1 << 21) + 1024
 
 
-def _first_configs(space: StateSpace) -> int:
-    # configurations to make room for before the first kernel call: a dense index of up to 4 MiB
-    return 256
