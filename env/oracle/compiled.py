@@ -626,8 +626,8 @@ def hops(indptr, succ, ok, use_ok, sources, dist):
 @jit
 def hops_along(n, src, dst, sources, dist):
     """``hops`` over the edges ``src -> dst`` as given, grouped by source (a counting sort) and
-    searched in one call: a distance table's backward search. Its own arrays are int32 (a search
-    holds fewer than 2**31 states and edges), half the memory to touch."""
+    searched in one call: a distance table's backward search. The grouping's arrays are int32 (a
+    search holds fewer than 2**31 states and edges), half the memory to touch."""
     indptr = np.zeros(n + 1, np.int32)
     for e in range(src.size):
         indptr[src[e] + 1] += 1
@@ -639,25 +639,7 @@ def hops_along(n, src, dst, sources, dist):
         v = src[e]
         succ[at[v]] = dst[e]
         at[v] += 1
-    dist[:] = -1
-    queue = at  # each node enters the queue once: the counts' room is free again
-    tail = 0
-    for s in sources:
-        if dist[s] < 0:
-            dist[s] = 0
-            queue[tail] = s
-            tail += 1
-    head = 0
-    while head < tail:
-        v = queue[head]
-        head += 1
-        d = dist[v] + 1
-        for e in range(indptr[v], indptr[v + 1]):
-            w = succ[e]
-            if dist[w] < 0:
-                dist[w] = d
-                queue[tail] = w
-                tail += 1
+    hops(indptr, succ, np.zeros(0, np.bool_), False, sources, dist)
 
 
 class _Arrays:
