@@ -37,6 +37,7 @@ from env.generator.chains import (
 )
 from env.generator.floor_search import Floor
 from env.generator.topology import (
+    RECIPE_SIDE,
     TOPOLOGIES,
     Cell,
     FloorSearches,
@@ -73,13 +74,12 @@ TILES = ("none", *TILE_OBJECT)
 _STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
 PLACEMENT_TRIES = 80
 # Past what any recipe draws (pool, long-horizon and discovery specs, the variants' controls: at
-# most three chain steps and three distractors on at most 40x40), a candidate's reachable states
+# most three chain steps and three distractors, sides up to RECIPE_SIDE), a candidate's reachable states
 # multiply: each decoy switch doubles them, decoy keys swapped through the key cells multiply them
 # by the keys' arrangements. Such parameters are verified with this cap on the maze without its
 # idle switches (``idle_switches_out``); within the recipes' reach nothing changes, so every maze
 # generated before is generated again byte for byte.
 RECIPE_STEPS = RECIPE_DISTRACTORS = 3
-RECIPE_SIDE = 40
 SCALED_STATE_CAP = 12_000_000
 
 

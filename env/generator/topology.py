@@ -15,6 +15,14 @@ from env.generator import floor_search
 
 Cell = tuple[int, int]
 STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))
+# the largest side any recipe draws (pool, long-horizon and discovery specs, the variants'
+# controls): past it the generator's verification and the rooms layout scale (docs/generator.md,
+# "Large mazes"), and up to it every maze generated before is generated again byte for byte
+RECIPE_SIDE = 40
+# past RECIPE_SIDE a rooms layout has a block every this many cells along each side: rooms of
+# about 9x9, where a 3x3 grid of 20x20 halls offered an 8-step chain a door for every step in
+# 1 of 200 sub-seeds at 64x64
+ROOM_PITCH = 10
 
 
 def neighbours(c: Cell, floor: set[Cell] | frozenset[Cell]) -> list[Cell]:
@@ -187,10 +195,16 @@ def winding(width: int, height: int, rng: random.Random) -> set[Cell]:
 
 
 def rooms(width: int, height: int, rng: random.Random) -> set[Cell]:
-    """Rooms on a coarse grid, joined by one-cell corridors along a random spanning tree."""
+    """Rooms on a coarse grid, joined by one-cell corridors along a random spanning tree: 2x2 or
+    3x3 blocks up to ``RECIPE_SIDE``, past it a block per ``ROOM_PITCH`` cells (rooms stay
+    room-sized, and a long start-goal path passes enough corridors for a long chain's barriers)."""
     inner_w, inner_h = width - 2, height - 2
-    nx = max(2, min(3, (inner_w + 1) // 4))
-    ny = max(2, min(3, (inner_h + 1) // 4))
+    if max(width, height) > RECIPE_SIDE:
+        nx = max(3, (inner_w + 1) // ROOM_PITCH)
+        ny = max(3, (inner_h + 1) // ROOM_PITCH)
+    else:
+        nx = max(2, min(3, (inner_w + 1) // 4))
+        ny = max(2, min(3, (inner_h + 1) // 4))
     ex = [1 + round(i * inner_w / nx) for i in range(nx + 1)]
     ey = [1 + round(j * inner_h / ny) for j in range(ny + 1)]
     floor: set[Cell] = set()

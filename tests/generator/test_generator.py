@@ -133,6 +133,30 @@ def test_a_64x64_maze_with_8_mechanisms_generates_with_a_colour_for_each_door():
     assert regenerate(m.meta) == m  # generate ran the oracle and the four checks on it
 
 
+def test_rooms_past_the_recipes_keep_room_sized_rooms_and_take_an_8_step_chain():
+    """Up to RECIPE_SIDE a rooms layout is the 2x2 or 3x3 block grid it always was; past it a block
+    per ROOM_PITCH cells, so a 64x64 start-goal path passes a corridor for each of eight barriers
+    (on the 3x3 grid of 20x20 halls, 1 of 200 sub-seeds of seed 1 had a placement)."""
+    import random
+
+    from env.generator.topology import RECIPE_SIDE, ROOM_PITCH, layout
+
+    def rows_of_rooms(side: int) -> int:
+        # the floor cells of the layout's first column of rooms, counted along that column: one
+        # run of floor per room (corridors leave it by the side)
+        floor = layout("rooms", side, side, random.Random(3))
+        x = min(c[0] for c in floor)
+        col = [y for y in range(side) if (x, y) in floor]
+        return 1 + sum(1 for a, b in zip(col, col[1:], strict=False) if b - a > 1)
+
+    assert rows_of_rooms(RECIPE_SIDE) <= 3 and rows_of_rooms(14) <= 3
+    assert rows_of_rooms(64) == (64 - 2 + 1) // ROOM_PITCH
+    g = generate(GenParams(width=64, height=64, topology="rooms", chain="mixed_sequence", mechanisms=8), seed=1,
+                 max_attempts=1)
+    assert len(g.maze.meta.chain) == 8 and g.stats.unplaced == 0
+    assert regenerate(g.maze.meta) == g.maze
+
+
 def test_acceptance_is_reported():
     g = generate(GenParams(width=10, height=10, topology="open", chain="door_behind_gate", band=(20, 60)), seed=9)
     assert g.stats.accepted == 1 and g.stats.candidates >= 1 and 0 < g.stats.acceptance <= 1
