@@ -199,12 +199,11 @@ def rooms(width: int, height: int, rng: random.Random) -> set[Cell]:
     3x3 blocks up to ``RECIPE_SIDE``, past it a block per ``ROOM_PITCH`` cells (rooms stay
     room-sized, and a long start-goal path passes enough corridors for a long chain's barriers)."""
     inner_w, inner_h = width - 2, height - 2
+    nx = max(2, min(3, (inner_w + 1) // 4))
+    ny = max(2, min(3, (inner_h + 1) // 4))
     if max(width, height) > RECIPE_SIDE:
-        nx = max(3, (inner_w + 1) // ROOM_PITCH)
-        ny = max(3, (inner_h + 1) // ROOM_PITCH)
-    else:
-        nx = max(2, min(3, (inner_w + 1) // 4))
-        ny = max(2, min(3, (inner_h + 1) // 4))
+        nx = max(nx, (inner_w + 1) // ROOM_PITCH)
+        ny = max(ny, (inner_h + 1) // ROOM_PITCH)
     ex = [1 + round(i * inner_w / nx) for i in range(nx + 1)]
     ey = [1 + round(j * inner_h / ny) for j in range(ny + 1)]
     floor: set[Cell] = set()
