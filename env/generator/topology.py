@@ -196,7 +196,7 @@ def winding(width: int, height: int, rng: random.Random) -> set[Cell]:
 
 def rooms(width: int, height: int, rng: random.Random) -> set[Cell]:
     """Rooms on a coarse grid, joined by one-cell corridors along a random spanning tree: 2x2 or
-    3x3 blocks up to ``RECIPE_SIDE``, past it a block per ``ROOM_PITCH`` cells (rooms stay
+    3x3 blocks up to ``RECIPE_SIDE``, past it at least a block per ``ROOM_PITCH`` cells (rooms stay
     room-sized, and a long start-goal path passes enough corridors for a long chain's barriers)."""
     inner_w, inner_h = width - 2, height - 2
     nx = max(2, min(3, (inner_w + 1) // 4))
