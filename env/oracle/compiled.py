@@ -857,7 +857,6 @@ def _trimmed(a: np.ndarray, n: int) -> np.ndarray:
     return a
 
 
-
 def study_search(space: StateSpace, sid: int, cap: int) -> tuple[Status, list[int], int] | None:
     """``env.oracle.plans._study_search`` compiled: (status, plan, states explored), or None where
     the pure search must run instead."""

@@ -247,6 +247,7 @@ def test_no_recipe_and_no_shipped_maze_reaches_the_scaled_verification():
     is verified as before, and generated again byte for byte."""
     from env import resolve_mazes
     from env.generator.maze_pool import discovery_recipe, long_horizon_recipe, pool_recipe
+    from env.generator.topology import RECIPE_SIDE
     from env.oracle import STATE_CAP
     from env.variants import _decoys
 
@@ -256,7 +257,7 @@ def test_no_recipe_and_no_shipped_maze_reaches_the_scaled_verification():
     assert all(s.params.state_cap == STATE_CAP for s in specs)
     for name in ("pool", "hand", "study", "study-heldout", "study-m7m10", "discovery", "long-horizon"):
         for m in resolve_mazes([name]):  # the sources of the variants' controls
-            assert len(m.meta.chain) <= 3 and sum(_decoys(m)) <= 3 and max(m.width, m.height) <= 40, m.id
+            assert len(m.meta.chain) <= 3 and sum(_decoys(m)) <= 3 and max(m.width, m.height) <= RECIPE_SIDE, m.id
     assert GenParams(width=40, height=40, topology="rooms", chain="mixed_sequence", mechanisms=4, decoy_keys=3,
                      decoy_switches=3, deadends=3).scaled
     assert GenParams(width=64, height=64, chain="key_door").scaled and not GenParams(width=40, height=40).scaled
